@@ -1,0 +1,3 @@
+from gpuplan.cli.main import main
+
+main()

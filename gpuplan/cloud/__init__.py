@@ -1,0 +1,1 @@
+"""Cloud instance catalogs (package data)."""

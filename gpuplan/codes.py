@@ -1,0 +1,97 @@
+"""The registry of diagnostic codes.
+
+Each rule family declares its codes next to the rules (``CODES`` tuple of
+``Code``); this module only knows where to find them so the reference page
+(`docs/codes.md`) and `gpuplan explain CODE` can list every one. Code ranges:
+
+    GP0xx  reading input (YAML, size, encoding)
+    GP1xx  spec schema (unknown keys, types, names, references)
+    GP2xx  MIG geometry
+    GP3xx  sharing (device plugin: time-slicing, MPS)
+    GP4xx  resources, quotas and capacity
+    GP5xx  tenancy (namespaces, priority classes)
+    GP6xx  topology, Karpenter, instance types
+    GP7xx  hardware inventory
+    GP8xx  output tree (stale, hand-edited files)
+    GP9xx  internal
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Iterable
+
+from gpuplan.diagnostics import Diagnostic, Severity
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    title: str
+    severity: Severity
+    summary: str
+    bad: str = ""
+    good: str = ""
+    pain: str = ""  # the reference/user-pains.md entry this code prevents, if any
+
+    def diag(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        col: int | None = None,
+        path: str | None = None,
+        hint: str | None = None,
+        severity: Severity | None = None,
+    ) -> Diagnostic:
+        return Diagnostic(
+            code=self.code,
+            severity=severity or self.severity,
+            message=message,
+            file=file,
+            line=line,
+            col=col,
+            path=path,
+            hint=hint,
+        )
+
+
+# Modules that declare a ``CODES`` tuple. Imported only by `all_codes()`, never
+# on the validate path.
+CODE_MODULES: tuple[str, ...] = (
+    "gpuplan.spec.loader",
+    "gpuplan.spec.validate",
+    "gpuplan.rules",
+    "gpuplan.rules.mig",
+    "gpuplan.rules.sharing",
+    "gpuplan.rules.resources",
+    "gpuplan.rules.capacity",
+    "gpuplan.rules.tenancy",
+    "gpuplan.rules.topology",
+    "gpuplan.rules.karpenter",
+    "gpuplan.rules.inventory",
+    "gpuplan.output.tree",
+    "gpuplan.internal",
+)
+
+
+def all_codes() -> dict[str, Code]:
+    out: dict[str, Code] = {}
+    for name in CODE_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        for c in getattr(mod, "CODES", ()):
+            if c.code in out and out[c.code] != c:
+                raise RuntimeError(f"diagnostic code {c.code} declared twice")
+            out[c.code] = c
+    return dict(sorted(out.items()))
+
+
+def codes_by_id(codes: Iterable[Code]) -> dict[str, Code]:
+    return {c.code: c for c in codes}

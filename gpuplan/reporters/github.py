@@ -1,0 +1,33 @@
+"""GitHub Actions workflow commands, shown as annotations on the pull request."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from gpuplan.diagnostics import Diagnostic
+
+_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_prop(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def render(diags: Sequence[Diagnostic]) -> str:
+    out = []
+    for d in diags:
+        props = []
+        if d.file:
+            props.append(f"file={_escape_prop(d.file)}")
+        if d.line is not None:
+            props.append(f"line={d.line}")
+        if d.col is not None:
+            props.append(f"col={d.col}")
+        props.append(f"title={_escape_prop(f'gpuplan {d.code}')}")
+        msg = d.message + (f"\n{d.hint}" if d.hint else "")
+        out.append(f"::{_LEVEL[d.severity.value]} {','.join(props)}::{_escape_data(msg)}")
+    return "\n".join(out) + ("\n" if out else "")

@@ -1,0 +1,201 @@
+"""The resolved fleet: a validated spec plus what follows from it.
+
+Rules and lowering targets both need the same derived facts — a pool's GPU
+model from the catalog, its GPUs per node, the resources its nodes advertise
+under its sharing mode, the resource a tier hands out. They are computed here,
+once, so that a quota and the device-plugin config can never disagree about a
+resource name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuplan.codes import Code
+from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.spec.loader import Document
+from gpuplan.spec.models import Fleet, Mig, Pool, Tier
+from gpuplan.spec.validate import format_path
+
+if TYPE_CHECKING:
+    from gpuplan.catalog import GpuModel
+    from gpuplan.probe.inventory import NodeInventory
+
+GPU = "nvidia.com/gpu"
+SHARED_SUFFIX = ".shared"  # device plugin DefaultSharedResourceNameSuffix
+
+
+def mig_resource(profile: str) -> str:
+    """Resource of a MIG profile under the `mixed` strategy (`+` becomes `.`)."""
+    return f"nvidia.com/mig-{profile.replace('+', '.')}"
+
+
+@dataclass(frozen=True)
+class PoolView:
+    pool: Pool
+    index: int
+    gpu: "GpuModel | None"
+    gpus_per_node: int | None
+
+    @property
+    def name(self) -> str:
+        return self.pool.name
+
+    @property
+    def path(self) -> tuple:
+        return ("spec", "pools", self.index)
+
+    @property
+    def node_count(self) -> int | None:
+        """Static: the listed nodes. Karpenter: the most nodes maxGPUs allows."""
+        if self.pool.nodes is not None:
+            return len(self.pool.nodes)
+        if self.pool.karpenter is not None and self.gpus_per_node:
+            return self.pool.karpenter.max_gpus // self.gpus_per_node
+        return None
+
+    @property
+    def physical_gpus(self) -> int:
+        """GPUs the pool holds (Karpenter pools count at their maxGPUs rounded to whole nodes)."""
+        nodes = self.node_count
+        return (nodes or 0) * (self.gpus_per_node or 0)
+
+    def gpu_layouts(self) -> list[dict[str, int] | None]:
+        """The MIG layout of each GPU index of a node (None: MIG disabled)."""
+        s = self.pool.sharing
+        n = self.gpus_per_node or 0
+        if not isinstance(s, Mig):
+            return [None] * n
+        if s.layout is not None:
+            return [dict(s.layout)] * n
+        per: list[dict[str, int] | None] = [None] * n
+        for group in s.devices or ():
+            for i in group.devices:
+                if i < n:
+                    per[i] = dict(group.layout) if group.layout is not None else None
+        return per
+
+    def node_resources(self) -> dict[str, int]:
+        """Extended resources one node advertises, in device-plugin units."""
+        s = self.pool.sharing
+        n = self.gpus_per_node or 0
+        if s.mode == "exclusive":
+            return {GPU: n} if n else {}
+        if s.mode in ("time-slicing", "mps"):
+            name = GPU + SHARED_SUFFIX if s.rename_by_default else GPU
+            return {name: n * s.replicas} if n else {}
+        out: dict[str, int] = {}
+        for layout in self.gpu_layouts():
+            if layout is None:
+                out[GPU] = out.get(GPU, 0) + 1
+                continue
+            for profile, count in layout.items():
+                name = GPU if s.strategy == "single" else mig_resource(profile)
+                out[name] = out.get(name, 0) + count
+        return dict(sorted(out.items()))
+
+    def resources(self) -> dict[str, int]:
+        """Extended resources of the whole pool (Karpenter pools at their maximum)."""
+        nodes = self.node_count or 0
+        return {k: v * nodes for k, v in self.node_resources().items()}
+
+    @property
+    def mig_config_name(self) -> str | None:
+        """Name of the pool's mig-parted config (node label nvidia.com/mig.config)."""
+        return f"gpuplan-{self.name}" if self.pool.sharing.mode == "mig" else None
+
+    @property
+    def device_plugin_config_name(self) -> str:
+        """Key of the pool's device-plugin config (node label nvidia.com/device-plugin.config)."""
+        return self.name
+
+
+@dataclass
+class ResolvedFleet:
+    fleet: Fleet
+    doc: Document
+    pools: list[PoolView]
+    inventory: list["NodeInventory"] = field(default_factory=list)
+    inventory_files: list[str] = field(default_factory=list)
+
+    @property
+    def file(self) -> str:
+        return self.doc.file
+
+    @cached_property
+    def pool_by_name(self) -> dict[str, PoolView]:
+        return {p.name: p for p in self.pools}
+
+    @cached_property
+    def tier_by_name(self) -> dict[str, Tier]:
+        return {t.name: t for t in self.fleet.spec.tiers}
+
+    @cached_property
+    def tier_index(self) -> dict[str, int]:
+        return {t.name: i for i, t in enumerate(self.fleet.spec.tiers)}
+
+    def tier_pool(self, tier: Tier) -> PoolView | None:
+        return self.pool_by_name.get(tier.pool)
+
+    def tier_resource(self, tier: Tier) -> str | None:
+        """The extended resource a tier's pods request (None when it cannot be told)."""
+        pv = self.tier_pool(tier)
+        if pv is None:
+            return None
+        s = pv.pool.sharing
+        if s.mode == "exclusive":
+            return GPU
+        if s.mode in ("time-slicing", "mps"):
+            return GPU + SHARED_SUFFIX if s.rename_by_default else GPU
+        if s.strategy == "single":
+            return GPU
+        return mig_resource(tier.profile) if tier.profile else None
+
+    def diag(
+        self,
+        code: Code,
+        message: str,
+        path: tuple,
+        *,
+        hint: str | None = None,
+        key: bool = False,
+        severity: Severity | None = None,
+    ) -> Diagnostic:
+        line, col = self.doc.locate(path, key=key)
+        return code.diag(
+            message, file=self.doc.file, line=line, col=col, path=format_path(path) or None,
+            hint=hint, severity=severity,
+        )
+
+
+def karpenter_gpus_per_node(pool: Pool) -> int | None:
+    """GPUs per node of a Karpenter pool: declared, else from its first known instance type."""
+    if pool.gpus_per_node is not None:
+        return pool.gpus_per_node
+    if pool.karpenter is None:
+        return None
+    from gpuplan.cloud.aws import instance_type
+
+    for name in pool.karpenter.instance_types:
+        it = instance_type(name)
+        if it is not None and it.gpu_count:
+            return it.gpu_count
+    return None
+
+
+def resolve(fleet: Fleet, doc: Document, *, spec_dir: Path | None = None) -> ResolvedFleet:
+    from gpuplan.catalog import resolve_gpu
+
+    views = []
+    for i, p in enumerate(fleet.spec.pools):
+        gpn = p.gpus_per_node if p.nodes is not None else karpenter_gpus_per_node(p)
+        views.append(PoolView(pool=p, index=i, gpu=resolve_gpu(p.gpu), gpus_per_node=gpn))
+    return ResolvedFleet(fleet=fleet, doc=doc, pools=views)
+
+
+def as_plain(obj: Any) -> Any:
+    """Pydantic model -> plain data with YAML key names (for messages and diffs)."""
+    return obj.model_dump(by_alias=True, exclude_none=True)

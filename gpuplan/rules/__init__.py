@@ -1,0 +1,59 @@
+"""Rule families. Each module exposes ``check(rf: ResolvedFleet) -> Iterable[Diagnostic]``
+and a ``CODES`` tuple; each rule's code, title, PASS/FAIL examples and the
+user pain it prevents are declared next to the rule and become docs/codes.md."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from gpuplan.codes import Code
+from gpuplan.diagnostics import Diagnostic, Severity
+
+if TYPE_CHECKING:
+    from gpuplan.resolve import ResolvedFleet
+
+# Run order matters only for readability of output; diagnostics are sorted later.
+RULE_MODULES: tuple[str, ...] = (
+    "gpuplan.rules.mig",
+    "gpuplan.rules.sharing",
+    "gpuplan.rules.resources",
+    "gpuplan.rules.capacity",
+    "gpuplan.rules.tenancy",
+    "gpuplan.rules.topology",
+    "gpuplan.rules.karpenter",
+    "gpuplan.rules.inventory",
+)
+
+W_DISABLE_UNKNOWN = Code(
+    "GP114", "disabled rule does not exist", Severity.WARNING,
+    "spec.rules.disable names a code gpuplan does not have, or one that cannot be disabled "
+    "(reading and schema errors, GP0xx and GP1xx, always apply).",
+    bad="rules:\n  disable:\n    - {code: GP999, reason: noisy}",
+    good="rules:\n  disable:\n    - {code: GP303, reason: notebooks tolerate shared memory}",
+)
+CODES = (W_DISABLE_UNKNOWN,)
+
+
+def run_rules(rf: "ResolvedFleet") -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for name in RULE_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue  # family not present in this build
+            raise
+        out.extend(mod.check(rf))
+    disabled = {d.code for d in rf.fleet.spec.rules.disable}
+    if disabled:
+        from gpuplan.codes import all_codes
+
+        known = all_codes()
+        for i, d in enumerate(rf.fleet.spec.rules.disable):
+            if d.code not in known or d.code[:3] in ("GP0", "GP1"):
+                out.append(rf.diag(W_DISABLE_UNKNOWN,
+                                   f"{d.code} is not a rule that can be disabled",
+                                   ("spec", "rules", "disable", i, "code")))
+        out = [d for d in out if d.code not in disabled or d.code[:3] in ("GP0", "GP1")]
+    return out

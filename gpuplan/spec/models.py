@@ -1,0 +1,353 @@
+"""The fleet spec, ``apiVersion: gpuplan.dev/v1alpha1``, ``kind: Fleet``.
+
+Models are strict (no type coercion: ``"4"`` is not 4), closed (unknown keys
+are errors) and frozen. Only structure lives here; meaning (MIG geometry,
+capacity, references between pools, tiers and tenants) is checked by the rule
+families in ``gpuplan.rules``, which can explain themselves better than a type.
+
+YAML keys are camelCase, as in Kubernetes; Python attributes are snake_case.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Union
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+API_VERSION = "gpuplan.dev/v1alpha1"
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_PROFILE = re.compile(r"([0-9]+c\.)?[0-9]+g\.[0-9]+gb([+-][a-z.]+(,[a-z.]+)*)?\Z")
+_DURATION = re.compile(r"(([0-9]+(s|m|h))+|Never)\Z")
+
+
+def _dns_label(v: str) -> str:
+    if len(v) > 63 or not _DNS_LABEL.match(v):
+        raise PydanticCustomError(
+            "dns1123_label",
+            "'{value}' is not a valid name: use at most 63 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit (a DNS-1123 label)",
+            {"value": v},
+        )
+    return v
+
+
+def _dns_subdomain(v: str) -> str:
+    if len(v) > 253 or not _DNS_SUBDOMAIN.match(v):
+        raise PydanticCustomError(
+            "dns1123_subdomain",
+            "'{value}' is not a valid node name: use lowercase letters, digits, '-' and '.' "
+            "(a DNS-1123 subdomain, at most 253 characters)",
+            {"value": v},
+        )
+    return v
+
+
+def _label_key(v: str) -> str:
+    prefix, _, name = v.rpartition("/")
+    ok = 0 < len(name) <= 63 and _LABEL_NAME.match(name)
+    if prefix:
+        ok = ok and len(prefix) <= 253 and _DNS_SUBDOMAIN.match(prefix)
+    if not ok:
+        raise PydanticCustomError(
+            "label_key", "'{value}' is not a valid Kubernetes label key", {"value": v}
+        )
+    return v
+
+
+def _label_value(v: str) -> str:
+    if len(v) > 63 or not _LABEL_VALUE.match(v):
+        raise PydanticCustomError(
+            "label_value",
+            "'{value}' is not a valid Kubernetes label value (at most 63 characters: "
+            "letters, digits, '-', '_' and '.', starting and ending with a letter or digit)",
+            {"value": v},
+        )
+    return v
+
+
+def _profile_name(v: str) -> str:
+    if not _PROFILE.match(v):
+        raise PydanticCustomError(
+            "mig_profile_name",
+            "'{value}' is not a MIG profile name (expected <G>g.<GB>gb, e.g. 1g.10gb or 1g.10gb+me)",
+            {"value": v},
+        )
+    return v
+
+
+def _duration(v: str) -> str:
+    if not _DURATION.match(v):
+        raise PydanticCustomError(
+            "duration", "'{value}' is not a duration like 720h, 30m or Never", {"value": v}
+        )
+    return v
+
+
+Name = Annotated[str, AfterValidator(_dns_label)]
+NodeName = Annotated[str, AfterValidator(_dns_subdomain)]
+LabelKey = Annotated[str, AfterValidator(_label_key)]
+LabelValue = Annotated[str, AfterValidator(_label_value)]
+ProfileName = Annotated[str, AfterValidator(_profile_name)]
+Duration = Annotated[str, AfterValidator(_duration)]
+Count = Annotated[int, Field(ge=1)]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+    )
+
+
+# --- cluster -----------------------------------------------------------------
+
+
+class GitOps(Model):
+    """How the generated tree reaches the cluster."""
+
+    engine: Literal["argocd", "flux"] = "argocd"
+    repo_url: str = Field(alias="repoURL", min_length=1)
+    revision: str = "main"
+    path: str = "generated"
+    namespace: Name | None = Field(
+        default=None, description="Namespace of the Argo CD / Flux objects (argocd or flux-system)."
+    )
+    project: Name = Field(default="default", description="Argo CD project.")
+
+
+class DcgmExporter(Model):
+    enabled: bool = True
+    service_monitor: bool = True
+
+
+class GpuOperator(Model):
+    chart_version: str = Field(default="v26.7.0", pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
+    namespace: Name = "gpu-operator"
+    driver: Literal["managed", "preinstalled"] = Field(
+        default="managed",
+        description="`preinstalled` on images that ship the driver (EKS AL2023/Bottlerocket NVIDIA AMIs).",
+    )
+    driver_version: str | None = None
+    toolkit: Literal["managed", "preinstalled"] = "managed"
+    dcgm_exporter: DcgmExporter = DcgmExporter()
+
+
+class Aws(Model):
+    """Cluster-wide settings for Karpenter pools on AWS."""
+
+    cluster_name: Name
+    node_role: str = Field(min_length=1, description="IAM role of Karpenter-launched nodes.")
+    subnet_tags: dict[str, str] | None = Field(
+        default=None, description="Default: {karpenter.sh/discovery: <clusterName>}."
+    )
+    security_group_tags: dict[str, str] | None = None
+
+
+class Cluster(Model):
+    name: Name | None = None
+    kubernetes_version: str = Field(pattern=r"^1\.[0-9]{2}$")
+    gitops: GitOps
+    gpu_operator: GpuOperator = GpuOperator()
+    aws: Aws | None = None
+
+
+# --- pools -------------------------------------------------------------------
+
+
+class Taint(Model):
+    key: LabelKey
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Topology(Model):
+    """kubelet Topology Manager settings for the pool's nodes."""
+
+    policy: Literal["none", "best-effort", "restricted", "single-numa-node"] = "none"
+    scope: Literal["container", "pod"] = "container"
+    cpu_manager_policy: Literal["none", "static"] | None = Field(
+        default=None, description="Default: static when a policy other than none is set."
+    )
+    memory_manager_policy: Literal["None", "Static"] | None = None
+    reserved_system_cpus: str | None = Field(default=None, alias="reservedSystemCPUs")
+    prefer_closest_numa_nodes: bool = Field(default=False, alias="preferClosestNUMANodes")
+
+
+class Karpenter(Model):
+    """The pool's nodes are launched by Karpenter on AWS."""
+
+    instance_types: list[str] = Field(min_length=1)
+    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
+        default=["on-demand"], min_length=1
+    )
+    max_gpus: Count = Field(alias="maxGPUs")
+    ami_family: Literal["AL2023", "Bottlerocket"] = "AL2023"
+    ami_version: str = Field(default="latest", description="Pinned version, e.g. v20260801.")
+    zones: list[str] | None = None
+    expire_after: Duration = "720h"
+    consolidate_after: Duration | None = None
+    weight: Annotated[int, Field(ge=1, le=100)] | None = None
+    node_overlay: bool = Field(
+        default=False,
+        description="Emit a NodeOverlay so Karpenter sees shared/MIG capacity (alpha feature gate).",
+    )
+
+
+class Exclusive(Model):
+    mode: Literal["exclusive"]
+
+
+class MigDevices(Model):
+    """A layout for some GPUs of each node, by index (mig-parted `devices`)."""
+
+    devices: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    layout: dict[ProfileName, Count] | None = Field(
+        default=None, description="Omit to leave these GPUs with MIG disabled (whole GPUs)."
+    )
+
+
+class Mig(Model):
+    mode: Literal["mig"]
+    strategy: Literal["mixed", "single"] = "mixed"
+    layout: dict[ProfileName, Count] | None = Field(
+        default=None, description="One layout for every GPU of every node."
+    )
+    devices: list[MigDevices] | None = Field(
+        default=None, description="Per-GPU layouts; every GPU index appears once."
+    )
+
+    @model_validator(mode="after")
+    def _one_layout_form(self) -> "Mig":
+        if (self.layout is None) == (self.devices is None):
+            raise PydanticCustomError(
+                "mig_layout_form",
+                "a MIG pool needs exactly one of `layout` (same on every GPU) or `devices` (per GPU)",
+            )
+        return self
+
+
+class _Shared(Model):
+    replicas: int
+    rename_by_default: bool = Field(
+        default=True, description="Advertise <resource>.shared instead of nvidia.com/gpu."
+    )
+    fail_requests_greater_than_one: bool = True
+
+
+class TimeSlicing(_Shared):
+    mode: Literal["time-slicing"]
+
+
+class Mps(_Shared):
+    mode: Literal["mps"]
+
+
+Sharing = Annotated[Union[Exclusive, Mig, TimeSlicing, Mps], Field(discriminator="mode")]
+
+
+class Pool(Model):
+    name: Name
+    gpu: str = Field(min_length=1, description="GPU model: GFD name, nvidia-smi name or alias.")
+    gpus_per_node: Count | None = Field(
+        default=None, description="Required for static pools; Karpenter pools take it from the instance type."
+    )
+    nodes: list[NodeName] | None = Field(default=None, description="Static nodes, by Kubernetes node name.")
+    karpenter: Karpenter | None = None
+    sharing: Sharing = Exclusive(mode="exclusive")
+    topology: Topology = Topology()
+    taints: list[Taint] | None = Field(
+        default=None, description="Default for Karpenter pools: nvidia.com/gpu=present:NoSchedule."
+    )
+    labels: dict[LabelKey, LabelValue] = {}
+    price_per_gpu_hour: Annotated[float, Field(ge=0)] | None = Field(default=None, alias="pricePerGPUHour")
+    interconnect: Literal["nvlink", "pcie"] | None = Field(
+        default=None, description="GPU-to-GPU paths when no inventory says; default from the GPU model."
+    )
+
+    @model_validator(mode="after")
+    def _one_provisioning(self) -> "Pool":
+        if (self.nodes is None) == (self.karpenter is None):
+            raise PydanticCustomError(
+                "pool_provisioning",
+                "a pool needs exactly one of `nodes` (static nodes) or `karpenter` (autoscaled)",
+            )
+        if self.nodes is not None and self.gpus_per_node is None:
+            raise PydanticCustomError(
+                "pool_gpus_per_node", "a static pool needs `gpusPerNode`"
+            )
+        return self
+
+    @property
+    def is_static(self) -> bool:
+        return self.nodes is not None
+
+
+# --- tiers and tenants -------------------------------------------------------
+
+
+class Tier(Model):
+    name: Name
+    pool: Name
+    profile: ProfileName | None = Field(default=None, description="MIG profile, for tiers on MIG pools.")
+    workload: Literal["training", "inference", "interactive", "batch"] | None = None
+    priority: Annotated[int, Field(ge=-2147483648, le=1_000_000_000)] = 0
+    preemption: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+    max_gpus_per_pod: Count | None = Field(default=None, alias="maxGPUsPerPod")
+    requires_nvlink: bool = Field(default=False, alias="requiresNVLink")
+    max_oversubscription: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="Quota / capacity ratio allowed (default 1.0)."
+    )
+    enforce_priority: bool = Field(
+        default=False, description="Scope this tier's quota to its PriorityClass."
+    )
+    description: str | None = None
+
+
+class Tenant(Model):
+    name: Name
+    namespaces: list[Name] = Field(min_length=1)
+    quotas: dict[Name, dict[Name, Annotated[int, Field(ge=0)]]] = Field(
+        default={}, description="namespace -> tier -> units of the tier's resource"
+    )
+    labels: dict[LabelKey, LabelValue] = {}
+
+
+class DisabledRule(Model):
+    code: str = Field(pattern=r"^GP[0-9]{3}$")
+    reason: str = Field(min_length=1)
+
+
+class Rules(Model):
+    disable: list[DisabledRule] = []
+
+
+class FleetSpec(Model):
+    cluster: Cluster
+    inventory: list[str] = Field(default=[], description="Globs of node-probe inventory files, relative to this file.")
+    pools: list[Pool] = Field(min_length=1)
+    tiers: list[Tier] = []
+    tenants: list[Tenant] = []
+    rules: Rules = Rules()
+
+
+class Metadata(Model):
+    name: Name
+    labels: dict[LabelKey, LabelValue] = {}
+    annotations: dict[str, str] = {}
+
+
+class Fleet(Model):
+    api_version: Literal["gpuplan.dev/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["Fleet"]
+    metadata: Metadata
+    spec: FleetSpec

@@ -1,0 +1,359 @@
+"""Model stage: plain data -> ``Fleet``, with every problem at its line.
+
+pydantic reports errors by ``loc`` (model field path); this module maps each
+one back to the YAML position through the loader's ``Document``, rewrites the
+message in the spec's own words, and adds "did you mean" hints for misspelt
+keys and values. It also checks what a type cannot: unique names and
+references between pools, tiers and tenants.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from typing import Any, Iterable, Iterator
+
+from pydantic import BaseModel, ValidationError
+
+from gpuplan.codes import Code
+from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.spec.loader import Document
+from gpuplan.spec.models import API_VERSION, Fleet
+
+E_UNKNOWN_KEY = Code(
+    "GP101", "unknown key", Severity.ERROR,
+    "A key the spec does not define. Misspelt keys are errors, never silently ignored "
+    "(a device-plugin `renameByDefault` under `flags` is silently ignored upstream).",
+    bad="sharing: {mode: time-slicing, replica: 4}",
+    good="sharing: {mode: time-slicing, replicas: 4}",
+    pain="#15 NVIDIA/k8s-device-plugin #1433",
+)
+E_MISSING = Code(
+    "GP102", "missing required key", Severity.ERROR,
+    "A required key is absent.",
+    bad="pools:\n  - name: train\n    nodes: [gpu-1]", good="pools:\n  - name: train\n    gpu: A100-SXM4-80GB\n    gpusPerNode: 4\n    nodes: [gpu-1]",
+)
+E_TYPE = Code(
+    "GP103", "wrong type", Severity.ERROR,
+    "A value has the wrong type. Values are never coerced: \"4\" is a string, not a number.",
+    bad='gpusPerNode: "4"', good="gpusPerNode: 4",
+)
+E_VALUE = Code(
+    "GP104", "invalid value", Severity.ERROR,
+    "A value is not one of those allowed, or not in the expected format.",
+    bad="topology: {policy: strict}", good="topology: {policy: restricted}",
+)
+E_NAME = Code(
+    "GP105", "invalid name", Severity.ERROR,
+    "Names that become Kubernetes object names, label values or file names must be DNS-1123 labels.",
+    bad="name: Train_A100", good="name: train-a100",
+)
+E_DUPLICATE = Code(
+    "GP106", "duplicate name", Severity.ERROR,
+    "Two pools, tiers, tenants or namespaces share a name, or a node is listed twice.",
+    bad="pools:\n  - name: train ...\n  - name: train ...", good="pools:\n  - name: train ...\n  - name: infer ...",
+)
+E_REFERENCE = Code(
+    "GP107", "unknown reference", Severity.ERROR,
+    "A tier names a pool, or a quota names a tier or namespace, that does not exist.",
+    bad="tiers:\n  - {name: training, pool: train-h100}  # no such pool",
+    good="tiers:\n  - {name: training, pool: train-a100}",
+)
+E_API_VERSION = Code(
+    "GP108", "unsupported apiVersion or kind", Severity.ERROR,
+    f"The file is not a gpuplan fleet spec this version reads (apiVersion {API_VERSION}, kind Fleet).",
+    bad="apiVersion: gpuplan.dev/v1", good=f"apiVersion: {API_VERSION}\nkind: Fleet",
+)
+E_RANGE = Code(
+    "GP109", "value out of range", Severity.ERROR,
+    "A number is outside its allowed range, or a list or string is too short or too long.",
+    bad="gpusPerNode: 0", good="gpusPerNode: 8",
+)
+E_UNKNOWN_GPU = Code(
+    "GP110", "unknown GPU model", Severity.ERROR,
+    "The pool's GPU model is not in gpuplan's catalog.",
+    bad="gpu: A100-90GB", good="gpu: A100-SXM4-80GB",
+)
+E_CONFLICT = Code(
+    "GP113", "conflicting keys", Severity.ERROR,
+    "Keys that exclude each other are both set, or neither of two alternatives is.",
+    bad="pools:\n  - name: p\n    nodes: [a]\n    karpenter: {...}",
+    good="pools:\n  - name: p\n    nodes: [a]",
+)
+
+CODES = (
+    E_UNKNOWN_KEY, E_MISSING, E_TYPE, E_VALUE, E_NAME, E_DUPLICATE, E_REFERENCE,
+    E_API_VERSION, E_RANGE, E_UNKNOWN_GPU, E_CONFLICT,
+)
+
+_TYPE_WORDS = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "list_type": "a list",
+    "none_required": "nothing (null)",
+}
+_NAME_ERRORS = {"dns1123_label", "dns1123_subdomain", "label_key", "label_value"}
+_VALUE_ERRORS = {"mig_profile_name", "duration", "string_pattern_mismatch", "enum"}
+_RANGE_ERRORS = {
+    "greater_than", "greater_than_equal", "less_than", "less_than_equal",
+    "too_short", "too_long", "string_too_short", "string_too_long",
+}
+_CONFLICT_ERRORS = {"pool_provisioning", "mig_layout_form", "pool_gpus_per_node"}
+
+
+def describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int):
+        return f"an integer ({value})"
+    if isinstance(value, float):
+        return f"a number ({value:g})"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"a string ({shown!r})"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def did_you_mean(word: Any, candidates: Iterable[str]) -> str | None:
+    if not isinstance(word, str):
+        return None
+    cands = list(candidates)
+    lowered = {c.lower(): c for c in cands}
+    if word.lower() in lowered and lowered[word.lower()] != word:
+        return f"did you mean {lowered[word.lower()]!r}?"
+    match = difflib.get_close_matches(word, cands, n=1, cutoff=0.6)
+    return f"did you mean {match[0]!r}?" if match else None
+
+
+def format_path(path: Iterable[Any]) -> str:
+    out = ""
+    for p in path:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif out:
+            out += f".{p}" if p.replace("-", "").replace("_", "").isalnum() else f"[{p!r}]"
+        else:
+            out = str(p)
+    return out
+
+
+# --- finding the model behind a loc (for "did you mean" on keys) -------------
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    """The concrete types an annotation may hold."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        out: list[Any] = []
+        for a in typing.get_args(tp):
+            out.extend(_unwrap(a))
+        return out
+    return [tp]
+
+
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model that validated the mapping at ``loc`` (model field path)."""
+    current: list[Any] = [Fleet]
+    for elem in loc:
+        nxt: list[Any] = []
+        for tp in current:
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                for name, f in tp.model_fields.items():
+                    if elem in (f.alias, name):
+                        nxt.extend(_unwrap(f.annotation))
+                if isinstance(elem, str) and not nxt:
+                    # a discriminated-union tag: stay on the member it names
+                    mode = tp.model_fields.get("mode")
+                    if mode is not None and elem in typing.get_args(mode.annotation):
+                        nxt.append(tp)
+            else:
+                origin = typing.get_origin(tp)
+                args = typing.get_args(tp)
+                if origin is list and isinstance(elem, int):
+                    nxt.extend(_unwrap(args[0]))
+                elif origin is dict and isinstance(elem, str):
+                    nxt.extend(_unwrap(args[1]))
+        current = nxt
+        if not current:
+            return None
+    models = [t for t in current if isinstance(t, type) and issubclass(t, BaseModel)]
+    return models[0] if len(models) == 1 else None
+
+
+def _allowed_keys(model: type[BaseModel] | None) -> list[str]:
+    if model is None:
+        return []
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+# --- error mapping -----------------------------------------------------------
+
+
+def _data_path(doc: Document, loc: tuple) -> tuple[tuple, bool]:
+    """Turn a pydantic loc into a path through the YAML data, dropping union tags.
+    Returns (path, points_at_key)."""
+    node: Any = doc.data
+    path: list[Any] = []
+    at_key = False
+    for elem in loc:
+        if elem == "[key]":
+            at_key = True
+            break
+        if isinstance(node, dict) and elem in node:
+            node = node[elem]
+            path.append(elem)
+        elif isinstance(node, list) and isinstance(elem, int) and 0 <= elem < len(node):
+            node = node[elem]
+            path.append(elem)
+        elif isinstance(node, dict) and isinstance(elem, str) and node.get("mode") == elem:
+            continue  # discriminator tag
+        else:
+            path.append(elem)
+            break
+    return tuple(path), at_key
+
+
+def _diag_for(doc: Document, err: dict) -> Diagnostic:
+    etype = err["type"]
+    loc = tuple(err["loc"])
+    path, at_key = _data_path(doc, loc)
+    value = err.get("input")
+    spec_path = format_path(path)
+    hint = None
+
+    def at(p: tuple, key: bool = False) -> dict:
+        line, col = doc.locate(p, key=key)
+        return {"file": doc.file, "line": line, "col": col, "path": format_path(p) or None}
+
+    if etype == "extra_forbidden":
+        key = loc[-1]
+        parent = loc[:-1]
+        allowed = _allowed_keys(_model_at(parent))
+        hint = did_you_mean(key, allowed)
+        if hint is None and allowed:
+            hint = "allowed keys: " + ", ".join(allowed)
+        return E_UNKNOWN_KEY.diag(f"unknown key {key!r}", hint=hint, **at(path, key=True))
+    if etype in ("missing", "union_tag_not_found"):
+        key = loc[-1] if etype == "missing" else err.get("ctx", {}).get("discriminator", "'mode'").strip("'")
+        parent = path[:-1] if etype == "missing" else path
+        where = format_path(parent)
+        msg = f"missing required key {key!r}" + (f" in {where}" if where else "")
+        return E_MISSING.diag(msg, **at(parent, key=True))
+    if etype == "union_tag_invalid":
+        ctx = err.get("ctx", {})
+        tag = ctx.get("tag")
+        expected = [t.strip().strip("'") for t in str(ctx.get("expected_tags", "")).split(",") if t.strip()]
+        hint = did_you_mean(tag, expected) or ("expected one of: " + ", ".join(expected))
+        return E_VALUE.diag(f"unknown sharing mode {tag!r}", hint=hint, **at(path + ("mode",)))
+    if etype == "literal_error":
+        expected = [e.strip().strip("'") for e in str(err.get("ctx", {}).get("expected", "")).replace(" or ", ",").split(",") if e.strip()]
+        if path in (("apiVersion",), ("kind",)):
+            return E_API_VERSION.diag(
+                f"unsupported {path[0]} {value!r}; this gpuplan reads apiVersion {API_VERSION}, kind Fleet",
+                **at(path))
+        hint = did_you_mean(value, expected) or ("expected one of: " + ", ".join(expected))
+        return E_VALUE.diag(f"invalid value {value!r} for {path[-1]}", hint=hint, **at(path, at_key))
+    if etype in _NAME_ERRORS:
+        return E_NAME.diag(err["msg"], **at(path, at_key))
+    if etype in _VALUE_ERRORS:
+        return E_VALUE.diag(err["msg"], **at(path, at_key))
+    if etype in _RANGE_ERRORS:
+        return E_RANGE.diag(f"{spec_path or 'value'}: {err['msg'][0].lower()}{err['msg'][1:]}", **at(path, at_key))
+    if etype in _CONFLICT_ERRORS:
+        return E_CONFLICT.diag(err["msg"], **at(path))
+    if etype in _TYPE_WORDS:
+        msg = f"expected {_TYPE_WORDS[etype]}, got {describe(value)}"
+        if etype in ("int_type", "float_type") and isinstance(value, str):
+            hint = "write the number without quotes"
+        elif etype == "string_type" and value is not None and not isinstance(value, (dict, list)):
+            hint = "quote the value to make it a string"
+        return E_TYPE.diag(msg, hint=hint, **at(path, at_key))
+    return E_VALUE.diag(err["msg"], **at(path, at_key))
+
+
+def parse_fleet(doc: Document) -> tuple[Fleet | None, list[Diagnostic]]:
+    """Validate loaded data against the models, then names and references."""
+    if not isinstance(doc.data, dict):
+        from gpuplan.spec.loader import E_NOT_MAPPING
+
+        return None, [E_NOT_MAPPING.diag(
+            f"the document is {describe(doc.data)}, not a mapping", file=doc.file, line=1, col=1,
+            hint="a fleet spec starts with apiVersion, kind, metadata and spec")]
+    try:
+        fleet = Fleet.model_validate(doc.data)
+    except ValidationError as exc:
+        return None, [_diag_for(doc, e) for e in exc.errors(include_url=False)]
+    return fleet, list(check_names(fleet, doc))
+
+
+def _dupes(items: Iterable[tuple[str, tuple]]) -> Iterator[tuple[str, tuple, tuple]]:
+    seen: dict[str, tuple] = {}
+    for name, path in items:
+        if name in seen:
+            yield name, path, seen[name]
+        else:
+            seen[name] = path
+
+
+def check_names(fleet: Fleet, doc: Document) -> Iterator[Diagnostic]:
+    """Unique names and resolvable references."""
+    spec = fleet.spec
+
+    def diag(code: Code, msg: str, path: tuple, hint: str | None = None) -> Diagnostic:
+        line, col = doc.locate(path)
+        return code.diag(msg, file=doc.file, line=line, col=col, path=format_path(path), hint=hint)
+
+    def first_line(path: tuple) -> int | None:
+        return doc.locate(path)[0]
+
+    for kind, items in (("pool", spec.pools), ("tier", spec.tiers), ("tenant", spec.tenants)):
+        field = kind + "s"
+        for name, path, first in _dupes((it.name, ("spec", field, i, "name")) for i, it in enumerate(items)):
+            yield diag(E_DUPLICATE, f"{kind} {name!r} is defined twice (first on line {first_line(first)})", path)
+    nodes = ((n, ("spec", "pools", i, "nodes", j)) for i, p in enumerate(spec.pools) for j, n in enumerate(p.nodes or ()))
+    for name, path, first in _dupes(nodes):
+        yield diag(E_DUPLICATE, f"node {name!r} is listed twice (first on line {first_line(first)})", path,
+                   hint="a node belongs to exactly one pool")
+    namespaces = ((ns, ("spec", "tenants", i, "namespaces", j)) for i, t in enumerate(spec.tenants) for j, ns in enumerate(t.namespaces))
+    for name, path, first in _dupes(namespaces):
+        yield diag(E_DUPLICATE, f"namespace {name!r} is listed twice (first on line {first_line(first)})", path,
+                   hint="a namespace belongs to exactly one tenant")
+    for i, p in enumerate(spec.pools):
+        if p.sharing.mode == "mig" and p.sharing.devices:
+            idx = [(str(d), ("spec", "pools", i, "sharing", "devices", g, "devices", k))
+                   for g, grp in enumerate(p.sharing.devices) for k, d in enumerate(grp.devices)]
+            for name, path, first in _dupes(idx):
+                yield diag(E_DUPLICATE, f"GPU index {name} appears in two device groups", path)
+
+    pools = [p.name for p in spec.pools]
+    tiers = [t.name for t in spec.tiers]
+    for i, t in enumerate(spec.tiers):
+        if t.pool not in pools:
+            yield diag(E_REFERENCE, f"tier {t.name!r} names pool {t.pool!r}, which is not defined",
+                       ("spec", "tiers", i, "pool"), hint=did_you_mean(t.pool, pools) or f"pools: {', '.join(pools)}")
+    for i, tn in enumerate(spec.tenants):
+        for ns, per_tier in tn.quotas.items():
+            if ns not in tn.namespaces:
+                yield diag(E_REFERENCE, f"quota for namespace {ns!r}, which tenant {tn.name!r} does not list",
+                           ("spec", "tenants", i, "quotas", ns),
+                           hint=did_you_mean(ns, tn.namespaces) or "add it to the tenant's namespaces")
+            for tier in per_tier:
+                if tier not in tiers:
+                    yield diag(E_REFERENCE, f"quota names tier {tier!r}, which is not defined",
+                               ("spec", "tenants", i, "quotas", ns, tier),
+                               hint=did_you_mean(tier, tiers) or (f"tiers: {', '.join(tiers)}" if tiers else "define it under spec.tiers"))
