@@ -1,15 +1,35 @@
 """AWS GPU instance types, as Karpenter v1.14 describes them.
 
 Data: ``data/aws-gpu-instance-types.json`` — a copy of the reference file
-(Karpenter's generated instance-type docs), kept as package data.
+(Karpenter's generated instance-type docs, reference/k8s/facts.md §b), kept as
+package data. ``instance-gpu-memory`` there is MiB *per GPU*, as Karpenter's
+``karpenter.k8s.aws/instance-gpu-memory`` label.
+
+What the data does not say, and this module adds (marked inferred):
+
+* the NUMA layout: 8-GPU instance types (p3dn, p4d, p4de, p5, p5e, p5en,
+  p6-*, g4dn.metal, g5/g6/g6e/g7/g7e.48xlarge) are two-socket hosts with
+  four GPUs behind each socket; instance types with one to four GPUs are
+  treated as a single NUMA node. **[inferred from the published host
+  layouts; an inventory from the node probe always wins.]**
+* GPU-to-GPU paths: the SXM parts (p3dn, p4d/p4de, p5*, p6-*) are HGX boards
+  with NVLink/NVSwitch; every g* family is PCIe only.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpuplan.catalog import GpuModel
+
+# Families whose GPUs sit on an NVLink/NVSwitch (HGX/SXM) board.
+NVLINK_FAMILIES = frozenset({"p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300"})
 
 
 @dataclass(frozen=True)
@@ -28,8 +48,21 @@ class InstanceType:
     def describe_gpus(self) -> str:
         if not self.gpu_count or not self.gpu_name:
             return "no GPU Karpenter can count"
-        mem = f" {self.gpu_memory_mib // 1024}GB" if self.gpu_memory_mib else ""
+        mem = f" {round(self.gpu_memory_mib / 1024)}GB" if self.gpu_memory_mib else ""
         return f"{self.gpu_count}× {self.gpu_name.upper()}{mem}"
+
+    @property
+    def numa_nodes(self) -> int:
+        """NUMA nodes of the host [inferred, see module docstring]."""
+        return 2 if self.gpu_count >= 8 else 1
+
+    @property
+    def gpus_per_numa_node(self) -> int:
+        return max(1, self.gpu_count // self.numa_nodes) if self.gpu_count else 0
+
+    @property
+    def nvlink(self) -> bool:
+        return self.family in NVLINK_FAMILIES
 
 
 @lru_cache(maxsize=1)
@@ -55,3 +88,36 @@ def instance_types() -> dict[str, InstanceType]:
 
 def instance_type(name: str) -> InstanceType | None:
     return instance_types().get(name)
+
+
+def suggest_instance_types(name: str, n: int = 3) -> list[str]:
+    """Known GPU instance types that look like ``name`` ("did you mean")."""
+    names = list(instance_types())
+    out = difflib.get_close_matches(name.strip().lower(), names, n=n, cutoff=0.6)
+    if not out:  # same family, any size: "p4d.12xlarge" -> p4d.24xlarge
+        fam = name.split(".")[0].lower()
+        out = [k for k in names if k.split(".")[0] == fam][:n]
+    return out
+
+
+def instance_gpu_model(it: InstanceType) -> "GpuModel | None":
+    """The catalog GPU model an instance type carries: same Karpenter
+    ``instance-gpu-name``, nearest per-GPU memory (p4d -> A100-SXM4-40GB,
+    p4de -> A100-SXM4-80GB; the catalog's nominal MiB and EC2's reported MiB
+    differ a little, e.g. L40S 49152 vs 45776)."""
+    if not it.gpu_name:
+        return None
+    from gpuplan.catalog import all_gpus
+
+    cands = [g for g in all_gpus() if g.karpenter_gpu_name == it.gpu_name]
+    if not cands:
+        return None
+    if it.gpu_memory_mib is None or len(cands) == 1:
+        return cands[0]
+    return min(cands, key=lambda g: (abs(g.memory_mib - it.gpu_memory_mib), g.key))
+
+
+def instance_types_for(gpu: "GpuModel") -> list[InstanceType]:
+    """Instance types whose GPU is ``gpu`` (for hints), fewest GPUs first."""
+    out = [it for it in instance_types().values() if it.gpu_count and instance_gpu_model(it) == gpu]
+    return sorted(out, key=lambda it: (it.gpu_count, it.cpu, it.name))

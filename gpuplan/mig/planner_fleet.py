@@ -36,7 +36,6 @@ from gpuplan.mig.planner import (
     _assert_creatable,
     _columns,
     _geometry,
-    _group,
     _resolve,
     _trim,
 )
@@ -406,10 +405,17 @@ def _solve_fleet(
     # ---- stage 2: lexicographic secondary objective at the primary optimum
     secondary = None
     if track_changes:
+        # changed GPUs first; then, by a weight too small to trade away one change
+        # (eps x every GPU < 1), fewest new layouts: keep a GPU rather than release it
+        # and configure a fresh one
         secondary = np.zeros(n)
         for v in chg:
             if v is not None:
                 secondary[v] = 1.0
+        eps = 1.0 / (sum(p.spec.max_gpus for p in pools) + 1)
+        for xs in x:
+            for v in xs:
+                secondary[v] = eps
         method += "; then fewest changed GPUs"
     elif objective == "cost":
         secondary = np.array(gpu_coef)
@@ -464,10 +470,17 @@ def _extract(
         _assert_creatable(p.model, {tuple(d.items()): d for d in new_layouts}.values())
         per_gpu = kept_gpus + new_layouts
         new_lists[p.spec.name] = per_gpu
-        grouped = _group(_canon(d) for d in per_gpu)
         order = {name: i for i, name in enumerate(p.geo.names)}
+
+        def ordered(lay: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+            return tuple(sorted(((n, c) for n, c in lay.items() if c), key=lambda t: (order.get(t[0], len(order)), t[0])))
+
+        counts = Counter(ordered(d) for d in per_gpu)
         layouts = tuple(
-            (dict(sorted(dict(lay).items(), key=lambda t: order.get(t[0], len(order)))), cnt) for lay, cnt in grouped
+            (dict(lay), cnt)
+            for lay, cnt in sorted(
+                counts.items(), key=lambda t: (-t[1], tuple((order.get(n, len(order)), -c) for n, c in t[0]))
+            )
         )
         price = p.spec.price_per_gpu_hour
         plans.append(
@@ -485,7 +498,8 @@ def _extract(
         )
     capacity = {p.spec.name: p.spec.max_gpus for p in pools}
     current = {p.spec.name: [dict(e) for e in p.existing] for p in pools}
-    changes = layout_changes(current, new_lists, capacity=capacity)
+    # no existing layouts given: nothing to compare against, so no change list
+    changes = layout_changes(current, new_lists, capacity=capacity) if existing else ()
     final: list[PoolPlan] = []
     for pp in plans:
         count = Counter()

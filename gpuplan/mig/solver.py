@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property, lru_cache
 from typing import Mapping
@@ -166,6 +166,25 @@ def geometry_profile(gpu: GpuModel, name: str) -> MigProfile | None:
     return gpu.profile(parsed.gi_name)
 
 
+def close_profiles(gpu: GpuModel, name: str, n: int = 3) -> tuple[str, ...]:
+    """Profiles of ``gpu`` that ``name`` probably meant: same slice count and
+    attributes with the nearest memory first (``1g.24gb`` on GB200 ->
+    ``1g.23gb``), then names that merely look alike."""
+    out: list[str] = []
+    want = parse_profile_name(name)
+    if want is not None:
+        same = [
+            p for p in gpu.profiles
+            if p.compute_slices == want.gpu_slices and (p.media or None) == (want.attributes or None)
+        ]
+        same.sort(key=lambda p: (abs(p.memory_gb - want.memory_gb), p.memory_gb))
+        out.extend(p.name for p in same)
+    for m in difflib.get_close_matches(name, gpu.profile_names, n=n, cutoff=0.5):
+        if m not in out:
+            out.append(m)
+    return tuple(out[:n])
+
+
 def _normalise(gpu: GpuModel, layout: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     merged: dict[str, int] = {}
     for name, count in layout.items():
@@ -206,9 +225,7 @@ def _check(gpu_key: str, layout: tuple[tuple[str, int], ...], driver: int | None
     def fail(f: Failure) -> LayoutCheck:
         return LayoutCheck(gpu_key, layout, False, failure=f, driver=driver)
 
-    if not gpu.mig_capable:
-        if not layout and driver is None:
-            pass  # fall through to the same answer: MIG itself is the problem
+    if not gpu.mig_capable:  # even an empty layout asks for MIG mode
         return fail(
             Failure(
                 FailureKind.NOT_MIG_CAPABLE,
@@ -256,7 +273,7 @@ def _rule_failure(gpu: GpuModel, layout: tuple[tuple[str, int], ...]) -> Failure
     unknown = [n for n, _ in layout if geometry_profile(gpu, n) is None]
     if unknown:
         name = unknown[0]
-        close = tuple(difflib.get_close_matches(name, gpu.profile_names, n=3, cutoff=0.5))
+        close = close_profiles(gpu, name)
         others = f" (also {', '.join(repr(u) for u in unknown[1:])})" if len(unknown) > 1 else ""
         return Failure(
             FailureKind.UNKNOWN_PROFILE,
@@ -303,13 +320,14 @@ def _media_failure(gpu: GpuModel, gi: tuple[tuple[str, int], ...]) -> Failure | 
             profile=names[-1],
             conflicts=names,
         )
-    all_me = [n for n, _ in gi if media[n] == "+me.all"]
+    all_me = [(n, c) for n, c in gi if media[n] == "+me.all"]
     if all_me:
         # NVML: an *_ALL_ME instance "prevents allocation of all but _NO_ME profiles".
-        blocked = tuple(n for n, c in gi if media[n] != "-me" and (n not in all_me or c > 1 or len(all_me) > 1))
-        if blocked:
-            holder = all_me[0]
-            others = tuple(n for n in blocked if n != holder) or (holder,)
+        holder = all_me[0][0]
+        others = tuple(n for n, _ in all_me[1:]) + tuple(
+            n for n, _ in gi if media[n] not in ("-me", "+me.all")
+        )
+        if others:
             return Failure(
                 FailureKind.MEDIA_EXCLUSIVE,
                 f"{holder} takes all media engines of {gpu.key}; only -me profiles may share the GPU "
@@ -427,17 +445,18 @@ def _placement_failure(gpu: GpuModel, layout: tuple[tuple[str, int], ...], gi: t
     assert p is not None
     nth = sum(1 for n, _ in chosen if n == stuck) + 1
     what = describe_layout(layout)
+    held = ", ".join(str(t) for t in taken) or "nothing"
+    free_txt = ",".join(str(i) for i in free) or "none"
+    detail = (
+        f"{stuck} #{nth} may only start at {p.lgipp} and every such placement overlaps "
+        f"memory slices already taken ({held}; free: {free_txt})"
+    )
     if need_mem > gpu.memory_slices:
         msg = f"{what} needs {need_mem} memory slices; {gpu.key} has {gpu.memory_slices}"
     elif need_cmp > gpu.compute_slices:
-        msg = f"{what} needs {need_cmp} compute slices; {gpu.key} has {gpu.compute_slices}"
+        msg = f"{what} needs {need_cmp} compute slices; {gpu.key} has {gpu.compute_slices}: {detail}"
     else:
-        held = ", ".join(str(t) for t in taken) or "nothing"
-        free_txt = ",".join(str(i) for i in free) or "none"
-        msg = (
-            f"{what} cannot be placed on {gpu.key}: {stuck} #{nth} may only start at {p.lgipp} "
-            f"and every such placement overlaps memory slices already taken ({held}; free: {free_txt})"
-        )
+        msg = f"{what} cannot be placed on {gpu.key}: {detail}"
     return Failure(
         FailureKind.NO_PLACEMENT,
         msg,
@@ -540,10 +559,11 @@ def nearest_layouts(
     """Creatable layouts closest to ``layout``: fewest instances changed (a
     swap of one profile for another counts once), then most compute kept."""
     want: dict[str, int] = {}
+    orig = dict(layout)
     for name, count in layout:
         p = geometry_profile(gpu, name)
         if p is None:  # an unknown name: assume the closest real one was meant
-            close = difflib.get_close_matches(name, gpu.profile_names, n=1, cutoff=0.5)
+            close = close_profiles(gpu, name, 1)
             if not close:
                 continue
             p = gpu.profile(close[0])
@@ -554,15 +574,11 @@ def nearest_layouts(
         if driver is not None and _driver_failure(gpu, cand, driver) is not None:
             continue
         have = dict(cand)
-        removed = tuple((n, want[n] - have.get(n, 0)) for n in display_order(gpu.key) if want.get(n, 0) > have.get(n, 0))
-        added = tuple((n, have[n] - want.get(n, 0)) for n in display_order(gpu.key) if have.get(n, 0) > want.get(n, 0))
-        r = sum(c for _, c in removed)
-        a = sum(c for _, c in added)
+        r = sum(max(c - have.get(n, 0), 0) for n, c in want.items())
+        a = sum(max(c - want.get(n, 0), 0) for n, c in have.items())
+        # the change shown is against the request as written (unknown names included)
+        removed = tuple((n, c - have.get(n, 0)) for n, c in orig.items() if c > have.get(n, 0))
+        added = tuple((n, c - orig.get(n, 0)) for n, c in cand if c > orig.get(n, 0))
         scored.append(((max(r, a), r + a, *_layout_key(gpu, cand)), Suggestion(cand, removed, added)))
     scored.sort(key=lambda x: x[0])
     return tuple(s for _, s in scored[:limit])
-
-
-@dataclass(frozen=True)
-class _Unused:  # keeps `field` imported for readers extending the dataclasses above
-    x: int = field(default=0)

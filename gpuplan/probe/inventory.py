@@ -14,8 +14,9 @@ the node probe publish only when something changed.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Any, Iterable, Literal, Optional, Sequence
+from typing import Annotated, Any, Iterable, Literal, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -27,6 +28,7 @@ KIND = "NodeInventory"
 # Levels as `nvidia-smi topo -m` prints them: X (self), NV<n> (n NVLinks, direct
 # or through NVSwitch), PIX, PXB, PHB, NODE, SYS; UNKNOWN when NVML refused.
 TOPO_LEVEL_PATTERN = r"^(X|NV[1-9][0-9]*|PIX|PXB|PHB|NODE|SYS|UNKNOWN)$"
+TopoLevel = Annotated[str, Field(pattern=TOPO_LEVEL_PATTERN)]
 ARCHITECTURES = (
     "kepler",
     "maxwell",
@@ -136,9 +138,12 @@ class MigInfo(_Model):
 
 
 class NvLink(_Model):
-    link: int = Field(ge=0)
+    """NVLink links of one GPU that share a state and a remote end (one entry
+    per peer GPU or NVSwitch; inactive links together)."""
+
+    links: list[int] = Field(min_length=1, description="link numbers")
     active: bool
-    remote_bus_id: Optional[str] = None
+    remote_bus_id: Optional[str] = Field(None, description="PCI bus id of the remote end")
     remote_type: Optional[Literal["gpu", "switch", "ibmnpu", "unknown"]] = None
     remote_gpu: Optional[int] = Field(None, description="index of the peer GPU on this node")
 
@@ -167,7 +172,7 @@ class GpuInfo(_Model):
 
 class Topology(_Model):
     gpus: list[int] = Field(default_factory=list, description="GPU indexes, in matrix order")
-    matrix: list[list[str]] = Field(
+    matrix: list[list[TopoLevel]] = Field(
         default_factory=list, description="nvidia-smi topo -m levels; matrix[i][j] for gpus[i], gpus[j]"
     )
     errors: list[FieldError] = Field(default_factory=list)
@@ -177,13 +182,6 @@ class Topology(_Model):
         n = len(self.gpus)
         if len(self.matrix) != n or any(len(row) != n for row in self.matrix):
             raise ValueError(f"topology.matrix must be {n}x{n} (one row and column per GPU)")
-        import re
-
-        pat = re.compile(TOPO_LEVEL_PATTERN)
-        for row in self.matrix:
-            for cell in row:
-                if not pat.match(cell):
-                    raise ValueError(f"unknown topology level {cell!r}")
         return self
 
 
@@ -219,8 +217,9 @@ class NodeInventory(_Model):
 
 
 def to_document(inv: NodeInventory) -> dict[str, Any]:
-    """The inventory as plain data with camelCase keys, in model field order."""
-    return inv.model_dump(mode="json", by_alias=True)
+    """The inventory as plain data with camelCase keys, in model field order.
+    Unknown values (null) are left out: absent and null mean the same on read."""
+    return inv.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def inventory_json_schema() -> dict[str, Any]:
@@ -241,10 +240,38 @@ def dump_json(inv: NodeInventory) -> str:
     return json.dumps(to_document(inv), indent=2, ensure_ascii=False) + "\n"
 
 
+# Plain scalars that a YAML 1.2 reader (ruamel) would not read back as strings
+# but PyYAML's 1.1 resolver does not quote: 0o17, 0x1F, 1e3, .inf, ...
+_YAML12_NON_STR = re.compile(
+    r"^(?:[-+]?(?:0o[0-7]+|0x[0-9a-fA-F]+|[0-9]+|[0-9]*\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+)"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)|null|Null|NULL|~|true|True|TRUE|false|False|FALSE)$"
+)
+
+
+class _Flow(dict):
+    """A small mapping written on one line: {start: 0, size: 1}."""
+
+
+def _flowify(node: Any, depth: int = 0, in_list: bool = False) -> Any:
+    if isinstance(node, dict):
+        scalar_only = all(
+            not isinstance(v, dict) and not (isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v))
+            for v in node.values()
+        )
+        items = {k: _flowify(v, depth + 1) for k, v in node.items()}
+        if depth >= 2 and scalar_only and node and (in_list or len(node) <= 2):
+            return _Flow(items)
+        return items
+    if isinstance(node, list):
+        return [_flowify(v, depth + 1, in_list=True) for v in node]
+    return node
+
+
 def dump_yaml(inv: NodeInventory) -> str:
-    """Deterministic YAML: model key order, lists of scalars in flow style
-    (topology rows, placements stay one line each), strings that YAML 1.1 or
-    1.2 would read as something else quoted."""
+    """Deterministic YAML: model key order; short all-scalar mappings and
+    lists of scalars in flow style (one NVLink, one placement, one topology
+    row per line); strings that YAML 1.1 or 1.2 would read as something else
+    quoted."""
     import yaml
 
     class _Dumper(yaml.SafeDumper):
@@ -254,9 +281,19 @@ def dump_yaml(inv: NodeInventory) -> str:
         flow = bool(data) and all(not isinstance(x, (dict, list)) for x in data)
         return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
 
+    def _flow(dumper: yaml.SafeDumper, data: _Flow) -> yaml.Node:
+        return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=True)
+
+    def _str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+        if _YAML12_NON_STR.match(data):
+            return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="'")
+        return dumper.represent_str(data)
+
     _Dumper.add_representer(list, _list)
+    _Dumper.add_representer(_Flow, _flow)
+    _Dumper.add_representer(str, _str)
     return yaml.dump(
-        to_document(inv),
+        _flowify(to_document(inv)),
         Dumper=_Dumper,
         sort_keys=False,
         default_flow_style=False,

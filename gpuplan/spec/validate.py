@@ -286,6 +286,19 @@ def _diag_for(doc: Document, err: dict) -> Diagnostic:
     return E_VALUE.diag(err["msg"], **at(path, at_key))
 
 
+def _drop_misspelt_missing(errors: list[dict]) -> list[dict]:
+    """`replica: 4` is one mistake, not two: when an unknown key is a close
+    misspelling of a missing required key, report only the unknown key."""
+    misspelt = set()
+    for e in errors:
+        if e["type"] == "extra_forbidden":
+            parent = tuple(e["loc"][:-1])
+            hint = did_you_mean(e["loc"][-1], _allowed_keys(_model_at(parent)))
+            if hint:
+                misspelt.add(parent + (hint.split("'")[1],))
+    return [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"]) in misspelt)]
+
+
 def parse_fleet(doc: Document) -> tuple[Fleet | None, list[Diagnostic]]:
     """Validate loaded data against the models, then names and references."""
     if not isinstance(doc.data, dict):
@@ -297,7 +310,8 @@ def parse_fleet(doc: Document) -> tuple[Fleet | None, list[Diagnostic]]:
     try:
         fleet = Fleet.model_validate(doc.data)
     except ValidationError as exc:
-        return None, [_diag_for(doc, e) for e in exc.errors(include_url=False)]
+        errors = exc.errors(include_url=False)
+        return None, [_diag_for(doc, e) for e in _drop_misspelt_missing(errors)]
     return fleet, list(check_names(fleet, doc))
 
 
@@ -314,8 +328,8 @@ def check_names(fleet: Fleet, doc: Document) -> Iterator[Diagnostic]:
     """Unique names and resolvable references."""
     spec = fleet.spec
 
-    def diag(code: Code, msg: str, path: tuple, hint: str | None = None) -> Diagnostic:
-        line, col = doc.locate(path)
+    def diag(code: Code, msg: str, path: tuple, hint: str | None = None, key: bool = False) -> Diagnostic:
+        line, col = doc.locate(path, key=key)
         return code.diag(msg, file=doc.file, line=line, col=col, path=format_path(path), hint=hint)
 
     def first_line(path: tuple) -> int | None:
@@ -351,9 +365,10 @@ def check_names(fleet: Fleet, doc: Document) -> Iterator[Diagnostic]:
             if ns not in tn.namespaces:
                 yield diag(E_REFERENCE, f"quota for namespace {ns!r}, which tenant {tn.name!r} does not list",
                            ("spec", "tenants", i, "quotas", ns),
-                           hint=did_you_mean(ns, tn.namespaces) or "add it to the tenant's namespaces")
+                           hint=did_you_mean(ns, tn.namespaces) or "add it to the tenant's namespaces", key=True)
             for tier in per_tier:
                 if tier not in tiers:
                     yield diag(E_REFERENCE, f"quota names tier {tier!r}, which is not defined",
                                ("spec", "tenants", i, "quotas", ns, tier),
-                               hint=did_you_mean(tier, tiers) or (f"tiers: {', '.join(tiers)}" if tiers else "define it under spec.tiers"))
+                               hint=did_you_mean(tier, tiers) or (f"tiers: {', '.join(tiers)}" if tiers else "define it under spec.tiers"),
+                               key=True)

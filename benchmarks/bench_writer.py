@@ -1,0 +1,155 @@
+"""Cost of gpuplan's YAML writer against the libyaml floor.
+
+    python benchmarks/bench_writer.py [--objects 50000] [--files 2000] [--repeat 5]
+
+Dumps ~50,000 small Kubernetes-like objects (Namespaces, ResourceQuotas,
+PriorityClasses, ConfigMaps with an embedded config file, node-label patches)
+split over ``--files`` files, once with ``gpuplan.render.yamlwriter`` and once
+with plain ``yaml.dump_all(objs, Dumper=yaml.CSafeDumper)`` (the floor named in
+the performance target), and prints the best-of-N times and their ratio. It
+also checks that both outputs load back to the same objects, so the writer
+cannot win by writing less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpuplan.render.yamlwriter import dump_documents, dump_documents_bytes  # noqa: E402
+
+MANAGED = {"app.kubernetes.io/managed-by": "gpuplan", "app.kubernetes.io/part-of": "ml-platform"}
+
+
+def make_objects(n: int) -> list[dict]:
+    objs: list[dict] = []
+    i = 0
+    while len(objs) < n:
+        ns = f"team-{i:05d}"
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": ns, "labels": {**MANAGED, "gpuplan.dev/tenant": f"t{i % 1000}"}},
+            }
+        )
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "gpu-quota", "namespace": ns, "labels": dict(MANAGED)},
+                "spec": {
+                    "hard": {
+                        "requests.nvidia.com/gpu": str(8 * (i % 4 + 1)),
+                        "requests.nvidia.com/mig-1g.10gb": "4",
+                        "requests.nvidia.com/gpu.shared": "16",
+                        "requests.cpu": "500m",
+                        "requests.memory": "64Gi",
+                    },
+                    "scopeSelector": {
+                        "matchExpressions": [
+                            {"operator": "In", "scopeName": "PriorityClass", "values": ["training", "notebooks"]}
+                        ]
+                    },
+                },
+            }
+        )
+        objs.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": f"tier-{i}", "labels": dict(MANAGED)},
+                "value": 100000 + i,
+                "preemptionPolicy": "PreemptLowerPriority",
+                "globalDefault": False,
+                "description": "training: whole GPUs, topology aligned",
+            }
+        )
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"dp-config-{i}", "namespace": "gpu-operator", "labels": dict(MANAGED)},
+                "data": {
+                    "config.yaml": (
+                        "version: v1\nflags:\n  migStrategy: mixed\nsharing:\n  timeSlicing:\n"
+                        f"    renameByDefault: true\n    resources:\n    - name: nvidia.com/gpu\n      replicas: {i % 7 + 2}\n"
+                    ),
+                    "enabled": "true",
+                    "version": "1.33",
+                },
+            }
+        )
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": f"gpu-worker-{i:04d}",
+                    "labels": {
+                        "nvidia.com/mig.config": "infer-a100",
+                        "nvidia.com/device-plugin.config": "dev-a100",
+                        "gpuplan.dev/pool": "infer-a100",
+                        "topology.kubernetes.io/zone": "us-east-1a",
+                    },
+                    "annotations": {"gpuplan.dev/gpus": "8", "gpuplan.dev/numa": "0,1"},
+                },
+            }
+        )
+        i += 1
+    return objs[:n]
+
+
+def best_of(repeat: int, fn) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--objects", type=int, default=50_000)
+    ap.add_argument("--files", type=int, default=2_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args(argv)
+
+    objs = make_objects(args.objects)
+    per = max(1, len(objs) // args.files)
+    chunks = [objs[k : k + per] for k in range(0, len(objs), per)]
+
+    def floor() -> list[str]:
+        return [yaml.dump_all(c, Dumper=yaml.CSafeDumper, sort_keys=False) for c in chunks]
+
+    def ours_text() -> list[str]:
+        return [dump_documents(c, header="generated by gpuplan; do not edit") for c in chunks]
+
+    def ours_bytes() -> list[bytes]:
+        return [dump_documents_bytes(c, header="generated by gpuplan; do not edit") for c in chunks]
+
+    # Same data back, so neither side skips work.
+    a = [d for text in floor() for d in yaml.load_all(text, Loader=yaml.CSafeLoader)]
+    b = [d for text in ours_bytes() for d in yaml.load_all(text, Loader=yaml.CSafeLoader)]
+    assert a == b == objs, "outputs do not load back to the input objects"
+
+    t_floor = best_of(args.repeat, floor)
+    t_text = best_of(args.repeat, ours_text)
+    t_bytes = best_of(args.repeat, ours_bytes)
+    size = sum(len(x) for x in ours_bytes())
+    print(f"objects {len(objs)} in {len(chunks)} files, {size / 1e6:.1f} MB of YAML, best of {args.repeat}")
+    print(f"  yaml.dump_all CSafeDumper   {t_floor * 1e3:8.1f} ms  1.00x")
+    print(f"  gpuplan dump_documents      {t_text * 1e3:8.1f} ms  {t_text / t_floor:.2f}x")
+    print(f"  gpuplan dump_documents_bytes{t_bytes * 1e3:8.1f} ms  {t_bytes / t_floor:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,101 @@
+"""Node labels of each pool: which device-plugin config, which MIG layout, which pool.
+
+Static pools get an NFD ``NodeFeatureRule`` per pool that matches the pool's
+nodes by name (feature ``system.name``, element ``nodename``) and sets the
+labels; nfd-master (bundled with the GPU Operator) applies them and removes
+them again when a node leaves the rule. Karpenter pools put the same labels
+into their NodePool template: :func:`pool_node_labels` is the one place the
+label set is decided, so both kinds of pool agree.
+
+Labels set (reference/k8s/facts.md §c, §k):
+
+- ``gpuplan.dev/pool=<pool>``;
+- ``nvidia.com/device-plugin.config=<pool>``: the pool's key in the generated
+  device-plugin ConfigMap (per-node sharing / MIG strategy);
+- ``nvidia.com/mig.config``: the pool's mig-parted config for MIG pools, and
+  ``all-disabled`` for every other pool whose GPU model is MIG-capable, so that
+  a node that once ran a MIG layout (or was labelled by hand) is returned to
+  whole GPUs when its pool says so. GPUs that cannot do MIG get no
+  ``mig.config`` label: mig-manager does not run there;
+- the pool's own ``labels`` from the spec (they never override the three above).
+
+Taints are *not* set through NFD: that needs nfd-master ``--enable-taints``,
+which the GPU Operator's bundled NFD does not turn on; static nodes are tainted
+by whoever registers them (kubelet ``--register-with-taints``), see README.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from gpuplan.lower import Artifact
+from gpuplan.lower.common import POOL_LABEL, metadata, obj
+from gpuplan.lower.gitops import object_annotations
+from gpuplan.resolve import PoolView, ResolvedFleet
+
+NFD_API = "nfd.k8s-sigs.io/v1alpha1"
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_ALL_DISABLED = "all-disabled"
+
+
+def pool_mig_config(pv: PoolView) -> str | None:
+    """The ``nvidia.com/mig.config`` value for the pool's nodes (None: no label)."""
+    if pv.mig_config_name is not None:
+        return pv.mig_config_name
+    if pv.gpu is not None and pv.gpu.mig_capable:
+        return MIG_ALL_DISABLED
+    return None
+
+
+def pool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
+    """Every label gpuplan puts on the nodes of a pool, in a stable order.
+
+    Used for static pools (NodeFeatureRule) and Karpenter pools (NodePool
+    ``spec.template.metadata.labels``) alike."""
+    del rf  # part of the signature so that fleet-wide choices can join later
+    out: dict[str, str] = {POOL_LABEL: pv.name, DEVICE_PLUGIN_CONFIG_LABEL: pv.device_plugin_config_name}
+    mig = pool_mig_config(pv)
+    if mig is not None:
+        out[MIG_CONFIG_LABEL] = mig
+    for key in sorted(pv.pool.labels):
+        if key not in out:
+            out[key] = pv.pool.labels[key]
+    return out
+
+
+def rule_name(pv: PoolView) -> str:
+    return f"gpuplan-pool-{pv.name}"
+
+
+def node_feature_rule(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
+    assert pv.pool.nodes is not None
+    rule = {
+        "name": f"gpuplan pool {pv.name}",
+        "labels": pool_node_labels(rf, pv),
+        "matchFeatures": [
+            {
+                "feature": "system.name",
+                "matchExpressions": {"nodename": {"op": "In", "value": list(pv.pool.nodes)}},
+            }
+        ],
+    }
+    meta = metadata(
+        rf, rule_name(pv), extra_labels={POOL_LABEL: pv.name},
+        annotations=object_annotations(rf, "NodeFeatureRule"),
+    )
+    return obj(NFD_API, "NodeFeatureRule", meta, spec={"rules": [rule]})
+
+
+def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+    out = []
+    for pv in rf.pools:
+        if not pv.pool.is_static or not pv.pool.nodes:
+            continue
+        out.append(Artifact(
+            path=f"pools/{pv.name}/node-labels.yaml",
+            documents=(node_feature_rule(rf, pv),),
+            description=f"NFD NodeFeatureRule: labels the {len(pv.pool.nodes)} static node(s) of pool "
+                        f"{pv.name} (pool, device-plugin config, MIG config)",
+        ))
+    return out

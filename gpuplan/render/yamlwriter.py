@@ -1,0 +1,231 @@
+"""The one deterministic YAML writer for every manifest gpuplan emits.
+
+Objects are plain data (dict/list/tuple, str, int, float, bool, None; any
+``Mapping``/``Sequence`` is accepted) and come out:
+
+* in insertion order (never sorted, never hash order), block style, 2-space
+  indent, Kubernetes-style "indentless" sequences (``key:\\n- item``);
+* with every string that a YAML 1.1 reader (PyYAML, go-yaml v2 as used by
+  sigs.k8s.io/yaml) or a YAML 1.2 reader (ruamel.yaml, go-yaml v3) could read
+  as something else quoted, so the text reads back as the same string in all
+  of them;
+* multi-line strings as literal blocks (``|``/``|-``/``|+`` chosen by libyaml
+  from the trailing newlines, so the text round-trips byte-exact);
+* without anchors, aliases or Python tags: anything else raises TypeError.
+
+Speed matters (tens of thousands of objects per build), so the work is done by
+libyaml's C emitter (``yaml.CSafeDumper``); the Python side replaces PyYAML's
+generic representer and resolver with a type dispatch and one precompiled
+regex per string (see benchmarks/bench_writer.py and docs/output.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+__all__ = ["dump", "dump_documents", "dump_bytes", "dump_documents_bytes", "needs_quotes"]
+
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+
+# Plain scalars some reader resolves to a non-string: booleans of YAML 1.1
+# (including the y/n forms go-yaml v2 still honours), nulls, the special
+# floats, merge/value keys and the indicator-only words.
+_WORDS = frozenset(
+    [
+        v
+        for w in ("y", "yes", "n", "no", "true", "false", "on", "off", "null")
+        for v in (w, w.capitalize(), w.upper())
+    ]
+    + [s + "." + w for s in ("", "+", "-") for w in ("inf", "Inf", "INF", "nan", "NaN", "NAN")]
+    + ["~", "", "=", "<<", "!", "&", "*", "-", "?", ":", "|", ">"]
+)
+
+# Anything that starts like a number and consists only of characters found in
+# YAML 1.1/1.2 ints, floats (exponent, `_`, `.`), hex/octal/binary prefixes,
+# sexagesimal `:` and timestamps (`T`, `Z`, space, sign). Deliberately broader
+# than any one schema: quoting a harmless string costs two characters, while
+# missing one turns `1e3` into 1000.0 in a 1.2 reader. Quantities such as
+# `500m`, `16Gi` and profile names such as `1g.10gb` stay plain (they contain a
+# letter no number form uses).
+_NUMBERISH = re.compile(r"[-+]?[0-9_.][0-9a-fA-F_.:xXoOtTzZ \t+-]*").fullmatch
+
+# Characters that are line breaks to a YAML reader but would not survive a
+# literal block unchanged (it normalises them to `\n`): force double quotes.
+_ODD_BREAK = re.compile("[\r\x85\u2028\u2029]").search
+
+
+def needs_quotes(s: str) -> bool:
+    """True when plain ``s`` could be read as a non-string by some YAML reader.
+
+    Only the *resolution* ambiguities are decided here; libyaml itself quotes
+    strings whose syntax forbids a plain scalar (``: ``, `` #``, leading
+    indicators, surrounding spaces, control characters ...)."""
+    return s in _WORDS or _NUMBERISH(s) is not None
+
+
+class _Dumper(yaml.CSafeDumper):
+    """CSafeDumper with a closed, fast representer and a resolver that agrees
+    with it. Instances are single-use (one per dump call)."""
+
+    def represent_data(self, data: Any) -> Any:  # noqa: C901 - a flat dispatch is the fast path
+        t = type(data)
+        if t is str:
+            if needs_quotes(data):
+                return ScalarNode(_STR, data, None, None, "'")
+            if "\n" in data:
+                return ScalarNode(_STR, data, None, None, '"' if _ODD_BREAK(data) else "|")
+            return ScalarNode(_STR, data, None, None, None)
+        if t is dict:
+            rep = self.represent_data
+            return MappingNode(
+                _MAP, [(self.represent_key(k), rep(v)) for k, v in data.items()], None, None, False
+            )
+        if t is list or t is tuple:
+            rep = self.represent_data
+            return SequenceNode(_SEQ, [rep(v) for v in data], None, None, False)
+        if t is int:
+            return ScalarNode(_INT, int.__repr__(data), None, None, None)
+        if t is bool:
+            return ScalarNode(_BOOL, "true" if data else "false", None, None, None)
+        if data is None:
+            return ScalarNode(_NULL, "null", None, None, None)
+        if t is float:
+            return ScalarNode(_FLOAT, _float_text(data), None, None, None)
+        # Subclasses (str enums, IntEnum, OrderedDict, ...) are turned into the
+        # base value; anything else is refused rather than tagged.
+        if isinstance(data, bool):
+            return self.represent_data(bool(data))
+        if isinstance(data, str):
+            return self.represent_data(str.__str__(data))
+        if isinstance(data, int):
+            return self.represent_data(int(data))
+        if isinstance(data, float):
+            return self.represent_data(float(data))
+        if isinstance(data, Mapping):
+            return self.represent_data(dict(data.items()))
+        if isinstance(data, Sequence) and not isinstance(data, (bytes, bytearray)):
+            return self.represent_data(list(data))
+        raise TypeError(
+            f"cannot write a {t.__module__}.{t.__qualname__} as YAML: "
+            "only str, int, float, bool, None, mappings and sequences"
+        )
+
+    def represent_key(self, key: Any) -> Any:
+        if type(key) is str or isinstance(key, (str, int, float)) or key is None:
+            return self.represent_data(key)
+        raise TypeError(f"mapping keys must be scalars, not {type(key).__qualname__}")
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        # libyaml asks twice per scalar whether the plain / quoted form would
+        # read back with the node's tag. ``needs_quotes`` is a superset of
+        # PyYAML's YAML 1.1 resolvers, so a value it passes is a plain string;
+        # for the rest (and for int/float/bool/null text) ask PyYAML. Quoted
+        # text always resolves to str (there are no path resolvers).
+        if kind is ScalarNode:
+            if not implicit[0]:
+                return _STR
+            if not needs_quotes(value):
+                return _STR
+        return yaml.CSafeDumper.resolve(self, kind, value, implicit)
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
+
+
+def _float_text(f: float) -> str:
+    if f != f:
+        return ".nan"
+    if f == float("inf"):
+        return ".inf"
+    if f == float("-inf"):
+        return "-.inf"
+    text = repr(f).lower()
+    # `1e+17` is a float in YAML 1.2 but a string in YAML 1.1, which needs a dot.
+    if "." not in text and "e" in text:
+        text = text.replace("e", ".0e", 1)
+    return text
+
+
+class _Sink:
+    """A write() target collecting libyaml's UTF-8 output chunks (no decode)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, chunk: bytes) -> None:
+        self.parts.append(chunk)
+
+
+def _header_bytes(header: str | None) -> bytes:
+    if not header:
+        return b""
+    lines = header.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return "".join(f"# {ln}\n" if ln else "#\n" for ln in lines).encode("utf-8")
+
+
+def dump_documents_bytes(objs: Sequence[Any], *, header: str | None = None) -> bytes:
+    """UTF-8 YAML stream: optional ``# header`` lines, then each object as a
+    document that starts with ``---``. Byte-identical for equal input."""
+    sink = _Sink()
+    dumper = _Dumper(
+        sink,
+        default_style=None,
+        default_flow_style=False,
+        indent=2,
+        width=2**31 - 1,  # libyaml folds nothing below this: long strings stay on one line
+        allow_unicode=True,
+        line_break="\n",
+        encoding="utf-8",
+        explicit_start=True,
+        explicit_end=False,
+        sort_keys=False,
+    )
+    try:
+        dumper.open()
+        for obj in objs:
+            dumper.represent(obj)
+        dumper.close()
+    finally:
+        dumper.dispose()
+    return _header_bytes(header) + b"".join(sink.parts)
+
+
+def dump_documents(objs: Sequence[Any], *, header: str | None = None) -> str:
+    """Like :func:`dump_documents_bytes`, as text."""
+    return dump_documents_bytes(objs, header=header).decode("utf-8")
+
+
+def dump_bytes(obj: Any, *, header: str | None = None) -> bytes:
+    """One document (Helm values.yaml, a ConfigMap payload) without ``---``."""
+    out = dump_documents_bytes([obj], header=header)
+    head = _header_bytes(header)
+    body = out[len(head) :]
+    # libyaml puts `---` on its own line, or `--- ` before a top-level scalar.
+    if body.startswith(b"---\n"):
+        body = body[4:]
+    elif body.startswith(b"--- "):
+        body = body[4:]
+    return head + body
+
+
+def dump(obj: Any, *, header: str | None = None) -> str:
+    """Like :func:`dump_bytes`, as text."""
+    return dump_bytes(obj, header=header).decode("utf-8")

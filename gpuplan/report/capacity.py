@@ -1,0 +1,434 @@
+"""The capacity model: what the fleet has, what it promises, and what it costs.
+
+``capacity(rf)`` is a pure function of a resolved fleet. It answers, per pool,
+tier and tenant:
+
+- physical GPUs (Karpenter pools at their ``maxGPUs``, rounded down to whole nodes);
+- advertised units: the extended resources the device plugin will publish
+  (``nvidia.com/gpu``, ``nvidia.com/gpu.shared``, ``nvidia.com/mig-<profile>``);
+- quota granted per tenant and namespace, and the oversubscription ratio
+  (quota / advertised units of the resource on the tier's pool);
+- MIG slices the chosen layouts leave idle (compute and memory slices per GPU
+  times the GPUs that carry the layout);
+- monthly cost at the pool's ``pricePerGPUHour`` (730 hours a month).
+
+Units and cost. Every unit of a resource is worth a fraction of a GPU:
+1 for a whole GPU, ``1/replicas`` for a time-sliced or MPS replica, and
+``memory slices of the profile / memory slices of the GPU`` for a MIG instance
+(memory slices are what a placement consumes: a complete A100 layout always
+fills 8 of 8, while a 7th compute slice can be stranded). A unit's monthly
+price is that fraction of one GPU-month, so a tier's cost is its granted units'
+share of the pool's GPUs, a tenant's cost is the sum over its grants, and what
+no tier grants shows up as the pool's unallocated cost.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gpuplan.spec.models import Mig
+
+if TYPE_CHECKING:
+    from gpuplan.resolve import PoolView, ResolvedFleet
+    from gpuplan.spec.models import Tier
+
+HOURS_PER_MONTH = 730
+DEFAULT_MAX_OVERSUBSCRIPTION = 1.0
+
+
+# --- small derived facts shared with the rules ---------------------------------------
+
+
+def pool_resources_per_node(pv: "PoolView") -> dict[str, int]:
+    """Extended resources one node of the pool advertises. For MIG pools on a
+    known GPU the MIG engine decides (a ``<c>c.`` compute-instance profile gets no
+    resource under ``mixed``); otherwise ``PoolView.node_resources``."""
+    s = pv.pool.sharing
+    if isinstance(s, Mig) and pv.gpu is not None and pv.gpu.mig_capable:
+        from gpuplan.mig.layout import resources_for_node
+
+        try:
+            return resources_for_node(pv.gpu, pv.gpu_layouts(), s.strategy)
+        except (KeyError, ValueError):  # pragma: no cover - the MIG rules report it
+            pass
+    return pv.node_resources()
+
+
+def pool_resources(pv: "PoolView") -> dict[str, int]:
+    nodes = pv.node_count or 0
+    return {k: v * nodes for k, v in pool_resources_per_node(pv).items()}
+
+
+def max_oversubscription(tier: "Tier") -> float:
+    """The tier's allowed quota / capacity ratio. The default is 1.0 for every
+    sharing mode: time-slicing and MPS already oversubscribe the GPU through
+    ``replicas`` (capacity counts GPUs × replicas), so a quota above the
+    advertised units promises units that no node publishes (pods stay Pending).
+    Statistical overcommit (idle notebooks) is a choice the spec states with
+    ``maxOversubscription``, where review can see it."""
+    return tier.max_oversubscription if tier.max_oversubscription is not None else DEFAULT_MAX_OVERSUBSCRIPTION
+
+
+def tier_profile(rf: "ResolvedFleet", tier: "Tier") -> str | None:
+    """The MIG profile behind a tier's unit (single strategy: the pool's one profile)."""
+    pv = rf.tier_pool(tier)
+    if pv is None or not isinstance(pv.pool.sharing, Mig):
+        return None
+    if tier.profile:
+        return tier.profile
+    profiles = {p for lay in pv.gpu_layouts() if lay for p in lay}
+    return next(iter(profiles)) if len(profiles) == 1 else None
+
+
+def unit_gpu_fraction(rf: "ResolvedFleet", tier: "Tier") -> float | None:
+    """How much of one GPU a unit of the tier's resource is (None: unknown)."""
+    pv = rf.tier_pool(tier)
+    if pv is None:
+        return None
+    s = pv.pool.sharing
+    if s.mode == "exclusive":
+        return 1.0
+    if s.mode in ("time-slicing", "mps"):
+        return 1.0 / s.replicas if s.replicas >= 1 else None
+    if rf.tier_resource(tier) == "nvidia.com/gpu" and s.strategy == "mixed":
+        return 1.0  # a MIG-disabled GPU of a mixed pool
+    profile = tier_profile(rf, tier)
+    if profile is None or pv.gpu is None or not pv.gpu.mig_capable:
+        return None
+    from gpuplan.mig.solver import geometry_profile
+
+    p = geometry_profile(pv.gpu, profile)
+    if p is None or not pv.gpu.memory_slices:
+        return None
+    return p.memory_slices / pv.gpu.memory_slices
+
+
+def capacity_explanation(pv: "PoolView", resource: str) -> str:
+    """``2 nodes × 4 GPUs × 4 replicas`` — how the pool's units of ``resource`` come about."""
+    nodes = pv.node_count or 0
+    gpn = pv.gpus_per_node or 0
+    s = pv.pool.sharing
+    nodes_txt = f"{nodes} node{'s' if nodes != 1 else ''}"
+    if pv.pool.karpenter is not None:
+        nodes_txt += f" (Karpenter maxGPUs {pv.pool.karpenter.max_gpus})"
+    if s.mode == "exclusive":
+        return f"{nodes_txt} × {gpn} GPUs"
+    if s.mode in ("time-slicing", "mps"):
+        return f"{nodes_txt} × {gpn} GPUs × {s.replicas} replicas"
+    per_node = pool_resources_per_node(pv).get(resource, 0)
+    return f"{nodes_txt} × {per_node} per node"
+
+
+# --- the report ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grant:
+    tenant: str
+    namespace: str
+    tier: str
+    resource: str | None
+    units: int
+    gpus: float | None  # GPU-equivalents
+    cost_per_month: float | None
+
+
+@dataclass(frozen=True)
+class LayoutUsage:
+    """One distinct MIG layout of a pool and the slices it leaves idle."""
+
+    layout: tuple[tuple[str, int], ...]
+    gpus: int  # GPUs of the pool that carry it
+    compute_slices: int  # per GPU (the model's)
+    memory_slices: int
+    used_compute: int  # per GPU
+    used_memory: int
+    placements: tuple[tuple[str, int, int, int], ...] = ()  # (profile, memory start, memory size, compute slices)
+
+    @property
+    def idle_compute(self) -> int:
+        return (self.compute_slices - self.used_compute) * self.gpus
+
+    @property
+    def idle_memory(self) -> int:
+        return (self.memory_slices - self.used_memory) * self.gpus
+
+
+@dataclass(frozen=True)
+class PoolReport:
+    name: str
+    gpu: str
+    gpus_per_node: int | None
+    nodes: int | None
+    autoscaled: bool
+    physical_gpus: int
+    sharing: str  # "exclusive", "mig (mixed)", "time-slicing ×4", ...
+    resources: tuple[tuple[str, int], ...]  # advertised units of the whole pool
+    explanations: tuple[tuple[str, str], ...]  # resource -> "2 nodes × 4 GPUs × 4 replicas"
+    quota: tuple[tuple[str, int], ...]  # resource -> units granted on this pool
+    layouts: tuple[LayoutUsage, ...]
+    price_per_gpu_hour: float | None
+    cost_per_month: float | None
+    allocated_cost_per_month: float | None  # what the pool's tiers grant
+    node_layouts: tuple[tuple[str, tuple[tuple[tuple[str, int], ...] | None, ...]], ...] = ()
+
+    @property
+    def idle_compute_slices(self) -> int:
+        return sum(u.idle_compute for u in self.layouts)
+
+    @property
+    def idle_memory_slices(self) -> int:
+        return sum(u.idle_memory for u in self.layouts)
+
+    @property
+    def unallocated_cost_per_month(self) -> float | None:
+        if self.cost_per_month is None or self.allocated_cost_per_month is None:
+            return None
+        return round(self.cost_per_month - self.allocated_cost_per_month, 2)
+
+
+@dataclass(frozen=True)
+class TierReport:
+    name: str
+    pool: str
+    workload: str | None
+    profile: str | None
+    resource: str | None
+    capacity: int  # units of the resource on the pool (shared with tiers on the same resource)
+    capacity_explained: str
+    quota: int  # units granted to this tier
+    pool_resource_quota: int  # units granted on this pool's resource by all its tiers
+    sharing_tiers: tuple[str, ...]  # tiers counted against the same pool resource
+    max_oversubscription: float
+    unit_gpus: float | None  # GPU-equivalent of one unit
+    unit_cost_per_month: float | None
+    cost_per_month: float | None
+    grants: tuple[Grant, ...]
+    priority: int = 0
+    preemption: str = "PreemptLowerPriority"
+
+    @property
+    def oversubscription(self) -> float | None:
+        """Quota of every tier on this pool resource / its capacity."""
+        if self.capacity <= 0:
+            return None if self.pool_resource_quota == 0 else math.inf
+        return self.pool_resource_quota / self.capacity
+
+    @property
+    def gpus(self) -> float | None:
+        return None if self.unit_gpus is None else self.quota * self.unit_gpus
+
+    @property
+    def over_limit(self) -> bool:
+        r = self.oversubscription
+        return r is not None and r > self.max_oversubscription + 1e-9
+
+
+@dataclass(frozen=True)
+class TenantReport:
+    name: str
+    namespaces: tuple[str, ...]
+    grants: tuple[Grant, ...]
+
+    @property
+    def gpus(self) -> float | None:
+        vals = [g.gpus for g in self.grants]
+        return None if any(v is None for v in vals) else sum(v for v in vals if v is not None)
+
+    @property
+    def cost_per_month(self) -> float | None:
+        vals = [g.cost_per_month for g in self.grants if g.units]
+        if not vals:
+            return 0.0 if self.grants else None
+        return None if any(v is None for v in vals) else round(sum(v for v in vals if v is not None), 2)
+
+    def units(self, tier: str) -> int:
+        return sum(g.units for g in self.grants if g.tier == tier)
+
+
+@dataclass(frozen=True)
+class CapacityReport:
+    fleet: str
+    pools: tuple[PoolReport, ...]
+    tiers: tuple[TierReport, ...]
+    tenants: tuple[TenantReport, ...]
+    hours_per_month: int = HOURS_PER_MONTH
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def physical_gpus(self) -> int:
+        return sum(p.physical_gpus for p in self.pools)
+
+    @property
+    def cost_per_month(self) -> float | None:
+        vals = [p.cost_per_month for p in self.pools]
+        known = [v for v in vals if v is not None]
+        return round(sum(known), 2) if known else None
+
+    @property
+    def granted_gpus(self) -> float:
+        return sum(t.gpus or 0.0 for t in self.tiers)
+
+    def pool(self, name: str) -> PoolReport:
+        return next(p for p in self.pools if p.name == name)
+
+    def tier(self, name: str) -> TierReport:
+        return next(t for t in self.tiers if t.name == name)
+
+    def tenant(self, name: str) -> TenantReport:
+        return next(t for t in self.tenants if t.name == name)
+
+
+def _money(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)
+
+
+def _layout_key(layout: dict[str, int] | None) -> tuple[tuple[str, int], ...] | None:
+    if layout is None:
+        return None
+    return tuple(sorted(layout.items(), key=lambda kv: (-_slices_hint(kv[0]), kv[0])))
+
+
+def _slices_hint(profile: str) -> int:
+    from gpuplan.catalog import parse_profile_name
+
+    p = parse_profile_name(profile)
+    return p.gpu_slices * 1000 + p.memory_gb if p else 0
+
+
+def _layout_usages(pv: "PoolView") -> tuple[LayoutUsage, ...]:
+    s = pv.pool.sharing
+    if not isinstance(s, Mig) or pv.gpu is None or not pv.gpu.mig_capable:
+        return ()
+    from gpuplan.mig.solver import check_layout, geometry_profile
+
+    gpu = pv.gpu
+    nodes = pv.node_count or 0
+    counts: dict[tuple[tuple[str, int], ...], int] = {}
+    for lay in pv.gpu_layouts():
+        key = _layout_key(lay)
+        if key is None:
+            continue
+        counts[key] = counts.get(key, 0) + nodes
+    out = []
+    for key, n in counts.items():
+        used_c = used_m = 0
+        for prof, cnt in key:
+            gp = geometry_profile(gpu, prof)
+            if gp is None:
+                continue
+            used_c += gp.compute_slices * cnt
+            used_m += gp.memory_slices * cnt
+        placements: tuple[tuple[str, int, int, int], ...] = ()
+        try:
+            chk = check_layout(gpu, dict(key))
+            if chk.ok:
+                placements = tuple((p.profile, p.start, p.size, p.compute_slices) for p in chk.placements)
+        except (KeyError, TypeError, ValueError):  # pragma: no cover - reported by the MIG rules
+            pass
+        out.append(LayoutUsage(key, n, gpu.compute_slices, gpu.memory_slices,
+                               min(used_c, gpu.compute_slices), min(used_m, gpu.memory_slices), placements))
+    return tuple(out)
+
+
+def _sharing_text(pv: "PoolView") -> str:
+    s = pv.pool.sharing
+    if s.mode == "mig":
+        return f"mig ({s.strategy})"
+    if s.mode in ("time-slicing", "mps"):
+        return f"{s.mode} ×{s.replicas}"
+    return s.mode
+
+
+def capacity(rf: "ResolvedFleet") -> CapacityReport:
+    """The capacity report of a resolved fleet (pure; deterministic)."""
+    spec = rf.fleet.spec
+    # quota per tier, with who holds it
+    tier_grants: dict[str, list[tuple[str, str, int]]] = {t.name: [] for t in spec.tiers}
+    for tn in spec.tenants:
+        for ns, per_tier in tn.quotas.items():
+            for tier_name, units in per_tier.items():
+                if tier_name in tier_grants:
+                    tier_grants[tier_name].append((tn.name, ns, units))
+
+    unit_gpus = {t.name: unit_gpu_fraction(rf, t) for t in spec.tiers}
+    unit_cost: dict[str, float | None] = {}
+    for t in spec.tiers:
+        pv = rf.tier_pool(t)
+        price = pv.pool.price_per_gpu_hour if pv is not None else None
+        frac = unit_gpus[t.name]
+        unit_cost[t.name] = None if price is None or frac is None else price * HOURS_PER_MONTH * frac
+
+    def grant(tenant: str, ns: str, tier_name: str, units: int) -> Grant:
+        t = rf.tier_by_name[tier_name]
+        frac, uc = unit_gpus[tier_name], unit_cost[tier_name]
+        return Grant(tenant, ns, tier_name, rf.tier_resource(t), units,
+                     None if frac is None else units * frac,
+                     None if uc is None else _money(units * uc))
+
+    # quota per (pool, resource)
+    group_quota: dict[tuple[str, str | None], int] = {}
+    group_tiers: dict[tuple[str, str | None], list[str]] = {}
+    for t in spec.tiers:
+        key = (t.pool, rf.tier_resource(t))
+        group_quota[key] = group_quota.get(key, 0) + sum(u for _, _, u in tier_grants[t.name])
+        group_tiers.setdefault(key, []).append(t.name)
+
+    tiers = []
+    for t in spec.tiers:
+        pv = rf.tier_pool(t)
+        res = rf.tier_resource(t)
+        cap = pool_resources(pv).get(res, 0) if (pv is not None and res) else 0
+        grants = tuple(grant(tn, ns, t.name, u) for tn, ns, u in tier_grants[t.name])
+        quota = sum(g.units for g in grants)
+        costs = [g.cost_per_month for g in grants]
+        cost = None if unit_cost[t.name] is None else _money(sum(c or 0.0 for c in costs))
+        uc = unit_cost[t.name]
+        tiers.append(TierReport(
+            name=t.name, pool=t.pool, workload=t.workload, profile=tier_profile(rf, t), resource=res,
+            capacity=cap, capacity_explained=capacity_explanation(pv, res or "") if pv else "",
+            quota=quota, pool_resource_quota=group_quota[(t.pool, res)],
+            sharing_tiers=tuple(group_tiers[(t.pool, res)]), max_oversubscription=max_oversubscription(t),
+            unit_gpus=unit_gpus[t.name], unit_cost_per_month=None if uc is None else round(uc, 4),
+            cost_per_month=cost, grants=grants, priority=t.priority, preemption=t.preemption,
+        ))
+
+    pools = []
+    for pv in rf.pools:
+        res = pool_resources(pv)
+        quota: dict[str, int] = {}
+        allocated: float | None = 0.0
+        for tr in tiers:
+            if tr.pool != pv.name or tr.resource is None:
+                continue
+            quota[tr.resource] = quota.get(tr.resource, 0) + tr.quota
+            if tr.cost_per_month is None:
+                allocated = None
+            elif allocated is not None:
+                allocated += tr.cost_per_month
+        price = pv.pool.price_per_gpu_hour
+        cost = None if price is None else _money(price * HOURS_PER_MONTH * pv.physical_gpus)
+        node_layouts: tuple = ()
+        if isinstance(pv.pool.sharing, Mig) and pv.pool.nodes:
+            per_gpu = tuple(_layout_key(lay) for lay in pv.gpu_layouts())
+            node_layouts = tuple((n, per_gpu) for n in pv.pool.nodes)
+        pools.append(PoolReport(
+            name=pv.name, gpu=pv.gpu.key if pv.gpu is not None else pv.pool.gpu,
+            gpus_per_node=pv.gpus_per_node, nodes=pv.node_count, autoscaled=pv.pool.karpenter is not None,
+            physical_gpus=pv.physical_gpus, sharing=_sharing_text(pv), resources=tuple(sorted(res.items())),
+            explanations=tuple((r, capacity_explanation(pv, r)) for r in sorted(res)),
+            quota=tuple(sorted(quota.items())), layouts=_layout_usages(pv), price_per_gpu_hour=price,
+            cost_per_month=cost, allocated_cost_per_month=None if price is None else _money(allocated),
+            node_layouts=node_layouts,
+        ))
+
+    tenants = []
+    for tn in spec.tenants:
+        gs = tuple(grant(tn.name, ns, tier_name, u)
+                   for ns, per_tier in tn.quotas.items() for tier_name, u in per_tier.items()
+                   if tier_name in rf.tier_by_name)
+        tenants.append(TenantReport(tn.name, tuple(tn.namespaces), gs))
+
+    return CapacityReport(rf.fleet.metadata.name, tuple(pools), tuple(tiers), tuple(tenants))

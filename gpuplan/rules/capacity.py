@@ -1,0 +1,119 @@
+"""GP410-GP419: quotas against physical capacity.
+
+For every pool and resource the capacity is what the device plugin will
+publish (GPUs × nodes, MIG instances per layout × nodes, GPUs × replicas;
+Karpenter pools at their maxGPUs). The quotas of every tier that hands out
+that resource on that pool are summed over all tenants; the total may exceed
+the capacity only by the tiers' ``maxOversubscription`` (default 1.0 for every
+sharing mode — see ``gpuplan.report.capacity.max_oversubscription``). When
+tiers with different limits share one pool resource, the strictest applies:
+a tier that allows no oversubscription is only safe when the total fits.
+The arithmetic is the capacity report's (``gpuplan plan``), so the report and
+the rules never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from gpuplan.codes import Code
+from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.resolve import ResolvedFleet
+
+E_OVERSUBSCRIBED = Code(
+    "GP410", "quota exceeds capacity", Severity.ERROR,
+    "The quotas granted on a tier's resource add up to more than the pool advertises (times the "
+    "tier's `maxOversubscription`, default 1.0). The quota promises GPUs that do not exist: "
+    "tenants that use their quota find pods Pending with no capacity to scale to.",
+    bad="pools:\n  - {name: dev, gpusPerNode: 4, nodes: [a, b], sharing: {mode: time-slicing, replicas: 4}}\n"
+        "tenants:\n  - {name: ds, namespaces: [ds], quotas: {ds: {notebooks: 40}}}   # capacity 32",
+    good="tiers:\n  - {name: notebooks, pool: dev, maxOversubscription: 1.5}   # an explicit, reviewed overcommit",
+    pain="#25 (warn on quota overcommit); #23 kubernetes-sigs/kueue #10108 (capacity-based quotas)",
+)
+E_NO_CAPACITY = Code(
+    "GP411", "quota on a tier with no capacity", Severity.ERROR,
+    "A namespace has quota for a tier whose pool advertises none of the tier's resource (no nodes, "
+    "a Karpenter pool whose maxGPUs is below one node, GPUs per node unknown): every pod of the "
+    "tier stays Pending.",
+    bad="pools:\n  - {name: burst, karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 4}}   # one node has 8",
+    good="pools:\n  - {name: burst, karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16}}",
+    pain="#19 kubernetes-sigs/karpenter #729 (capacity Karpenter cannot provide)",
+)
+I_UNOFFERED = Code(
+    "GP412", "pool capacity that no tier hands out", Severity.INFO,
+    "A pool advertises a resource that no tier offers: nobody can get a quota for it, so it is "
+    "paid for and idle (or used only by namespaces without quotas).",
+    bad="pools:\n  - {name: spare, ...}   # no tier names pool spare",
+    good="tiers:\n  - {name: batch, pool: spare}",
+)
+
+CODES = (E_OVERSUBSCRIBED, E_NO_CAPACITY, I_UNOFFERED)
+
+
+def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
+    from gpuplan.report.capacity import capacity
+
+    report = capacity(rf)
+    tiers = rf.fleet.spec.tiers
+    reported_groups: set[tuple[str, str]] = set()
+    for tr in report.tiers:
+        if tr.resource is None:
+            continue  # GP401
+        i = rf.tier_index[tr.name]
+        t = tiers[i]
+        key = (tr.pool, tr.resource)
+        if tr.capacity <= 0:
+            if tr.quota > 0:
+                where = _first_grant_path(rf, tr.name)
+                yield rf.diag(E_NO_CAPACITY,
+                              f"tier {tr.name!r} has quota {tr.quota} {tr.resource}, but pool {tr.pool!r} "
+                              f"advertises none ({tr.capacity_explained or 'no nodes'})",
+                              where or ("spec", "tiers", i, "name"),
+                              hint="give the pool nodes (or a Karpenter maxGPUs of at least one node), "
+                                   "or remove the quota")
+            continue
+        if key in reported_groups:
+            continue
+        limit = min(r.max_oversubscription for r in report.tiers if (r.pool, r.resource) == key)
+        allowed = tr.capacity * limit
+        if tr.pool_resource_quota <= allowed + 1e-9:
+            continue
+        reported_groups.add(key)
+        group = tr.sharing_tiers
+        if len(group) == 1:
+            who = f"tier {tr.name}"
+        else:
+            who = f"tiers {', '.join(group)} (pool {tr.pool})"
+        ratio = tr.pool_resource_quota / tr.capacity
+        limit_txt = "" if limit == 1.0 else f" × maxOversubscription {limit:g} = {allowed:g}"
+        msg = (f"quota {tr.pool_resource_quota} {tr.resource} on {who} exceeds capacity {tr.capacity} "
+               f"({tr.capacity_explained}){limit_txt}; oversubscribed {ratio:.2f}×")
+        at = ("spec", "tiers", i, "maxOversubscription") if t.max_oversubscription is not None else ("spec", "tiers", i, "name")
+        by_tenant: dict[str, int] = {}
+        for r in report.tiers:
+            if (r.pool, r.resource) == key:
+                for g in r.grants:
+                    by_tenant[g.tenant] = by_tenant.get(g.tenant, 0) + g.units
+        shares = ", ".join(f"{n} {u}" for n, u in sorted(by_tenant.items(), key=lambda x: (-x[1], x[0])))
+        yield rf.diag(E_OVERSUBSCRIBED, msg, at,
+                      hint=f"granted: {shares}. Lower the quotas, add nodes or replicas, or allow it with "
+                           f"`maxOversubscription: {ratio:.2f}` on the tier")
+
+    offered = {(r.pool, r.resource) for r in report.tiers if r.resource}
+    for pr in report.pools:
+        pv = rf.pool_by_name[pr.name]
+        for res, units in pr.resources:
+            if units > 0 and (pr.name, res) not in offered:
+                yield rf.diag(I_UNOFFERED,
+                              f"pool {pr.name!r} advertises {units} {res} that no tier hands out",
+                              pv.path + ("name",),
+                              hint=f"add a tier with `pool: {pr.name}`" if not any(r.pool == pr.name for r in report.tiers)
+                              else "add a tier for this resource, or change the pool's layout")
+
+
+def _first_grant_path(rf: ResolvedFleet, tier: str) -> tuple | None:
+    for i, tn in enumerate(rf.fleet.spec.tenants):
+        for ns, per_tier in tn.quotas.items():
+            if per_tier.get(tier):
+                return ("spec", "tenants", i, "quotas", ns, tier)
+    return None

@@ -1,0 +1,125 @@
+"""The loader: positions, YAML 1.2 scalars, and hostile input handled fast."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gpuplan.spec.loader import (
+    MAX_BYTES, MAX_DEPTH, LoadError, load_file, load_text,
+)
+
+
+def codes(text: str) -> str:
+    with pytest.raises(LoadError) as exc:
+        load_text(text, "f.yaml")
+    return exc.value.diag.code
+
+
+def test_positions_of_keys_and_values_are_one_based():
+    doc = load_text("a: 1\nb:\n  - x\n  - {c: d}\n", "f.yaml")
+    assert doc.value_pos[("a",)] == (1, 4)
+    assert doc.key_pos[("b",)] == (2, 1)
+    assert doc.value_pos[("b", 1, "c")] == (4, 9)
+    assert doc.locate(("b", 1, "missing")) == (4, 5)  # nearest parent
+
+
+def test_yaml_1_2_core_scalars():
+    doc = load_text("a: on\nb: yes\nc: 012\nd: 0x1F\ne: 1e3\nf: ~\ng: 0o17\nh: '5'\ni: .inf\n", "f.yaml")
+    assert doc.data == {"a": "on", "b": "yes", "c": 12, "d": 31, "e": 1000.0, "f": None, "g": 15,
+                        "h": "5", "i": float("inf")}
+
+
+def test_merge_keys_and_aliases():
+    doc = load_text("base: &b {x: 1, y: 2}\nuse: {<<: *b, y: 3}\n", "f.yaml")
+    assert doc.data["use"] == {"x": 1, "y": 3}
+
+
+@pytest.mark.parametrize("text,code", [
+    ("a: 1\na: 2\n", "GP002"),
+    ("", "GP003"),
+    ("---\n...\n", "GP003"),
+    ("a: 1\n---\nb: 2\n", "GP005"),
+    ("a: [1\n", "GP001"),
+    ("a: !!python/object:os.system x\n", "GP011"),
+    ("a: !custom x\n", "GP011"),
+    ("a: !!int x\n", "GP011"),
+    ("? [a, b]\n: c\n", "GP012"),
+    ("a: *nope\n", "GP001"),
+])
+def test_bad_yaml_becomes_a_diagnostic(text, code):
+    assert codes(text) == code
+
+
+def test_duplicate_key_names_the_first_line():
+    with pytest.raises(LoadError) as exc:
+        load_text("pools:\n  name: a\n  gpu: x\n  name: b\n", "f.yaml")
+    d = exc.value.diag
+    assert (d.code, d.line, d.col) == ("GP002", 4, 3)
+    assert "line 2" in d.message
+
+
+def _fast(fn, limit=1.0):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t < limit
+
+
+def test_billion_laughs_fails_fast():
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, 10):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i-1}"] * 10) + "]")
+    text = "\n".join(lines) + "\n"
+    assert _fast(lambda: pytest.raises(LoadError, load_text, text, "bomb.yaml"))
+    assert codes(text) == "GP006"
+
+
+def test_quadratic_blowup_by_one_big_anchor_fails_fast():
+    # one anchor of 10k items aliased 1k times: 10M values if expanded
+    text = "a: &a [" + ",".join(["x"] * 10_000) + "]\nb: [" + ",".join(["*a"] * 1000) + "]\n"
+    assert _fast(lambda: pytest.raises(LoadError, load_text, text, "q.yaml"))
+
+
+@pytest.mark.parametrize("opener", ["[", "{a: "])
+def test_deep_nesting_fails_fast(opener):
+    text = "a: " + opener * 100_000
+    assert _fast(lambda: pytest.raises(LoadError, load_text, text, "deep.yaml"))
+    with pytest.raises(LoadError) as exc:
+        load_text("a: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5), "deep.yaml")
+    assert exc.value.diag.code == "GP009"
+
+
+def test_huge_file_is_refused_without_reading_it_all(tmp_path):
+    p = tmp_path / "huge.yaml"
+    with p.open("wb") as fh:
+        fh.write(b"a: " + b"x" * (MAX_BYTES + 10) + b"\n")
+    t = time.perf_counter()
+    with pytest.raises(LoadError) as exc:
+        load_file(p)
+    assert time.perf_counter() - t < 1.0
+    assert exc.value.diag.code == "GP007"
+
+
+def test_binary_and_non_utf8_input(tmp_path):
+    p = tmp_path / "bin.yaml"
+    p.write_bytes(b"a: 1\n\x00\x01\x02\xff")
+    with pytest.raises(LoadError) as exc:
+        load_file(p)
+    assert (exc.value.diag.code, exc.value.diag.line) == ("GP008", 2)
+    p.write_bytes(b"a: caf\xe9\n")
+    with pytest.raises(LoadError) as exc:
+        load_file(p)
+    assert (exc.value.diag.code, exc.value.diag.line, exc.value.diag.col) == ("GP008", 1, 7)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(LoadError) as exc:
+        load_file(tmp_path / "nope.yaml")
+    assert exc.value.diag.code == "GP010"
+
+
+def test_utf8_bom_is_accepted(tmp_path):
+    p = tmp_path / "bom.yaml"
+    p.write_bytes(b"\xef\xbb\xbfa: 1\n")
+    assert load_file(p).data == {"a": 1}
