@@ -73,13 +73,41 @@ def random_mixes(seed: int, per_model: int) -> None:
     print(f"ALL: {total} cases, proved optimal {optimal} ({100 * optimal / total:.2f}%), largest gap {worst} GPU(s); gaps {dict(gaps)}")
 
 
+_COLD = """
+import time
+t0 = time.perf_counter()
+from gpuplan.mig.planner import PoolCapacity, plan, plan_fleet
+D = {demand!r}
+if {fleet!r}:
+    pools = [PoolCapacity(m.lower(), m, 5000) for m in D]
+    plan_fleet(pools, {{f"{{m}}/{{p}}": n for m, d in D.items() for p, n in d.items()}})
+else:
+    for m, d in D.items():
+        plan(m, d)
+print(time.perf_counter() - t0)
+"""
+
+
+def _cold(fleet: bool) -> float:
+    """Seconds in a fresh interpreter: gpuplan, catalog, layout enumeration, scipy if used."""
+    import subprocess
+
+    code = _COLD.format(demand=FLEET_DEMAND, fleet=fleet)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
 def fleet_sized() -> None:
     print("\n== 2. fleet-sized demand: 10,000 instances across three models")
     total = sum(sum(d.values()) for d in FLEET_DEMAND.values())
     assert total == 10_000, total
+    for fleet in (False, True):
+        runs = sorted(_cold(fleet) for _ in range(3))
+        what = "plan_fleet(3 pools)" if fleet else "plan() x3"
+        print(f"{what}, fresh process incl. imports: median {runs[1]:.3f} s, max {runs[2]:.3f} s (3 runs)")
     from gpuplan.mig.planner import PoolCapacity, plan, plan_fleet
 
-    for label in ("cold", "warm"):
+    for label in ("first call", "warm"):
         t = time.perf_counter()
         plans = {m: plan(m, d) for m, d in FLEET_DEMAND.items()}
         dt = time.perf_counter() - t
@@ -101,7 +129,7 @@ def fleet_sized() -> None:
     finally:
         planner._weight_bound, planner._greedy_weights = saved
     methods = sorted({p.method for p in plans.values()})
-    print(f"plan() x3 (MILP forced): {dt:.3f} s -> {sum(p.gpus for p in plans.values())} GPUs {methods}")
+    print(f"plan() x3 (MILP forced, first scipy import included): {dt:.3f} s -> {sum(p.gpus for p in plans.values())} GPUs {methods}")
     pools = [PoolCapacity(m.lower(), m, 5000, price) for m, price in zip(FLEET_DEMAND, (2.0, 3.5, 4.5))]
     demand = {f"{m}/{prof}": n for m, d in FLEET_DEMAND.items() for prof, n in d.items()}
     for objective in ("gpus", "cost"):

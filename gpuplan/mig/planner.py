@@ -187,12 +187,13 @@ def _unknown_profile(geo: _Geometry, name: str) -> UnknownProfileError:
 
 def _demand_vector(geo: _Geometry, demand: Mapping[str, int]) -> dict[int, int]:
     out: dict[int, int] = {}
-    index = {n: i for i, n in enumerate(geo.names)}
-    for name, count in demand.items():
+    index = {n.lower(): i for i, n in enumerate(geo.names)}  # names match case-insensitively, like the catalog
+    for raw, count in demand.items():
+        name = str(raw).strip().lower()
         if name not in index:
-            raise _unknown_profile(geo, name)
+            raise _unknown_profile(geo, str(raw))
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise PlanError(f"demand for {name} must be a whole number >= 0, got {count!r}")
+            raise PlanError(f"demand for {raw} must be a whole number >= 0, got {count!r}")
         if count:
             out[index[name]] = out.get(index[name], 0) + count
     return dict(sorted(out.items()))

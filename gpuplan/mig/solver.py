@@ -480,42 +480,68 @@ def _layout_key(gpu: GpuModel, layout: tuple[tuple[str, int], ...]) -> tuple:
     return (-cmp, -mem, tuple(-d.get(n, 0) for n in order))
 
 
-@lru_cache(maxsize=None)
 def _enumerate(gpu_key: str) -> tuple[tuple[tuple[str, int], ...], ...]:
     gpu = get_gpu(gpu_key)
-    if not gpu.mig_capable:
-        return ()
-    order = display_order(gpu_key)
+    return _enumerate_table(gpu.table) if gpu.table else ()
+
+
+@lru_cache(maxsize=None)
+def _table_model(table: str) -> GpuModel:
+    from gpuplan.catalog import mig_gpus
+
+    return next(g for g in mig_gpus() if g.table == table)
+
+
+@lru_cache(maxsize=None)
+def _enumerate_table(table: str) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """All creatable layouts of a profile table (boards sharing a table share
+    them). A dynamic programme over profiles carrying the set of reachable
+    used-slice masks: a count vector is creatable iff that set is non-empty and
+    the count and media rules hold. Every rule is monotone (adding an instance
+    never repairs a layout), so a count that fails ends its branch. The property
+    tests check this against `check_layout` and a brute-force oracle."""
+    gpu = _table_model(table)
+    order = display_order(gpu.key)
+    profs = [gpu.profile(n) for n in order]
+    pmasks = [tuple(_mask(s, z) for s, z in p.placements) for p in profs]  # type: ignore[union-attr]
     found: list[tuple[tuple[str, int], ...]] = []
 
-    def creatable(items: tuple[tuple[str, int], ...]) -> bool:
-        return _rule_failure(gpu, items) is None and _place(gpu_key, _gi_counts(gpu, items)) is not None
-
-    def go(i: int, items: tuple[tuple[str, int], ...]) -> None:
-        if i == len(order):
+    def go(i: int, masks: frozenset[int], items: tuple[tuple[str, int], ...], total: int, me: int, all_me: int,
+           other: int) -> None:
+        if i == len(profs):
             if items:
                 found.append(items)
             return
-        go(i + 1, items)
-        p = gpu.profile(order[i])
+        go(i + 1, masks, items, total, me, all_me, other)
+        p = profs[i]
         assert p is not None
+        cur = masks
         for count in range(1, p.max_instances + 1):
-            nxt = items + ((order[i], count),)
-            if not creatable(nxt):
-                break  # every larger count fails too (monotone rules)
-            go(i + 1, nxt)
+            cur = frozenset(m | pm for m in cur for pm in pmasks[i] if not m & pm)
+            t = total + count
+            e = me + count * (p.media == "+me")
+            a = all_me + count * (p.media == "+me.all")
+            o = other + count * (p.media not in ("-me", "+me.all"))
+            if not cur or t > gpu.max_instances or e > 1 or (a and (a > 1 or o)):
+                break
+            go(i + 1, cur, items + ((order[i], count),), t, e, a, o)
 
-    go(0, ())
+    go(0, frozenset([0]), (), 0, 0, 0, 0)
     found.sort(key=lambda lay: _layout_key(gpu, lay))
     return tuple(found)
 
 
-@lru_cache(maxsize=None)
 def _maximal(gpu_key: str) -> tuple[tuple[tuple[str, int], ...], ...]:
     gpu = get_gpu(gpu_key)
-    every = _enumerate(gpu_key)
+    return _maximal_table(gpu.table) if gpu.table else ()
+
+
+@lru_cache(maxsize=None)
+def _maximal_table(table: str) -> tuple[tuple[tuple[str, int], ...], ...]:
+    gpu = _table_model(table)
+    every = _enumerate_table(table)
     have = set(every)
-    order = display_order(gpu_key)
+    order = display_order(gpu.key)
     out = []
     for lay in every:
         d = dict(lay)

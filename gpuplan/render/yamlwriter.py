@@ -78,10 +78,10 @@ class _Dumper(yaml.CSafeDumper):
     """CSafeDumper with a closed, fast representer and a resolver that agrees
     with it. Instances are single-use (one per dump call)."""
 
-    def represent_data(self, data: Any) -> Any:  # noqa: C901 - a flat dispatch is the fast path
+    def represent_data(self, data: Any) -> Any:
         t = type(data)
         if t is str:
-            if needs_quotes(data):
+            if data in _WORDS or _NUMBERISH(data) is not None:
                 return ScalarNode(_STR, data, None, None, "'")
             if "\n" in data:
                 return ScalarNode(_STR, data, None, None, '"' if _ODD_BREAK(data) else "|")
@@ -89,9 +89,19 @@ class _Dumper(yaml.CSafeDumper):
         if t is dict:
             rep = self.represent_data
             return MappingNode(
-                _MAP, [(self.represent_key(k), rep(v)) for k, v in data.items()], None, None, False
+                _MAP,
+                [
+                    (
+                        rep(k) if type(k) is str else self.represent_key(k),
+                        rep(v),
+                    )
+                    for k, v in data.items()
+                ],
+                None,
+                None,
+                False,
             )
-        if t is list or t is tuple:
+        if t is list:
             rep = self.represent_data
             return SequenceNode(_SEQ, [rep(v) for v in data], None, None, False)
         if t is int:
@@ -102,48 +112,56 @@ class _Dumper(yaml.CSafeDumper):
             return ScalarNode(_NULL, "null", None, None, None)
         if t is float:
             return ScalarNode(_FLOAT, _float_text(data), None, None, None)
-        # Subclasses (str enums, IntEnum, OrderedDict, ...) are turned into the
-        # base value; anything else is refused rather than tagged.
-        if isinstance(data, bool):
-            return self.represent_data(bool(data))
-        if isinstance(data, str):
-            return self.represent_data(str.__str__(data))
-        if isinstance(data, int):
-            return self.represent_data(int(data))
-        if isinstance(data, float):
-            return self.represent_data(float(data))
-        if isinstance(data, Mapping):
-            return self.represent_data(dict(data.items()))
-        if isinstance(data, Sequence) and not isinstance(data, (bytes, bytearray)):
-            return self.represent_data(list(data))
-        raise TypeError(
-            f"cannot write a {t.__module__}.{t.__qualname__} as YAML: "
-            "only str, int, float, bool, None, mappings and sequences"
-        )
+        return self.represent_data(_plain_value(data))
 
     def represent_key(self, key: Any) -> Any:
-        if type(key) is str or isinstance(key, (str, int, float)) or key is None:
+        if isinstance(key, (str, int, float)) or key is None:
             return self.represent_data(key)
         raise TypeError(f"mapping keys must be scalars, not {type(key).__qualname__}")
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         # libyaml asks twice per scalar whether the plain / quoted form would
-        # read back with the node's tag. ``needs_quotes`` is a superset of
-        # PyYAML's YAML 1.1 resolvers, so a value it passes is a plain string;
-        # for the rest (and for int/float/bool/null text) ask PyYAML. Quoted
-        # text always resolves to str (there are no path resolvers).
+        # read back with the node's tag. The quoted form always resolves to str
+        # (there are no path resolvers). For the plain form, the word set and
+        # regex are a superset of PyYAML's YAML 1.1 resolvers, so text they pass
+        # is a plain string; the rest (including the text of int/float/bool/null
+        # nodes) goes to PyYAML's resolver.
         if kind is ScalarNode:
-            if not implicit[0]:
-                return _STR
-            if not needs_quotes(value):
-                return _STR
-        return yaml.CSafeDumper.resolve(self, kind, value, implicit)
+            if implicit[0] and (value in _WORDS or _NUMBERISH(value) is not None):
+                return _BASE_RESOLVE(self, kind, value, implicit)
+            return _STR
+        return _BASE_RESOLVE(self, kind, value, implicit)
 
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        pass
+    # Called by libyaml's serializer around every node; gpuplan registers no
+    # path resolvers, so they do nothing. C builtins that accept the same
+    # arguments are several times cheaper than a Python no-op method.
+    descend_resolver = slice  # slice(parent, index): discarded
+    ascend_resolver = tuple  # tuple(): discarded
 
-    def ascend_resolver(self) -> None:
-        pass
+
+_BASE_RESOLVE = yaml.CSafeDumper.resolve
+
+
+def _plain_value(data: Any) -> Any:
+    """Subclasses (str enums, IntEnum, OrderedDict, tuples) become the base
+    value; anything else is refused rather than written with a Python tag."""
+    if isinstance(data, bool):
+        return bool(data)
+    if isinstance(data, str):
+        return str.__str__(data)
+    if isinstance(data, int):
+        return int(data)
+    if isinstance(data, float):
+        return float(data)
+    if isinstance(data, Mapping):
+        return dict(data.items())
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes, bytearray, memoryview)):
+        return list(data)
+    t = type(data)
+    raise TypeError(
+        f"cannot write a {t.__module__}.{t.__qualname__} as YAML: "
+        "only str, int, float, bool, None, mappings and sequences"
+    )
 
 
 def _float_text(f: float) -> str:

@@ -63,7 +63,8 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
         t = tiers[i]
         key = (tr.pool, tr.resource)
         if tr.capacity <= 0:
-            if tr.quota > 0:
+            # a MIG profile missing from the layout is GP402/GP406; here: a pool with no GPUs
+            if tr.quota > 0 and rf.pool_by_name[tr.pool].physical_gpus == 0:
                 where = _first_grant_path(rf, tr.name)
                 yield rf.diag(E_NO_CAPACITY,
                               f"tier {tr.name!r} has quota {tr.quota} {tr.resource}, but pool {tr.pool!r} "

@@ -112,8 +112,9 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
             yield from _node(rf, pv, node, inv, f, path)
     for name in sorted(set(facts) - listed):
         inv, f = facts[name]
-        if any(pv.pool.karpenter is not None for pv in rf.pools) and not f.gpu_count:
-            continue
+        models = set(f.models.values())
+        if any(pv.pool.karpenter is not None and pv.gpu is not None and models == {pv.gpu.key} for pv in rf.pools):
+            continue  # most likely a node Karpenter launched for a pool of that model
         yield rf.diag(I_UNASSIGNED,
                       f"inventory node {name} ({_hardware(f)}) is in no pool",
                       ("spec", "inventory"), key=True,

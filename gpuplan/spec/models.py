@@ -106,6 +106,7 @@ class Model(BaseModel):
         frozen=True,
         alias_generator=to_camel,
         populate_by_name=True,
+        defer_build=True,
     )
 
 
@@ -139,7 +140,7 @@ class GpuOperator(Model):
     )
     driver_version: str | None = None
     toolkit: Literal["managed", "preinstalled"] = "managed"
-    dcgm_exporter: DcgmExporter = DcgmExporter()
+    dcgm_exporter: DcgmExporter = Field(default_factory=lambda: DcgmExporter())
 
 
 class Aws(Model):
@@ -150,14 +151,23 @@ class Aws(Model):
     subnet_tags: dict[str, str] | None = Field(
         default=None, description="Default: {karpenter.sh/discovery: <clusterName>}."
     )
-    security_group_tags: dict[str, str] | None = None
+    security_group_tags: dict[str, str] | None = Field(
+        default=None, description="Default: {karpenter.sh/discovery: <clusterName>}."
+    )
+    mig_ready_image: str | None = Field(
+        default=None,
+        alias="migReadyImage",
+        min_length=1,
+        description="Image (bash + kubectl) of the DaemonSet that removes the MIG startup taint from "
+        "Karpenter nodes; default registry.k8s.io/kubectl:v<kubernetesVersion>.0.",
+    )
 
 
 class Cluster(Model):
     name: Name | None = None
     kubernetes_version: str = Field(pattern=r"^1\.[0-9]{2}$")
     gitops: GitOps
-    gpu_operator: GpuOperator = GpuOperator()
+    gpu_operator: GpuOperator = Field(default_factory=lambda: GpuOperator())
     aws: Aws | None = None
 
 
@@ -263,8 +273,8 @@ class Pool(Model):
     )
     nodes: list[NodeName] | None = Field(default=None, description="Static nodes, by Kubernetes node name.")
     karpenter: Karpenter | None = None
-    sharing: Sharing = Exclusive(mode="exclusive")
-    topology: Topology = Topology()
+    sharing: Sharing = Field(default_factory=lambda: Exclusive(mode="exclusive"))
+    topology: Topology = Field(default_factory=lambda: Topology())
     taints: list[Taint] | None = Field(
         default=None, description="Default for Karpenter pools: nvidia.com/gpu=present:NoSchedule."
     )
@@ -337,7 +347,7 @@ class FleetSpec(Model):
     pools: list[Pool] = Field(min_length=1)
     tiers: list[Tier] = []
     tenants: list[Tenant] = []
-    rules: Rules = Rules()
+    rules: Rules = Field(default_factory=lambda: Rules())
 
 
 class Metadata(Model):

@@ -64,8 +64,8 @@ def test_enumeration_is_deterministic_and_cached():
 def test_enumerating_every_model_is_fast():
     from gpuplan.mig import solver
 
-    solver._enumerate.cache_clear()
-    solver._maximal.cache_clear()
+    solver._enumerate_table.cache_clear()
+    solver._maximal_table.cache_clear()
     t = time.perf_counter()
     for gpu in mig_gpus():
         enumerate_layouts(gpu)

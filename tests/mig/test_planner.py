@@ -248,6 +248,13 @@ def test_bad_counts_are_rejected(bad: object) -> None:
         plan("A100-SXM4-80GB", {"1g.10gb": bad})  # type: ignore[dict-item]
 
 
+def test_profile_names_match_case_insensitively() -> None:
+    p = plan("a100-80gb", {"3G.40GB": 2, "1g.10gb": 1})
+    assert p.demand == {"3g.40gb": 2, "1g.10gb": 1}
+    # 3g@0 + 3g@4 fill all 8 memory slices, so the 1g needs a second GPU
+    assert p.gpus == 2
+
+
 def test_empty_demand_needs_no_gpus() -> None:
     p = plan("A100-SXM4-80GB", {"1g.10gb": 0})
     assert (p.gpus, p.lower_bound, p.layouts, p.naive_gpus) == (0, 0, (), 0)

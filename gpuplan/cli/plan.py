@@ -1,0 +1,90 @@
+"""`gpuplan plan FLEET`: capacity, oversubscription and cost report."""
+
+from __future__ import annotations
+
+import click
+
+from gpuplan.exitcodes import ExitCode
+
+REPORT_FORMATS = ("text", "markdown", "json", "html")
+
+
+def _checked(path: str, *, allow: frozenset[str] = frozenset()):
+    """Check a spec; return (resolved fleet or None, diagnostics, blocking?)."""
+    from gpuplan.compiler import check_fleet
+    from gpuplan.diagnostics import Severity
+
+    checked = check_fleet(path)
+    blocking = checked.resolved is None or any(
+        d.severity is Severity.ERROR and d.code not in allow for d in checked.diagnostics)
+    return checked.resolved, checked.diagnostics, blocking
+
+
+@click.command()
+@click.argument("fleet", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="text", show_default=True,
+              help="Report format. Diagnostics always go to stderr as text.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the report to this file instead of stdout.")
+@click.option("--base", type=click.Path(dir_okay=False), default=None,
+              help="An older fleet.yaml: show capacity and cost changes, and the nodes that get drained.")
+@click.option("--optimise", "--optimize", "optimise", is_flag=True,
+              help="Propose MIG layouts for the declared demand, as a diff of FLEET.")
+@click.pass_context
+def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str | None, optimise: bool) -> None:
+    """Capacity report of FLEET: physical GPUs, advertised units, quota per tier
+    and tenant, oversubscription, idle MIG slices and monthly cost.
+
+    Exit 0 with a report; 1 when FLEET (or --base) is invalid, or when the
+    layouts --optimise proposes still leave errors."""
+    from gpuplan.cli._common import emit
+    from gpuplan.report.capacity import capacity
+    from gpuplan.report.render import render
+
+    # --optimise exists to repair layouts that do not meet the quotas; those errors do not block it
+    allow = frozenset({"GP402", "GP410"}) if optimise else frozenset()
+    rf, diags, blocking = _checked(fleet, allow=allow)
+    if diags:
+        emit(diags, "text")
+    if blocking or rf is None:
+        ctx.exit(int(ExitCode.INVALID))
+        return
+
+    diff = None
+    if base is not None:
+        old_rf, old_diags, old_blocking = _checked(base)
+        if old_blocking or old_rf is None:
+            click.echo(f"gpuplan: the base spec {base} is not valid:", err=True)
+            emit(old_diags, "text")
+            ctx.exit(int(ExitCode.INVALID))
+            return
+        from gpuplan.report.diff import capacity_diff
+
+        diff = capacity_diff(old_rf, rf)
+
+    opt = None
+    if optimise:
+        from gpuplan.report.optimise import optimise as run_optimise
+        from gpuplan.spec.loader import read_source
+
+        opt = run_optimise(rf, read_source(fleet))
+
+    text = render(fmt, capacity(rf), diff=diff, optimise=opt)
+    if output:
+        with open(output, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+    code = ExitCode.OK
+    if opt is not None and opt.diagnostics:
+        from gpuplan.diagnostics import has_errors
+
+        if has_errors(opt.diagnostics):
+            click.echo("gpuplan: the proposed layouts still leave errors:", err=True)
+            emit([d for d in opt.diagnostics if d.severity.value == "error"], "text")
+            code = ExitCode.INVALID
+    elif opt is None and any(d.severity.value == "error" for d in diags):
+        code = ExitCode.INVALID  # pragma: no cover - errors block above
+    ctx.exit(int(code))

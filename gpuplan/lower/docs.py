@@ -1,0 +1,141 @@
+"""``README.md`` of the generated tree: what is here, how it was made, how it is delivered.
+
+Rendered from ``gpuplan/render/templates/readme.md.j2`` (sandboxed Jinja2,
+StrictUndefined). Every value from the spec is escaped for a Markdown table
+cell here, before it reaches the template; nothing from the spec is ever
+evaluated as template text. The file list is built from the artifacts the
+other targets produced, with their descriptions, so new targets (kubelet
+drop-ins, Karpenter objects) appear without changes here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import gpuplan
+from gpuplan.lower import Artifact
+from gpuplan.lower.gitops import app_name, engine, gitops_namespace, operator_app_name
+from gpuplan.lower.node_labels import pool_mig_config
+from gpuplan.lower.tenancy import priority_class_name
+from gpuplan.resolve import ResolvedFleet
+
+README = "README.md"
+
+_CELL = str.maketrans({"|": "\\|", "\n": " ", "\r": " ", "<": "&lt;", ">": "&gt;", "`": "'"})
+
+
+def cell(value: Any) -> str:
+    """Text that stays inside one Markdown table cell and renders as itself."""
+    return str(value).translate(_CELL)
+
+
+def _sharing(pv: Any) -> str:
+    s = pv.pool.sharing
+    if s.mode == "exclusive":
+        return "exclusive"
+    if s.mode == "mig":
+        if s.layout is not None:
+            layout = ", ".join(f"{k}×{v}" for k, v in s.layout.items())
+        else:
+            layout = "per GPU"
+        return f"MIG {s.strategy} ({layout})"
+    return f"{s.mode} ×{s.replicas}"
+
+
+def _pool_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
+    rows = []
+    for pv in rf.pools:
+        p = pv.pool
+        if p.nodes is not None:
+            nodes = f"{len(p.nodes)} static"
+        elif p.karpenter is not None:
+            nodes = f"Karpenter, ≤ {pv.node_count if pv.node_count is not None else '?'}"
+        else:
+            nodes = "?"
+        res = ", ".join(f"{k}: {v}" for k, v in pv.node_resources().items()) or "-"
+        mig = pool_mig_config(pv)
+        rows.append({
+            "name": cell(pv.name),
+            "gpu": cell(pv.gpu.key if pv.gpu is not None else p.gpu),
+            "gpus_per_node": cell(pv.gpus_per_node if pv.gpus_per_node is not None else "?"),
+            "nodes": cell(nodes),
+            "sharing": cell(_sharing(pv)),
+            "resources": cell(res),
+            "plugin_config": cell(pv.device_plugin_config_name),
+            "mig_config": f"`{cell(mig)}`" if mig else "-",
+        })
+    return rows
+
+
+def _tier_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
+    return [
+        {
+            "name": cell(t.name),
+            "pool": cell(t.pool),
+            "resource": cell(rf.tier_resource(t) or "?"),
+            "priority": cell(t.priority),
+            "preemption": cell(t.preemption),
+            "pc": cell(priority_class_name(t)),
+            "enforce": "yes" if t.enforce_priority else "no",
+        }
+        for t in rf.fleet.spec.tiers
+    ]
+
+
+def _tenant_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
+    rows = []
+    for tenant in rf.fleet.spec.tenants:
+        for ns in tenant.namespaces:
+            grants = []
+            for tier_name, units in tenant.quotas.get(ns, {}).items():
+                tier = rf.tier_by_name.get(tier_name)
+                res = rf.tier_resource(tier) if tier is not None else None
+                grants.append(f"{tier_name}: {units} of {res or '?'}")
+            rows.append({"tenant": cell(tenant.name), "namespace": cell(ns),
+                         "grants": cell("; ".join(grants) or "none")})
+    return rows
+
+
+def readme(rf: ResolvedFleet, produced: Sequence[Artifact]) -> str:
+    from gpuplan.render.text import render
+
+    g = rf.fleet.spec.cluster.gitops
+    files = [
+        {"path": cell(a.path), "kustomize": "yes" if a.kustomize and a.documents is not None else "no",
+         "description": cell(a.description or "-")}
+        for a in sorted((*produced, Artifact(path=README, text="", kustomize=False,
+                                             description="this file")), key=lambda a: a.path)
+    ]
+    static_files = [
+        {"path": cell(a.path), "description": cell(a.description or "-")}
+        for a in sorted(produced, key=lambda a: a.path)
+        if a.path.startswith("pools/") and not (a.kustomize and a.documents is not None)
+    ]
+    return render(
+        "readme.md.j2",
+        fleet=cell(rf.fleet.metadata.name),
+        version=cell(gpuplan.__version__),
+        spec=cell(os.path.basename(rf.file)),
+        engine=engine(rf),
+        engine_title="Argo CD" if engine(rf) == "argocd" else "Flux",
+        out=cell(g.path.strip("/") or "."),
+        app=cell(app_name(rf)),
+        operator_app=cell(operator_app_name(rf)),
+        gitops_ns=cell(gitops_namespace(rf)),
+        project=cell(g.project),
+        repo_url=cell(g.repo_url),
+        revision=cell(g.revision),
+        repo_path=cell(g.path),
+        chart_version=cell(rf.fleet.spec.cluster.gpu_operator.chart_version),
+        pools=_pool_rows(rf),
+        tiers=_tier_rows(rf),
+        tenants=_tenant_rows(rf),
+        files=files,
+        static_files=static_files,
+    )
+
+
+def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+    return [Artifact(path=README, text=readme(rf, produced), kustomize=False,
+                     description="what is in this tree and how it was made")]

@@ -1,0 +1,473 @@
+"""Karpenter v1 objects for the pools whose nodes Karpenter launches on AWS.
+
+Per Karpenter pool, under ``pools/<pool>/``:
+
+- ``nodepool.yaml``: ``karpenter.sh/v1`` NodePool — instance types, capacity
+  types, the GPU as Karpenter's well-known labels know it, taints, the node
+  labels that select the pool's device-plugin and MIG configs, a GPU limit in
+  whole nodes, and disruption settings chosen by the pool's workloads;
+- ``ec2nodeclass.yaml``: ``karpenter.k8s.aws/v1`` EC2NodeClass — pinned AMI
+  alias, node role, subnet / security-group discovery, a root volume large
+  enough for GPU images, IMDSv2, and the kubelet Topology / CPU Manager
+  settings in ``userData`` (never in ``spec.kubelet``: those fields do not
+  exist there, reference/k8s/facts.md §a, Surprise 1);
+- ``nodeoverlay.yaml`` (``karpenter.nodeOverlay: true``): ``karpenter.sh/v1alpha1``
+  NodeOverlay telling Karpenter the shared / MIG resources a node will have.
+
+And once, ``karpenter/mig-ready.yaml`` when a Karpenter pool uses MIG: the
+DaemonSet (+ RBAC) that removes the MIG startup taint once mig-manager reports
+``nvidia.com/mig.config.state=success``. Why it exists: docs/karpenter.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from gpuplan.lower import Artifact
+from gpuplan.lower.common import POOL_LABEL, labels, metadata, obj
+from gpuplan.lower.kubelet import kubelet_topology_fields
+from gpuplan.resolve import GPU, PoolView, ResolvedFleet
+
+NODEPOOL_API = "karpenter.sh/v1"
+NODECLASS_API = "karpenter.k8s.aws/v1"
+NODEOVERLAY_API = "karpenter.sh/v1alpha1"
+NODECLASS_GROUP = "karpenter.k8s.aws"
+NODEADM_API = "node.eks.aws/v1alpha1"
+DISCOVERY_TAG = "karpenter.sh/discovery"
+
+DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+# MIG scale-from-zero (user pain #7, NVIDIA/gpu-operator #2670): a new node
+# starts with MIG disabled and the device plugin would advertise whole GPUs
+# until mig-manager has applied the layout. The startup taint keeps every pod
+# off the node until then; the mig-ready DaemonSet removes it.
+MIG_PENDING_TAINT = {"key": "gpuplan.dev/mig-pending", "value": "true", "effect": "NoSchedule"}
+MIG_READY_LABEL = "gpuplan.dev/mig-ready-taint"  # nodes whose startup taint the DaemonSet removes
+MIG_STATE_LABEL = "nvidia.com/mig.config.state"
+MIG_READY_NAME = "gpuplan-mig-ready"
+MIG_READY_PATH = "karpenter/mig-ready.yaml"
+
+AL2023_BOUNDARY = "//gpuplan-nodeconfig//"
+
+# Root / data volume for GPU images (CUDA base images alone are several GB;
+# training images with frameworks 15-30 GB, pulled and unpacked side by side).
+GPU_VOLUME_SIZE = "200Gi"
+METADATA_OPTIONS = {
+    "httpEndpoint": "enabled",
+    "httpProtocolIPv6": "disabled",
+    "httpPutResponseHopLimit": 1,
+    "httpTokens": "required",
+}
+
+# Disruption classes, from the workloads of the tiers on the pool (the most
+# careful class wins when tiers differ).
+JOBS = "jobs"  # training / batch: a node under a running job is never voluntarily taken away
+INTERACTIVE = "interactive"  # notebooks: never consolidated under a user, but may drift
+SERVICES = "services"  # inference / no tiers: replicas can move
+CONSOLIDATE_AFTER = {JOBS: "10m", INTERACTIVE: "10m", SERVICES: "5m"}
+
+
+# --- helpers other targets may use -------------------------------------------
+
+
+def karpenter_pools(rf: ResolvedFleet) -> list[PoolView]:
+    return [pv for pv in rf.pools if pv.pool.karpenter is not None]
+
+
+def pool_taints(pv: PoolView) -> list[dict[str, str]]:
+    """The taints of a Karpenter pool's nodes (spec, else the GPU taint)."""
+    if pv.pool.taints is None:
+        return [dict(DEFAULT_TAINT)]
+    out = []
+    for t in pv.pool.taints:
+        d = {"key": t.key}
+        if t.value is not None:
+            d["value"] = t.value
+        d["effect"] = t.effect
+        out.append(d)
+    return out
+
+
+def startup_taints(pv: PoolView) -> list[dict[str, str]]:
+    """Startup taints of a Karpenter pool. The GPU Operator's DaemonSets (and
+    NFD's worker) must tolerate these — ``daemonsets.tolerations`` in the Helm
+    values — or mig-manager never runs on the node and the taint never goes."""
+    if pv.pool.karpenter is not None and pv.pool.sharing.mode == "mig":
+        return [dict(MIG_PENDING_TAINT)]
+    return []
+
+
+def operator_tolerations(rf: ResolvedFleet) -> list[dict[str, str]]:
+    """Tolerations the GPU Operator operands need for gpuplan's startup taints."""
+    if any(startup_taints(pv) for pv in rf.pools):
+        return [{"key": MIG_PENDING_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}]
+    return []
+
+
+def disruption_class(rf: ResolvedFleet, pv: PoolView) -> str:
+    workloads = {t.workload for t in rf.fleet.spec.tiers if t.pool == pv.name}
+    if workloads & {"training", "batch"}:
+        return JOBS
+    if "interactive" in workloads:
+        return INTERACTIVE
+    return SERVICES
+
+
+def gpu_limit(pv: PoolView) -> int:
+    """maxGPUs rounded down to whole nodes (Karpenter limits whole nodes anyway:
+    a launch that would exceed the limit is not made)."""
+    return pv.physical_gpus
+
+
+# --- NodePool ----------------------------------------------------------------
+
+
+def _object_annotations(rf: ResolvedFleet, kind: str) -> dict[str, str]:
+    try:
+        from gpuplan.lower.gitops import object_annotations
+    except ModuleNotFoundError as exc:  # gitops target not in this build
+        if exc.name != "gpuplan.lower.gitops":
+            raise
+        return {}
+    return object_annotations(rf, kind)
+
+
+def _node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
+    """Template labels: the pool's node labels (one place decides them,
+    ``gpuplan.lower.node_labels.pool_node_labels``), plus the operand switches
+    for what the EKS NVIDIA AMIs already ship."""
+    from gpuplan.lower.node_labels import pool_node_labels
+
+    out = dict(pool_node_labels(rf, pv))
+    op = rf.fleet.spec.cluster.gpu_operator
+    # EKS AL2023 and Bottlerocket NVIDIA AMIs ship the driver and the container
+    # toolkit (facts.md §c): when the operator manages them cluster-wide, keep
+    # those operands off these nodes.
+    if op.driver == "managed":
+        out["nvidia.com/gpu.deploy.driver"] = "false"
+    if op.toolkit == "managed":
+        out["nvidia.com/gpu.deploy.container-toolkit"] = "false"
+    if startup_taints(pv):
+        out[MIG_READY_LABEL] = "true"
+    return out
+
+
+def _requirements(pv: PoolView) -> list[dict[str, Any]]:
+    from gpuplan.cloud.aws import instance_type
+
+    k = pv.pool.karpenter
+    assert k is not None
+    its = [instance_type(n) for n in k.instance_types]
+    known = [it for it in its if it is not None]
+    reqs: list[dict[str, Any]] = [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(k.instance_types)},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(k.capacity_types)},
+    ]
+    gpu_names = sorted({it.gpu_name for it in known if it.gpu_name})
+    if gpu_names:
+        reqs.append({"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": gpu_names})
+    counts = sorted({it.gpu_count for it in known if it.gpu_count})
+    if counts:
+        reqs.append({"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In",
+                     "values": [str(c) for c in counts]})
+    mems = sorted({it.gpu_memory_mib for it in known if it.gpu_memory_mib})
+    if mems:
+        reqs.append({"key": "karpenter.k8s.aws/instance-gpu-memory", "operator": "In",
+                     "values": [str(m) for m in mems]})
+    arches = sorted({it.arch for it in known}) or ["amd64"]
+    reqs.append({"key": "kubernetes.io/arch", "operator": "In", "values": arches})
+    reqs.append({"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]})
+    if k.zones:
+        reqs.append({"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(k.zones)})
+    return reqs
+
+
+def _disruption(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
+    k = pv.pool.karpenter
+    assert k is not None
+    cls = disruption_class(rf, pv)
+    after = k.consolidate_after or CONSOLIDATE_AFTER[cls]
+    if cls == JOBS:
+        # WhenEmpty: Karpenter never consolidates a node that runs a pod (a
+        # training job is not "underutilized", it is running). Drift (a changed
+        # AMI pin, userData or NodePool) would drain a node under a running job:
+        # blocked; changed settings reach the pool as nodes expire (expireAfter)
+        # or when an operator deletes NodeClaims. Empty nodes still go.
+        return {
+            "consolidationPolicy": "WhenEmpty",
+            "consolidateAfter": after,
+            "budgets": [
+                {"nodes": "0", "reasons": ["Drifted"]},
+                {"nodes": "10%"},
+            ],
+        }
+    if cls == INTERACTIVE:
+        return {
+            "consolidationPolicy": "WhenEmpty",
+            "consolidateAfter": after,
+            "budgets": [{"nodes": "1"}],
+        }
+    return {
+        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+        "consolidateAfter": after,
+        "budgets": [{"nodes": "1"}],
+    }
+
+
+def nodepool(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
+    k = pv.pool.karpenter
+    assert k is not None
+    tspec: dict[str, Any] = {
+        "nodeClassRef": {"group": NODECLASS_GROUP, "kind": "EC2NodeClass", "name": pv.name},
+        "requirements": _requirements(pv),
+        "taints": pool_taints(pv),
+    }
+    st = startup_taints(pv)
+    if st:
+        tspec["startupTaints"] = st
+    tspec["expireAfter"] = k.expire_after
+    spec: dict[str, Any] = {
+        "template": {"metadata": {"labels": _node_labels(rf, pv)}, "spec": tspec},
+        "disruption": _disruption(rf, pv),
+        "limits": {GPU: str(gpu_limit(pv))},
+    }
+    if k.weight is not None:
+        spec["weight"] = k.weight
+    meta = metadata(rf, pv.name, extra_labels={POOL_LABEL: pv.name},
+                    annotations=_object_annotations(rf, "NodePool") or None)
+    return obj(NODEPOOL_API, "NodePool", meta, spec=spec)
+
+
+# --- EC2NodeClass --------------------------------------------------------------
+
+
+def ami_alias(pv: PoolView) -> str:
+    k = pv.pool.karpenter
+    assert k is not None
+    family = "al2023" if k.ami_family == "AL2023" else "bottlerocket"
+    return f"{family}@{k.ami_version}"
+
+
+def al2023_nodeconfig(pv: PoolView) -> dict[str, Any] | None:
+    fields = kubelet_topology_fields(pv.pool.topology)
+    if not fields:
+        return None
+    return {
+        "apiVersion": NODEADM_API,
+        "kind": "NodeConfig",
+        "spec": {"kubelet": {"config": fields}},
+    }
+
+
+def al2023_userdata(pv: PoolView) -> str | None:
+    """MIME multipart with one ``application/node.eks.aws`` NodeConfig part."""
+    nc = al2023_nodeconfig(pv)
+    if nc is None:
+        return None
+    from gpuplan.render.text import render
+    from gpuplan.render.yamlwriter import dump
+
+    text = dump(nc)
+    assert AL2023_BOUNDARY not in text
+    return render("userdata-al2023.j2", boundary=AL2023_BOUNDARY, nodeconfig=text.rstrip("\n") + "\n")
+
+
+def bottlerocket_settings(pv: PoolView) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """``[settings.kubernetes]`` keys and topology-manager-policy-options that
+    Karpenter's Bottlerocket settings struct carries (facts.md §a)."""
+    t = pv.pool.topology
+    fields = kubelet_topology_fields(t)
+    kube: list[tuple[str, Any]] = []
+    if "cpuManagerPolicy" in fields:
+        kube.append(("cpu-manager-policy", fields["cpuManagerPolicy"]))
+    if "topologyManagerPolicy" in fields:
+        kube.append(("topology-manager-policy", fields["topologyManagerPolicy"]))
+        kube.append(("topology-manager-scope", fields["topologyManagerScope"]))
+    opts: list[tuple[str, Any]] = []
+    if "topologyManagerPolicyOptions" in fields:
+        opts.append(("prefer-closest-numa-nodes", True))
+    return kube, opts
+
+
+def bottlerocket_userdata(pv: PoolView) -> str:
+    from gpuplan.render.text import render
+
+    kube, opts = bottlerocket_settings(pv)
+    return render("userdata-bottlerocket.j2", kubernetes=kube, policy_options=opts,
+                  disable_device_plugin=True)
+
+
+def userdata(pv: PoolView) -> str | None:
+    k = pv.pool.karpenter
+    assert k is not None
+    if k.ami_family == "Bottlerocket":
+        return bottlerocket_userdata(pv)
+    return al2023_userdata(pv)
+
+
+def _block_devices(pv: PoolView) -> list[dict[str, Any]]:
+    k = pv.pool.karpenter
+    assert k is not None
+    ebs = {"volumeSize": GPU_VOLUME_SIZE, "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+    if k.ami_family == "Bottlerocket":
+        # xvda: the OS image; xvdb: the data volume (containerd, kubelet root).
+        return [
+            {"deviceName": "/dev/xvda",
+             "ebs": {"volumeSize": "4Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}},
+            {"deviceName": "/dev/xvdb", "rootVolume": True, "ebs": ebs},
+        ]
+    return [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": ebs}]
+
+
+def ec2nodeclass(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
+    aws = rf.fleet.spec.cluster.aws
+    assert aws is not None, "GP614 stops a Karpenter pool without cluster.aws before lowering"
+    discovery = {DISCOVERY_TAG: aws.cluster_name}
+    spec: dict[str, Any] = {
+        "amiSelectorTerms": [{"alias": ami_alias(pv)}],
+        "role": aws.node_role,
+        "subnetSelectorTerms": [{"tags": dict(aws.subnet_tags or discovery)}],
+        "securityGroupSelectorTerms": [{"tags": dict(aws.security_group_tags or discovery)}],
+        "blockDeviceMappings": _block_devices(pv),
+        "metadataOptions": dict(METADATA_OPTIONS),
+        "tags": {POOL_LABEL: pv.name, "gpuplan.dev/fleet": rf.fleet.metadata.name},
+    }
+    ud = userdata(pv)
+    if ud is not None:
+        spec["userData"] = ud
+    meta = metadata(rf, pv.name, extra_labels={POOL_LABEL: pv.name},
+                    annotations=_object_annotations(rf, "EC2NodeClass") or None)
+    return obj(NODECLASS_API, "EC2NodeClass", meta, spec=spec)
+
+
+# --- NodeOverlay ----------------------------------------------------------------
+
+
+def overlay_capacity(pv: PoolView) -> dict[str, str]:
+    """Extended resources a node of the pool will advertise that Karpenter
+    cannot know from the instance type. ``nvidia.com/gpu`` is left out: a
+    NodeOverlay cannot change a well-known resource (GP616 explains)."""
+    return {k: str(v) for k, v in pv.node_resources().items() if k != GPU}
+
+
+def nodeoverlay(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any] | None:
+    k = pv.pool.karpenter
+    assert k is not None
+    cap = overlay_capacity(pv)
+    if not k.node_overlay or not cap:
+        return None
+    spec = {
+        "requirements": [
+            {"key": "karpenter.sh/nodepool", "operator": "In", "values": [pv.name]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(k.instance_types)},
+        ],
+        "capacity": cap,
+    }
+    meta = metadata(rf, pv.name, extra_labels={POOL_LABEL: pv.name},
+                    annotations=_object_annotations(rf, "NodeOverlay") or None)
+    return obj(NODEOVERLAY_API, "NodeOverlay", meta, spec=spec)
+
+
+# --- MIG startup-taint remover ----------------------------------------------------
+
+MIG_READY_SCRIPT = f"""\
+set -euo pipefail
+# Remove the startup taint once mig-manager has applied this node's MIG layout
+# (this pod is only scheduled on nodes labelled {MIG_STATE_LABEL}=success).
+taint={MIG_PENDING_TAINT['key']}
+if kubectl get node "$NODE_NAME" -o jsonpath='{{.spec.taints[*].key}}' | tr ' ' '\\n' | grep -qx "$taint"; then
+  kubectl taint node "$NODE_NAME" "$taint:NoSchedule-"
+  echo "node $NODE_NAME: MIG layout applied, removed startup taint $taint"
+fi
+exec sleep infinity
+"""
+
+
+def mig_ready_image(rf: ResolvedFleet) -> str:
+    aws = rf.fleet.spec.cluster.aws
+    if aws is not None and aws.mig_ready_image:
+        return aws.mig_ready_image
+    # registry.k8s.io/kubectl is published per Kubernetes release since 1.28 and
+    # is built on debian-base (bash, coreutils, grep): kubernetes/kubernetes#119592.
+    return f"registry.k8s.io/kubectl:v{rf.fleet.spec.cluster.kubernetes_version}.0"
+
+
+def mig_ready_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
+    ns = rf.fleet.spec.cluster.gpu_operator.namespace
+    app = {"app.kubernetes.io/name": MIG_READY_NAME}
+    sa = obj("v1", "ServiceAccount", metadata(rf, MIG_READY_NAME, namespace=ns, extra_labels=app,
+                                             annotations=_object_annotations(rf, "ServiceAccount") or None))
+    role = obj("rbac.authorization.k8s.io/v1", "ClusterRole",
+               metadata(rf, MIG_READY_NAME, extra_labels=app,
+                        annotations=_object_annotations(rf, "ClusterRole") or None),
+               rules=[{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}])
+    binding = obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding",
+                  metadata(rf, MIG_READY_NAME, extra_labels=app,
+                           annotations=_object_annotations(rf, "ClusterRoleBinding") or None),
+                  roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": MIG_READY_NAME},
+                  subjects=[{"kind": "ServiceAccount", "name": MIG_READY_NAME, "namespace": ns}])
+    pod_labels = labels(rf, app)
+    ds = obj("apps/v1", "DaemonSet",
+             metadata(rf, MIG_READY_NAME, namespace=ns, extra_labels=app,
+                      annotations=_object_annotations(rf, "DaemonSet") or None),
+             spec={
+                 "selector": {"matchLabels": dict(app)},
+                 "template": {
+                     "metadata": {"labels": pod_labels},
+                     "spec": {
+                         "serviceAccountName": MIG_READY_NAME,
+                         "nodeSelector": {MIG_READY_LABEL: "true", MIG_STATE_LABEL: "success"},
+                         "tolerations": [{"operator": "Exists"}],
+                         "priorityClassName": "system-node-critical",
+                         "terminationGracePeriodSeconds": 5,
+                         "containers": [{
+                             "name": "remove-startup-taint",
+                             "image": mig_ready_image(rf),
+                             "command": ["/bin/bash", "-c", MIG_READY_SCRIPT],
+                             "env": [
+                                 {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                                 {"name": "HOME", "value": "/tmp"},
+                             ],
+                             "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
+                                           "limits": {"memory": "64Mi"}},
+                             "securityContext": {
+                                 "allowPrivilegeEscalation": False,
+                                 "readOnlyRootFilesystem": True,
+                                 "runAsNonRoot": True,
+                                 "runAsUser": 65534,
+                                 "capabilities": {"drop": ["ALL"]},
+                             },
+                             "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                         }],
+                         "volumes": [{"name": "tmp", "emptyDir": {}}],
+                     },
+                 },
+             })
+    return [sa, role, binding, ds]
+
+
+# --- target ------------------------------------------------------------------------
+
+
+def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+    out: list[Artifact] = []
+    pools = karpenter_pools(rf)
+    if pools and rf.fleet.spec.cluster.aws is None:
+        return out  # GP614 is an error: compile stops before lowering
+    for pv in pools:
+        base = f"pools/{pv.name}"
+        out.append(Artifact(path=f"{base}/nodepool.yaml", documents=(nodepool(rf, pv),),
+                            description=f"Karpenter NodePool of pool {pv.name}"))
+        out.append(Artifact(path=f"{base}/ec2nodeclass.yaml", documents=(ec2nodeclass(rf, pv),),
+                            description=f"Karpenter EC2NodeClass of pool {pv.name} (AMI, role, userData with "
+                                        "kubelet topology settings)"))
+        ov = nodeoverlay(rf, pv)
+        if ov is not None:
+            out.append(Artifact(path=f"{base}/nodeoverlay.yaml", documents=(ov,),
+                                description=f"Karpenter NodeOverlay of pool {pv.name}: shared/MIG capacity "
+                                            "(alpha, feature gate nodeOverlay)"))
+    if any(startup_taints(pv) for pv in pools):
+        out.append(Artifact(path=MIG_READY_PATH, documents=tuple(mig_ready_objects(rf)),
+                            description="DaemonSet that removes the MIG startup taint from Karpenter nodes "
+                                        "once mig-manager has applied the layout"))
+    return out

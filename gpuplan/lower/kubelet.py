@@ -1,0 +1,161 @@
+"""kubelet Topology Manager / CPU Manager settings of static pools.
+
+Karpenter pools carry the same settings in their EC2NodeClass userData
+(``gpuplan.lower.karpenter``); this target writes, for each static pool with
+non-default ``topology``, a KubeletConfiguration *drop-in*
+(``pools/<pool>/kubelet/50-gpuplan-topology.conf``) and a README that says how
+to install it. The drop-ins are node files, not Kubernetes objects: they are
+not listed in the kustomization.
+
+Facts (reference/k8s/facts.md §f): the drop-in directory (``--config-dir``,
+KEP-3983: alpha 1.28, beta 1.31, GA 1.35) reads only ``*.conf`` files, in
+alphanumeric order, later files overriding earlier ones, each a complete
+``KubeletConfiguration`` document (apiVersion/kind + the fields it sets);
+YAML and JSON both decode. ``cpuManagerPolicy: static`` needs a non-zero CPU
+reservation (``reservedSystemCPUs`` or ``kubeReserved.cpu + systemReserved.cpu``),
+and changing the CPU manager policy on an existing node needs
+``/var/lib/kubelet/cpu_manager_state`` removed before the kubelet restarts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from gpuplan.lower import Artifact
+from gpuplan.resolve import PoolView, ResolvedFleet
+from gpuplan.spec.models import Topology
+
+KUBELET_API = "kubelet.config.k8s.io/v1beta1"
+DROPIN_NAME = "50-gpuplan-topology.conf"
+CPU_MANAGER_STATE = "/var/lib/kubelet/cpu_manager_state"
+MEMORY_MANAGER_STATE = "/var/lib/kubelet/memory_manager_state"
+
+
+def effective_cpu_manager_policy(t: Topology) -> str | None:
+    """The CPU manager policy gpuplan sets (None: leave the kubelet default).
+    Default: ``static`` when a Topology Manager policy other than ``none`` is
+    set, so CPUs are aligned with the GPUs (the spec documents this)."""
+    if t.cpu_manager_policy is not None:
+        return t.cpu_manager_policy
+    return "static" if t.policy != "none" else None
+
+
+def topology_is_default(t: Topology) -> bool:
+    return (
+        t.policy == "none"
+        and effective_cpu_manager_policy(t) is None
+        and t.memory_manager_policy is None
+        and t.reserved_system_cpus is None
+        and not t.prefer_closest_numa_nodes
+    )
+
+
+def kubelet_topology_fields(t: Topology) -> dict[str, Any]:
+    """The KubeletConfiguration fields a pool's ``topology`` sets, in a stable
+    order; the same map goes into the AL2023 NodeConfig ``spec.kubelet.config``."""
+    out: dict[str, Any] = {}
+    cpu = effective_cpu_manager_policy(t)
+    if cpu is not None:
+        out["cpuManagerPolicy"] = cpu
+    if t.reserved_system_cpus is not None:
+        out["reservedSystemCPUs"] = t.reserved_system_cpus
+    if t.memory_manager_policy is not None:
+        out["memoryManagerPolicy"] = t.memory_manager_policy
+    if t.policy != "none":
+        out["topologyManagerPolicy"] = t.policy
+        out["topologyManagerScope"] = t.scope
+        if t.prefer_closest_numa_nodes:
+            # map[string]string in KubeletConfiguration: the value is the string "true"
+            out["topologyManagerPolicyOptions"] = {"prefer-closest-numa-nodes": "true"}
+    return out
+
+
+def kubelet_dropin(pv: PoolView) -> dict[str, Any]:
+    doc: dict[str, Any] = {"apiVersion": KUBELET_API, "kind": "KubeletConfiguration"}
+    doc.update(kubelet_topology_fields(pv.pool.topology))
+    return doc
+
+
+def _readme(rf: ResolvedFleet, pv: PoolView) -> str:
+    t = pv.pool.topology
+    fields = kubelet_topology_fields(t)
+    nodes = ", ".join(f"`{n}`" for n in pv.pool.nodes or ())
+    lines = [
+        f"# kubelet settings of pool `{pv.name}`",
+        "",
+        f"`{DROPIN_NAME}` is a KubeletConfiguration drop-in for the static nodes of this pool "
+        f"({nodes}). It is a node file, not a Kubernetes object: it is not in the kustomization "
+        "and GitOps does not apply it. Install it with your node configuration tooling.",
+        "",
+        "Settings: " + ", ".join(f"`{k}`" for k in fields) + ".",
+        "",
+        "## Install",
+        "",
+        "1. The kubelet must run with a drop-in directory: `--config-dir=/etc/kubernetes/kubelet.conf.d` "
+        "(KEP-3983: beta and on by default since Kubernetes 1.31, GA in 1.35; on 1.28-1.30 it is alpha "
+        "and also needs `KUBELET_CONFIG_DROPIN_DIR_ALPHA=on` in the kubelet's environment).",
+        f"2. Copy `{DROPIN_NAME}` to `/etc/kubernetes/kubelet.conf.d/`. Only `*.conf` files are read, "
+        "in alphanumeric order; a later file overrides an earlier one, lists are replaced, not merged.",
+        "3. Drain the node (`kubectl drain <node> --ignore-daemonsets`).",
+    ]
+    step = 4
+    if "cpuManagerPolicy" in fields:
+        lines.append(
+            f"{step}. If the CPU manager policy changes, stop the kubelet and remove "
+            f"`{CPU_MANAGER_STATE}` — the kubelet refuses to start when the policy in that file "
+            "differs from its configuration."
+        )
+        step += 1
+    if "memoryManagerPolicy" in fields:
+        lines.append(
+            f"{step}. If the memory manager policy changes, remove `{MEMORY_MANAGER_STATE}` as well. "
+            "`Static` also needs `reservedMemory` in the node's base configuration, equal per NUMA "
+            "node to kubeReserved + systemReserved + the hard eviction threshold for memory."
+        )
+        step += 1
+    lines.append(f"{step}. Restart the kubelet and uncordon the node.")
+    lines += ["", "## Why"]
+    if fields.get("cpuManagerPolicy") == "static":
+        reserve = (
+            f"`reservedSystemCPUs: {t.reserved_system_cpus}` gives it one."
+            if t.reserved_system_cpus
+            else "This drop-in does not set one (topology.reservedSystemCPUs is not set): the node's base "
+            "configuration must reserve CPU (`kubeReserved.cpu` or `systemReserved.cpu`), or the kubelet "
+            "fails with \"the static policy requires systemreserved.cpu + kubereserved.cpu to be greater "
+            "than zero\"."
+        )
+        lines += [
+            "",
+            "`cpuManagerPolicy: static` gives Guaranteed pods with integer CPU requests exclusive CPUs, "
+            "and lets the Topology Manager align those CPUs with the pod's GPUs. It needs a non-zero CPU "
+            f"reservation. {reserve}",
+        ]
+    if t.policy != "none":
+        lines += [
+            "",
+            f"`topologyManagerPolicy: {t.policy}` with scope `{t.scope}`: see docs/karpenter.md "
+            "(\"Topology Manager\") for what each policy admits and rejects.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+    out: list[Artifact] = []
+    for pv in rf.pools:
+        if not pv.pool.is_static or topology_is_default(pv.pool.topology):
+            continue
+        base = f"pools/{pv.name}/kubelet"
+        out.append(Artifact(
+            path=f"{base}/{DROPIN_NAME}",
+            documents=(kubelet_dropin(pv),),
+            kustomize=False,
+            description=f"kubelet drop-in (Topology/CPU Manager) for the static nodes of pool {pv.name}; "
+                        "copy to /etc/kubernetes/kubelet.conf.d/",
+        ))
+        out.append(Artifact(
+            path=f"{base}/README.md",
+            text=_readme(rf, pv),
+            kustomize=False,
+            description=f"how to install the kubelet drop-in of pool {pv.name}",
+        ))
+    return out

@@ -1,0 +1,259 @@
+"""Renderers of the capacity report: text, markdown, json.
+
+Deterministic: no timestamps, no environment; the same report gives the same
+bytes. HTML lives in ``gpuplan.report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Callable
+
+from gpuplan.report.capacity import CapacityReport, LayoutUsage, PoolReport, TierReport
+
+FORMATS = ("text", "markdown", "json", "html")
+
+
+def money(x: float | None) -> str:
+    return "—" if x is None else f"{x:,.2f}"
+
+
+def ratio(x: float | None) -> str:
+    if x is None:
+        return "—"
+    if math.isinf(x):
+        return "∞"
+    return f"{x:.2f}×"
+
+
+def gpus(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x:g}" if abs(x - round(x)) < 1e-9 else f"{x:.2f}"
+
+
+def layout_text(layout) -> str:
+    return "{" + ", ".join(f"{p}: {n}" for p, n in layout) + "}"
+
+
+def pool_shape(p: PoolReport) -> str:
+    nodes = "?" if p.nodes is None else str(p.nodes)
+    gpn = "?" if p.gpus_per_node is None else str(p.gpus_per_node)
+    return f"{nodes} × {gpn}" + (" (max)" if p.autoscaled else "")
+
+
+def units_text(items) -> str:
+    return ", ".join(f"{n} {r}" for r, n in items) or "—"
+
+
+def tier_status(t: TierReport) -> str:
+    if t.resource is None:
+        return "no resource"
+    if t.capacity <= 0 and t.quota > 0:
+        return "NO CAPACITY"
+    if t.over_limit:
+        return "OVER"
+    return "ok"
+
+
+# --- data ---------------------------------------------------------------------------
+
+
+def to_data(r: CapacityReport) -> dict[str, Any]:
+    def grant(g) -> dict[str, Any]:
+        return {"tenant": g.tenant, "namespace": g.namespace, "tier": g.tier, "resource": g.resource,
+                "units": g.units, "gpus": g.gpus, "costPerMonth": g.cost_per_month}
+
+    def lay(u: LayoutUsage) -> dict[str, Any]:
+        return {"layout": dict(u.layout), "gpus": u.gpus, "computeSlices": u.compute_slices,
+                "memorySlices": u.memory_slices, "usedComputeSlicesPerGPU": u.used_compute,
+                "usedMemorySlicesPerGPU": u.used_memory, "idleComputeSlices": u.idle_compute,
+                "idleMemorySlices": u.idle_memory,
+                "placements": [{"profile": p, "memoryStart": s, "memorySize": z, "computeSlices": c}
+                               for p, s, z, c in u.placements]}
+
+    ov = lambda x: None if x is None else ("inf" if math.isinf(x) else round(x, 4))  # noqa: E731
+    return {
+        "fleet": r.fleet,
+        "hoursPerMonth": r.hours_per_month,
+        "physicalGPUs": r.physical_gpus,
+        "grantedGPUs": round(r.granted_gpus, 4),
+        "costPerMonth": r.cost_per_month,
+        "pools": [{
+            "name": p.name, "gpu": p.gpu, "nodes": p.nodes, "gpusPerNode": p.gpus_per_node,
+            "autoscaled": p.autoscaled, "physicalGPUs": p.physical_gpus, "sharing": p.sharing,
+            "advertised": dict(p.resources), "capacity": dict(p.explanations), "granted": dict(p.quota),
+            "idleComputeSlices": p.idle_compute_slices, "idleMemorySlices": p.idle_memory_slices,
+            "migLayouts": [lay(u) for u in p.layouts],
+            "pricePerGPUHour": p.price_per_gpu_hour, "costPerMonth": p.cost_per_month,
+            "allocatedCostPerMonth": p.allocated_cost_per_month,
+            "unallocatedCostPerMonth": p.unallocated_cost_per_month,
+        } for p in r.pools],
+        "tiers": [{
+            "name": t.name, "pool": t.pool, "workload": t.workload, "profile": t.profile,
+            "resource": t.resource, "capacity": t.capacity, "capacityExplained": t.capacity_explained,
+            "quota": t.quota, "poolResourceQuota": t.pool_resource_quota, "sharedWith": list(t.sharing_tiers),
+            "oversubscription": ov(t.oversubscription), "maxOversubscription": t.max_oversubscription,
+            "overLimit": t.over_limit, "unitGPUs": t.unit_gpus, "gpus": t.gpus,
+            "unitCostPerMonth": t.unit_cost_per_month, "costPerMonth": t.cost_per_month,
+            "priority": t.priority, "preemption": t.preemption,
+            "grants": [grant(g) for g in t.grants],
+        } for t in r.tiers],
+        "tenants": [{
+            "name": t.name, "namespaces": list(t.namespaces), "gpus": t.gpus,
+            "costPerMonth": t.cost_per_month, "grants": [grant(g) for g in t.grants],
+        } for t in r.tenants],
+    }
+
+
+def render_json(r: CapacityReport, diff=None, optimise=None) -> str:
+    data = to_data(r)
+    if diff is not None:
+        from gpuplan.report.diff import diff_data
+
+        data["diff"] = diff_data(diff)
+    if optimise is not None:
+        data["optimise"] = optimise.to_data()
+    return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+# --- tables -------------------------------------------------------------------------
+
+
+def _pool_rows(r: CapacityReport) -> tuple[list[str], list[list[str]]]:
+    head = ["pool", "gpu", "nodes × gpus", "physical", "sharing", "advertised", "granted", "idle slices c/m",
+            "cost/month"]
+    rows = []
+    for p in r.pools:
+        idle = f"{p.idle_compute_slices}/{p.idle_memory_slices}" if p.layouts else "—"
+        rows.append([p.name, p.gpu, pool_shape(p), str(p.physical_gpus), p.sharing, units_text(p.resources),
+                     units_text(p.quota), idle, money(p.cost_per_month)])
+    return head, rows
+
+
+def _tier_rows(r: CapacityReport) -> tuple[list[str], list[list[str]]]:
+    head = ["tier", "pool", "resource", "quota", "capacity", "ratio", "limit", "GPU-eq", "cost/month", "status"]
+    rows = []
+    for t in r.tiers:
+        rows.append([t.name, t.pool, t.resource or "—", str(t.quota), str(t.capacity), ratio(t.oversubscription),
+                     f"{t.max_oversubscription:g}×", gpus(t.gpus), money(t.cost_per_month), tier_status(t)])
+    return head, rows
+
+
+def _tenant_rows(r: CapacityReport) -> tuple[list[str], list[list[str]]]:
+    head = ["tenant", "namespace", "tier", "units", "GPU-eq", "cost/month"]
+    rows = []
+    for tn in r.tenants:
+        if not tn.grants:
+            rows.append([tn.name, ", ".join(tn.namespaces), "—", "0", "0", money(0.0)])
+        for g in tn.grants:
+            rows.append([tn.name, g.namespace, g.tier, str(g.units), gpus(g.gpus), money(g.cost_per_month)])
+        rows.append([f"{tn.name} total", "", "", "", gpus(tn.gpus), money(tn.cost_per_month)])
+    return head, rows
+
+
+def _text_table(head: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(),
+           "  ".join("-" * w for w in widths)]
+    for row in rows:
+        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return "\n".join(out)
+
+
+def _md_cell(c: str) -> str:
+    return c.replace("|", "\\|")
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for row in rows:
+        out.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
+    return "\n".join(out)
+
+
+def _summary(r: CapacityReport) -> str:
+    cost = r.cost_per_month
+    return (f"{r.physical_gpus} physical GPUs in {len(r.pools)} pools; quotas grant {gpus(r.granted_gpus)} "
+            f"GPU-equivalents; cost {money(cost)} per month at {r.hours_per_month} h/month"
+            + (" (Karpenter pools at their maxGPUs)" if any(p.autoscaled for p in r.pools) else ""))
+
+
+def _diagrams(r: CapacityReport) -> list[tuple[PoolReport, LayoutUsage, str]]:
+    from gpuplan.mig.diagram import render_diagram
+    from gpuplan.mig.solver import Placement
+
+    out = []
+    for p in r.pools:
+        for u in p.layouts:
+            if not u.placements:
+                continue
+            pl = [Placement(prof, s, z, c) for prof, s, z, c in u.placements]
+            try:
+                out.append((p, u, render_diagram(p.gpu, pl).text))
+            except KeyError:  # pragma: no cover - unknown GPUs have no layouts
+                continue
+    return out
+
+
+def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Callable) -> list[str]:
+    parts = [heading(1, f"Capacity: {r.fleet}"), _summary(r), heading(2, "Pools"), table(*_pool_rows(r)),
+             heading(2, "Tiers"), table(*_tier_rows(r)), heading(2, "Tenants"), table(*_tenant_rows(r))]
+    diagrams = _diagrams(r)
+    if diagrams:
+        parts.append(heading(2, "MIG layouts"))
+        for p, u, text in diagrams:
+            parts.append(f"{p.name}: {layout_text(u.layout)} on {u.gpus} GPUs — idle per GPU: "
+                         f"{u.compute_slices - u.used_compute} compute, {u.memory_slices - u.used_memory} memory "
+                         f"slices (pool total {u.idle_compute}/{u.idle_memory})")
+            parts.append(code(text))
+    notes = [f"Units: 1 whole GPU = 1 GPU-eq; a time-sliced/MPS replica = 1/replicas; a MIG instance = its "
+             f"memory slices / the GPU's. Cost = GPU-eq × price per GPU-hour × {r.hours_per_month} h."]
+    if any(t.over_limit for t in r.tiers):
+        notes.append("OVER: quotas on the pool resource exceed capacity × maxOversubscription.")
+    parts.append(heading(2, "Notes"))
+    parts.extend(notes)
+    return parts
+
+
+def render_text(r: CapacityReport, diff=None, optimise=None) -> str:
+    def heading(level: int, title: str) -> str:
+        return title + "\n" + ("=" if level == 1 else "-") * len(title)
+
+    parts = _sections(r, _text_table, heading, lambda t: t)
+    if diff is not None:
+        from gpuplan.report.diff import render_diff_text
+
+        parts.append(render_diff_text(diff))
+    if optimise is not None:
+        parts.append(optimise.text())
+    return "\n\n".join(parts) + "\n"
+
+
+def render_markdown(r: CapacityReport, diff=None, optimise=None) -> str:
+    def heading(level: int, title: str) -> str:
+        return "#" * level + " " + title
+
+    parts = _sections(r, _md_table, heading, lambda t: "```\n" + t + "\n```")
+    if diff is not None:
+        from gpuplan.report.diff import render_diff_markdown
+
+        parts.append(render_diff_markdown(diff))
+    if optimise is not None:
+        parts.append(optimise.markdown())
+    return "\n\n".join(parts) + "\n"
+
+
+def render(fmt: str, r: CapacityReport, *, diff=None, optimise=None) -> str:
+    if fmt == "text":
+        return render_text(r, diff, optimise)
+    if fmt == "markdown":
+        return render_markdown(r, diff, optimise)
+    if fmt == "json":
+        return render_json(r, diff, optimise)
+    if fmt == "html":
+        from gpuplan.report.html import render_html
+
+        return render_html(r, diff=diff, optimise=optimise)
+    raise ValueError(f"unknown report format {fmt!r}")

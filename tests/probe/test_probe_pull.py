@@ -1,0 +1,122 @@
+"""`gpuplan inventory pull` with a fake kubectl first on PATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+from conftest import REPO, probe_fixture
+from gpuplan.probe.inventory import dump_yaml, load_inventory
+from gpuplan.probe.publish import configmap_body
+
+FAKE_KUBECTL = """#!{python}
+import json, os, sys
+with open(os.environ["FAKE_KUBECTL_LOG"], "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\\n")
+mode = os.environ.get("FAKE_KUBECTL_MODE", "ok")
+if mode == "fail":
+    sys.stderr.write("E0101 memcache.go:265] couldn't get current server API group list\\n")
+    sys.stderr.write("error: You must be logged in to the server (Unauthorized)\\n")
+    sys.exit(1)
+if mode == "garbage":
+    print("this is not json")
+    sys.exit(0)
+sys.stdout.write(open(os.environ["FAKE_KUBECTL_LIST"]).read())
+"""
+
+
+def _setup(tmp_path, items):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    k = bindir / "kubectl"
+    k.write_text(FAKE_KUBECTL.format(python=sys.executable))
+    k.chmod(k.stat().st_mode | stat.S_IXUSR)
+    listing = tmp_path / "list.json"
+    listing.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    env = dict(os.environ)
+    env.update({
+        "PATH": f"{bindir}{os.pathsep}{env.get('PATH', '')}",
+        "FAKE_KUBECTL_LOG": str(tmp_path / "argv.log"),
+        "FAKE_KUBECTL_LIST": str(listing),
+    })
+    env.pop("GPUPLAN_KUBECTL", None)
+    return env
+
+
+def _pull(env, *args, cwd):
+    return subprocess.run([sys.executable, "-m", "gpuplan", "inventory", "pull", *args], capture_output=True,
+                          text=True, env={**env, "PYTHONPATH": str(REPO)}, cwd=cwd, timeout=120)
+
+
+def _items():
+    out = []
+    for name in ("t4", "a100-mig", "h100-sxm-8x"):
+        inv, _ = probe_fixture(name)
+        out.append(configmap_body(inv.metadata.name, "gpuplan-system", dump_yaml(inv)))
+    return out
+
+
+def test_pull_writes_one_file_per_node_deterministically(tmp_path):
+    items = _items()
+    # a ConfigMap whose annotation names another node is not trusted
+    forged = json.loads(json.dumps(items[0]))
+    forged["metadata"]["name"] = "inventory-evil"
+    forged["metadata"]["annotations"]["gpuplan.dev/node"] = "evil"
+    env = _setup(tmp_path, items + [forged])
+    r = _pull(env, "-o", "inv", "--context", "prod", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    files = sorted(p.name for p in (tmp_path / "inv").iterdir())
+    assert files == ["dgx-h100-01.yaml", "gpu-worker-05.yaml", "ip-10-0-1-23.ec2.internal.yaml"]
+    assert "does not match" in r.stderr and "3 written" in r.stderr
+    argv = json.loads((tmp_path / "argv.log").read_text().splitlines()[0])
+    assert argv == ["--context", "prod", "get", "configmaps", "--namespace", "gpuplan-system", "--selector",
+                    "app.kubernetes.io/name=gpuplan-node-probe", "--output", "json", "--chunk-size=500"]
+    invs, diags = load_inventory([tmp_path / "inv"])
+    assert diags == [] and len(invs) == 3
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (tmp_path / "inv").iterdir()}
+    r = _pull(env, "-o", "inv", cwd=tmp_path)
+    assert r.returncode == 0 and "0 written, 3 unchanged" in r.stderr
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in (tmp_path / "inv").iterdir()}
+    assert after == before
+
+
+def test_pull_prunes_only_inventory_files(tmp_path):
+    env = _setup(tmp_path, _items()[:1])
+    out = tmp_path / "inv"
+    out.mkdir()
+    inv, _ = probe_fixture("a100-pcie-4x")
+    (out / "gone-node.yaml").write_text(dump_yaml(inv))
+    (out / "README.yaml").write_text("hand: written\n")
+    r = _pull(env, "-o", "inv", "--prune", "--chunk-size", "100", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["README.yaml", "ip-10-0-1-23.ec2.internal.yaml"]
+    assert "--chunk-size=100" in (tmp_path / "argv.log").read_text()
+
+
+def test_kubectl_failure_is_one_clear_line(tmp_path):
+    env = _setup(tmp_path, [])
+    r = _pull({**env, "FAKE_KUBECTL_MODE": "fail"}, cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "gpuplan inventory pull: kubectl failed (exit 1): error: You must be logged in to the server (Unauthorized)"
+    ]
+    assert not (tmp_path / "inventory").exists()
+    r = _pull({**env, "FAKE_KUBECTL_MODE": "garbage"}, cwd=tmp_path)
+    assert r.returncode == 1 and "did not print JSON" in r.stderr
+
+
+def test_kubectl_missing(tmp_path):
+    env = _setup(tmp_path, [])
+    env["PATH"] = str(tmp_path / "empty-bin")
+    r = _pull(env, cwd=tmp_path)
+    assert r.returncode == 1
+    assert "kubectl not found on PATH" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_empty_namespace(tmp_path):
+    env = _setup(tmp_path, [])
+    r = _pull(env, "-n", "other", cwd=tmp_path)
+    assert r.returncode == 0 and "no inventories published in namespace other" in r.stderr

@@ -1,0 +1,49 @@
+"""GP501-GP504: namespaces, priorities, empty tenants."""
+
+from tests.rules.helpers import BASE, edit, only, position
+
+
+def test_gp501_system_namespaces(run):
+    for ns in ("kube-system", "default", "gpu-operator", "argocd", "kube-custom"):
+        text = edit(BASE, "namespaces: [alpha-ns]", f"namespaces: [alpha-ns, {ns}]")
+        d = only(run(text), "GP501")
+        assert (d.line, d.col) == position(text, ns + "]"), ns
+        assert ns in d.message
+
+
+def test_gp501_custom_operator_namespace(run):
+    text = edit(BASE, '    kubernetesVersion: "1.33"\n', '    kubernetesVersion: "1.33"\n    gpuOperator: {namespace: nvidia-ops}\n')
+    text = edit(text, "namespaces: [alpha-ns]", "namespaces: [alpha-ns, nvidia-ops]")
+    d = only(run(text), "GP501")
+    assert "GPU Operator" in d.message
+    assert "GP501" not in run.codes(edit(BASE, "namespaces: [alpha-ns]", "namespaces: [alpha-ns, gpu-ops]"))
+
+
+def test_gp502_lowest_tier_may_preempt_nothing(run):
+    text = edit(BASE, "    - {name: notebooks,",
+                "    - {name: training-low, pool: train, workload: batch, priority: 1}\n    - {name: notebooks,")
+    d = only(run(text), "GP502")
+    assert (d.line, d.col) == position(text, "training-low,")
+    assert d.severity.value == "info"
+    fixed = edit(text, "priority: 1}", "priority: 1, preemption: Never}")
+    assert "GP502" not in run.codes(fixed)
+
+
+def test_gp503_training_outranks_inference(run):
+    # a training tier on the same MIG resource, above the serving tier
+    text = edit(BASE, "    - {name: notebooks,",
+                "    - {name: finetune, pool: infer, profile: 1g.10gb, workload: training, priority: 9000}\n"
+                "    - {name: notebooks,")
+    d = only(run(text), "GP503")
+    assert (d.line, d.col) == position(text, "5000}")
+    assert "finetune" in d.message and "9000" in d.message
+    fixed = edit(text, "priority: 9000}", "priority: 9000, preemption: Never}")
+    assert "GP503" not in run.codes(fixed)
+
+
+def test_gp504_tenant_without_quota(run):
+    text = BASE + "    - name: beta\n      namespaces: [beta-ns]\n"
+    d = only(run(text), "GP504")
+    assert (d.line, d.col) == position(text, "beta\n")
+    zero = BASE + "    - name: beta\n      namespaces: [beta-ns]\n      quotas: {beta-ns: {notebooks: 0}}\n"
+    assert "GP504" in run.codes(zero)
