@@ -8,7 +8,7 @@ from typing import Sequence
 
 import click
 
-from gpuplan.diagnostics import Diagnostic, has_errors
+from gpuplan.diagnostics import Diagnostic, Severity, has_errors
 from gpuplan.exitcodes import ExitCode
 from gpuplan.reporters import FORMATS
 
@@ -17,18 +17,22 @@ format_option = click.option(
     help="How to print diagnostics: text (stderr), json, github annotations or sarif (stdout).",
 )
 strict_option = click.option("--strict", is_flag=True, help="Fail on warnings too.")
+verbose_option = click.option("-v", "--verbose", is_flag=True, help="Show informational notes too (text format).")
 
 
 def _color() -> bool:
     return "NO_COLOR" not in os.environ and sys.stderr.isatty()
 
 
-def emit(diags: Sequence[Diagnostic], fmt: str) -> None:
+def emit(diags: Sequence[Diagnostic], fmt: str, *, verbose: bool = False) -> None:
     """Print diagnostics once. Text goes to stderr (the output of a compiler);
-    machine formats go to stdout, where CI tools read them."""
+    machine formats go to stdout, where CI tools read them. Informational notes
+    show in text only with --verbose (machine formats always carry them)."""
     from gpuplan.reporters import render, summary
 
     if fmt == "text":
+        if not verbose:
+            diags = [d for d in diags if d.severity is not Severity.INFO]
         if diags:
             click.echo(render("text", diags, color=_color()), err=True, nl=False)
             click.echo(summary(diags), err=True)

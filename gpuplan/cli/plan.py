@@ -78,7 +78,10 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
         click.echo(text, nl=False)
 
     code = ExitCode.OK
-    if opt is not None and opt.diagnostics:
+    if opt is not None and not opt.diff and any(d.severity.value == "error" for d in diags):
+        click.echo("gpuplan: --optimise found no layouts that fix the errors above", err=True)
+        code = ExitCode.INVALID
+    elif opt is not None and opt.diagnostics:
         from gpuplan.diagnostics import has_errors
 
         if has_errors(opt.diagnostics):

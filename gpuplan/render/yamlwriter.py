@@ -81,11 +81,10 @@ class _Dumper(yaml.CSafeDumper):
     def represent_data(self, data: Any) -> Any:
         t = type(data)
         if t is str:
-            if data in _WORDS or _NUMBERISH(data) is not None:
-                return ScalarNode(_STR, data, None, None, "'")
-            if "\n" in data:
-                return ScalarNode(_STR, data, None, None, '"' if _ODD_BREAK(data) else "|")
-            return ScalarNode(_STR, data, None, None, None)
+            style = _STYLE_MEMO.get(data, _MISS)
+            if style is _MISS:
+                style = _str_style(data)
+            return ScalarNode(_STR, data, None, None, style)
         if t is dict:
             rep = self.represent_data
             return MappingNode(
@@ -127,9 +126,12 @@ class _Dumper(yaml.CSafeDumper):
         # is a plain string; the rest (including the text of int/float/bool/null
         # nodes) goes to PyYAML's resolver.
         if kind is ScalarNode:
-            if implicit[0] and (value in _WORDS or _NUMBERISH(value) is not None):
-                return _BASE_RESOLVE(self, kind, value, implicit)
-            return _STR
+            if not implicit[0]:
+                return _STR
+            tag = _TAG_MEMO.get(value)
+            if tag is None:
+                tag = _plain_tag(self, value)
+            return tag
         return _BASE_RESOLVE(self, kind, value, implicit)
 
     # Called by libyaml's serializer around every node; gpuplan registers no
@@ -140,6 +142,41 @@ class _Dumper(yaml.CSafeDumper):
 
 
 _BASE_RESOLVE = yaml.CSafeDumper.resolve
+
+# Manifests repeat the same few thousand strings (keys, label values, names)
+# over and over; remembering each one's style and plain tag skips the regex
+# for them. Pure functions of the string, so sharing them is safe; bounded so a
+# long-lived process does not grow without end.
+_MEMO_MAX = 1 << 16
+_STYLE_MEMO: dict[str, str | None] = {}
+_TAG_MEMO: dict[str, str] = {}
+_MISS = object()
+
+
+def _str_style(s: str) -> str | None:
+    if s in _WORDS or _NUMBERISH(s) is not None:
+        style: str | None = "'"
+    elif "\n" in s:
+        style = '"' if _ODD_BREAK(s) else "|"
+    else:
+        style = None
+    if len(s) <= 256:
+        if len(_STYLE_MEMO) >= _MEMO_MAX:
+            _STYLE_MEMO.clear()
+        _STYLE_MEMO[s] = style
+    return style
+
+
+def _plain_tag(dumper: Any, s: str) -> str:
+    if s in _WORDS or _NUMBERISH(s) is not None:
+        tag = _BASE_RESOLVE(dumper, ScalarNode, s, (True, False))
+    else:
+        tag = _STR
+    if len(s) <= 256:
+        if len(_TAG_MEMO) >= _MEMO_MAX:
+            _TAG_MEMO.clear()
+        _TAG_MEMO[s] = tag
+    return tag
 
 
 def _plain_value(data: Any) -> Any:

@@ -186,6 +186,9 @@ def _delta(m: Metric) -> str:
 
 
 def _layouts_text(per: Layouts) -> str:
+    if per and len(set(per)) == 1:
+        lay = per[0]
+        return "every GPU " + ("MIG off" if lay is None else "{" + ", ".join(f"{p}: {n}" for p, n in lay) + "}")
     parts = []
     for i, lay in enumerate(per):
         parts.append(f"{i}:" + ("off" if lay is None else "{" + ", ".join(f"{p}: {n}" for p, n in lay) + "}"))
@@ -218,13 +221,14 @@ def render_diff_text(d: CapacityDiff) -> str:
     from gpuplan.report.render import _text_table
 
     title = f"Change from base ({d.old_fleet} -> {d.new_fleet})"
-    parts = [title, "-" * len(title),
+    parts = [title + "\n" + "-" * len(title),
              f"physical GPUs {_num(d.gpus.old)} -> {_num(d.gpus.new)} ({_delta(d.gpus)}); cost/month "
              f"{_num(d.cost.old)} -> {_num(d.cost.new)} ({_delta(d.cost)})"]
     head, rows = _table_rows(d)
     parts.append(_text_table(head, rows) if rows else "no capacity or cost changes")
     lines = _drain_lines(d)
-    parts.append("Nodes drained:\n" + "\n".join("  " + x for x in lines) if lines else "no node changes its MIG layout")
+    parts.append("Disruptive changes:\n" + "\n".join("  " + x for x in lines) if lines
+                 else "no node changes its MIG layout")
     return "\n\n".join(parts)
 
 
@@ -237,7 +241,7 @@ def render_diff_markdown(d: CapacityDiff) -> str:
     head, rows = _table_rows(d)
     parts.append(_md_table(head, rows) if rows else "No capacity or cost changes.")
     lines = _drain_lines(d)
-    parts.append("### Nodes drained\n\n" + "\n".join(f"- {x}" for x in lines) if lines
+    parts.append("### Disruptive changes\n\n" + "\n".join(f"- {x}" for x in lines) if lines
                  else "No node changes its MIG layout.")
     return "\n\n".join(parts)
 
@@ -256,7 +260,7 @@ def render_diff_html(d: CapacityDiff) -> str:
         out.append("</tbody></table>")
     lines = _drain_lines(d)
     if lines:
-        out.append("<h3>Nodes drained</h3><ul>" + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>")
+        out.append("<h3>Disruptive changes</h3><ul>" + "".join(f"<li>{escape(x)}</li>" for x in lines) + "</ul>")
     return "".join(out)
 
 

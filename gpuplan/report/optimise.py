@@ -68,10 +68,12 @@ class Optimisation:
             demand = ", ".join(f"{k}: {v}" for k, v in p.demand.items())
             per = ", ".join(f"{k}: {v}" for k, v in p.per_node_demand.items())
             if p.changed:
-                out.append(f"pool {p.pool}: demand {{{demand}}} over {p.nodes} nodes = {{{per}}} per node; "
+                out.append(f"pool {p.pool}: demand {{{demand}}} over {p.nodes} node{'s' if p.nodes != 1 else ''} = "
+                           f"{{{per}}} per node; "
                            f"{p.planner_gpus} of {p.gpus_per_node} GPUs per node needed; GPU"
                            f"{'s' if len(p.changed_gpus) > 1 else ''} {', '.join(map(str, p.changed_gpus))} "
-                           f"change on every node ({len(p.changed_gpus) * p.nodes} GPUs, {p.nodes} nodes drained)")
+                           f"change on every node ({len(p.changed_gpus) * p.nodes} GPUs, {p.nodes} node"
+                           f"{'s' if p.nodes != 1 else ''} drained)")
             else:
                 out.append(f"pool {p.pool}: demand {{{demand}}} fits the current layout; no change")
         out.extend(self.notes)
@@ -80,17 +82,17 @@ class Optimisation:
     def text(self) -> str:
         title = "Proposed MIG layouts (--optimise)"
         body = "\n".join(self._lines())
-        return f"{title}\n{'-' * len(title)}\n\n{body}\n\n" + (self.diff or "fleet.yaml needs no change\n")
+        return f"{title}\n{'-' * len(title)}\n\n{body}\n\n" + (self.diff or "no change to fleet.yaml proposed\n")
 
     def markdown(self) -> str:
         body = "\n".join(f"- {x}" for x in self._lines())
         return ("## Proposed MIG layouts (--optimise)\n\n" + body + "\n\n"
-                + (f"```diff\n{self.diff}```" if self.diff else "fleet.yaml needs no change."))
+                + (f"```diff\n{self.diff}```" if self.diff else "no change to fleet.yaml proposed."))
 
     def html(self) -> str:
         items = "".join(f"<li>{escape(x)}</li>" for x in self._lines())
         return (f"<h2>Proposed MIG layouts (--optimise)</h2><ul>{items}</ul>"
-                + (f"<pre>{escape(self.diff)}</pre>" if self.diff else "<p>fleet.yaml needs no change.</p>"))
+                + (f"<pre>{escape(self.diff)}</pre>" if self.diff else "<p>no change to fleet.yaml proposed.</p>"))
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -323,7 +325,7 @@ def optimise(rf: "ResolvedFleet", text: str) -> Optimisation:
     if new_text != text:
         name = rf.file
         diff = "".join(difflib.unified_diff(text.splitlines(keepends=True), new_text.splitlines(keepends=True),
-                                            fromfile=f"a/{name}", tofile=f"b/{name}"))
+                                            fromfile=f"a/{name.lstrip('/')}", tofile=f"b/{name.lstrip('/')}"))
         if diff and not diff.endswith("\n"):
             diff += "\n"
         diags = tuple(_check_text(new_text, name))

@@ -1,0 +1,100 @@
+"""`gpuplan build`, `gpuplan check`, `gpuplan diff`: the spec against the generated tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gpuplan.cli._common import emit, format_option, strict_option, verbose_option
+from gpuplan.exitcodes import ExitCode
+
+fleet_argument = click.argument("fleet", type=click.Path(dir_okay=False))
+output_option = click.option(
+    "-o", "--output", "out_dir", default="generated", show_default=True,
+    type=click.Path(file_okay=False), help="The generated tree.",
+)
+
+
+def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool):
+    """Compile in memory; print diagnostics; None when the spec is invalid."""
+    from gpuplan.compiler import Options, compile_fleet
+
+    compiled = compile_fleet(fleet, out_dir=out_dir, options=Options(strict=strict))
+    emit(compiled.diagnostics, fmt, verbose=verbose)
+    if compiled.resolved is None or not compiled.files:
+        return None
+    return compiled
+
+
+@click.command()
+@fleet_argument
+@output_option
+@click.option("--force", is_flag=True, help="Overwrite generated files that were edited by hand.")
+@format_option
+@strict_option
+@verbose_option
+@click.pass_context
+def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, strict: bool, verbose: bool) -> None:
+    """Compile FLEET into the generated tree (default: generated/).
+
+    The tree is written to a temporary directory and swapped in whole; files
+    gpuplan generated before and no longer produces are removed; files it did
+    not generate are kept; a generated file edited by hand stops the build
+    (exit 1) unless --force."""
+    compiled = _compile(fleet, out_dir, fmt, strict, verbose)
+    if compiled is None:
+        ctx.exit(int(ExitCode.INVALID))
+    from gpuplan.output.tree import write_tree
+
+    result = write_tree(Path(out_dir), compiled.files, force=force)
+    if result.diagnostics:
+        emit(result.diagnostics, fmt, verbose=verbose)
+        ctx.exit(int(ExitCode.INVALID))
+    if fmt == "text":
+        click.echo(
+            f"{out_dir}: {len(compiled.files)} files "
+            f"({len(result.written)} written, {len(result.removed)} removed, {len(result.unchanged)} unchanged)"
+        )
+
+
+@click.command()
+@fleet_argument
+@output_option
+@format_option
+@verbose_option
+@click.pass_context
+def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool) -> None:
+    """Exit 3 with a unified diff when the generated tree does not match FLEET."""
+    compiled = _compile(fleet, out_dir, fmt, False, verbose)
+    if compiled is None:
+        ctx.exit(int(ExitCode.INVALID))
+    from gpuplan.output.tree import check_tree
+
+    result = check_tree(Path(out_dir), compiled.files)
+    if result.ok:
+        if fmt == "text":
+            click.echo(f"{out_dir}: up to date ({len(compiled.files)} files)")
+        return
+    click.echo(result.diff, nl=False)
+    click.echo(f"{out_dir}: stale; run `gpuplan build {fleet}" + (f" -o {out_dir}" if out_dir != "generated" else "")
+               + "` and commit the result", err=True)
+    ctx.exit(int(ExitCode.STALE))
+
+
+@click.command()
+@fleet_argument
+@output_option
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True)
+@click.pass_context
+def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str) -> None:
+    """Object-level changes FLEET makes to the generated tree (added, removed,
+    changed objects with their changed fields), fit for a pull-request comment."""
+    compiled = _compile(fleet, out_dir, "text", False, False)
+    if compiled is None:
+        ctx.exit(int(ExitCode.INVALID))
+    from gpuplan.output.objdiff import diff_trees, render_markdown, render_text
+    from gpuplan.output.tree import read_tree
+
+    d = diff_trees(read_tree(Path(out_dir)), compiled.files)
+    click.echo((render_markdown if fmt == "markdown" else render_text)(d), nl=False)
