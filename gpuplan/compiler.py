@@ -58,12 +58,10 @@ def _load_inventory(rf: ResolvedFleet, spec_path: Path) -> list[Diagnostic]:
         return []
     from gpuplan.probe.inventory import load_inventory
 
-    spec_dir = spec_path.parent
-    paths = _inventory_paths(rf, spec_dir)
-    shown = [os.path.normpath(os.path.join(os.path.dirname(rf.file), os.path.relpath(p, spec_dir))) for p in paths]
-    nodes, diags = load_inventory(list(zip(paths, shown)))
+    paths = _inventory_paths(rf, spec_path.parent)
+    nodes, diags = load_inventory(paths)
     rf.inventory = list(nodes)
-    rf.inventory_files = shown
+    rf.inventory_files = [p.as_posix() for p in paths]
     return list(diags)
 
 
