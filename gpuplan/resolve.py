@@ -28,9 +28,12 @@ GPU = "nvidia.com/gpu"
 SHARED_SUFFIX = ".shared"  # device plugin DefaultSharedResourceNameSuffix
 
 
-def mig_resource(profile: str) -> str:
-    """Resource of a MIG profile under the `mixed` strategy (`+` becomes `.`)."""
-    return f"nvidia.com/mig-{profile.replace('+', '.')}"
+def mig_resource(profile: str, strategy: str = "mixed") -> str | None:
+    """Resource a MIG profile is advertised as (None: created but not advertised,
+    e.g. a `<c>c.` compute-instance profile under `mixed`). The catalog owns the rule."""
+    from gpuplan.catalog import mig_resource_name
+
+    return mig_resource_name(profile, strategy)
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,9 @@ class PoolView:
                 out[GPU] = out.get(GPU, 0) + 1
                 continue
             for profile, count in layout.items():
-                name = GPU if s.strategy == "single" else mig_resource(profile)
-                out[name] = out.get(name, 0) + count
+                name = mig_resource(profile, s.strategy)
+                if name is not None:
+                    out[name] = out.get(name, 0) + count
         return dict(sorted(out.items()))
 
     def resources(self) -> dict[str, int]:

@@ -24,7 +24,7 @@ TARGET_MODULES: tuple[str, ...] = (
     "gpuplan.lower.karpenter",
     "gpuplan.lower.gitops",  # needs everything above
     "gpuplan.lower.capacity",  # CAPACITY.md (the `gpuplan plan` report)
-    "gpuplan.lower.docs",  # README.md, CAPACITY.md: last, describes the tree
+    "gpuplan.lower.docs",  # README.md: last, describes the tree
 )
 
 

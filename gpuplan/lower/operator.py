@@ -47,9 +47,14 @@ _EFFECT_ORDER = {"NoSchedule": 0, "PreferNoSchedule": 1, "NoExecute": 2}
 
 
 def pool_taints(rf: ResolvedFleet) -> list[tuple[str, str]]:
-    """(key, effect) of every taint on any pool's nodes, deduplicated and sorted."""
+    """(key, effect) of every taint on any pool's nodes — their startup taints
+    included, or mig-manager could never run to lift them — deduplicated and sorted."""
+    from gpuplan.lower.karpenter import startup_taints
+
     seen: dict[tuple[str, str], None] = {}
     for pv in rf.pools:
+        for t in startup_taints(pv):
+            seen[(t["key"], t["effect"])] = None
         if pv.pool.taints is not None:
             for t in pv.pool.taints:
                 seen[(t.key, t.effect)] = None

@@ -68,6 +68,8 @@ W_UNKNOWN_DEVICE = Code(
     "GP208", "device-filter matches no known GPU", Severity.WARNING,
     "`gpuplan mig check --mig-parted`: a device-filter id is not in gpuplan's catalog, so its "
     "layouts cannot be checked.",
+    bad='- device-filter: "0x12345678"\n  devices: all\n  mig-enabled: true\n  mig-devices: {1g.10gb: 7}',
+    good='- device-filter: "0x20B210DE"  # A100-SXM4-80GB\n  devices: all\n  mig-enabled: true\n  mig-devices: {1g.10gb: 7}',
 )
 E_SINGLE = Code(
     "GP209", "single strategy needs one identical profile on every GPU", Severity.ERROR,

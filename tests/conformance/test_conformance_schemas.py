@@ -93,3 +93,19 @@ def test_root_kustomizations_are_kustomize_objects(examples):
                 [k] = [d for d in yaml.safe_load_all(data) if d]
                 assert set(k) == {"apiVersion", "kind", "resources"}, path
                 assert k["apiVersion"] == "kustomize.config.k8s.io/v1beta1" and k["kind"] == "Kustomization"
+
+
+ALL_EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("spec", ALL_EXAMPLES, ids=lambda p: p.name)
+def test_every_example_in_the_repo_validates(spec):
+    from _conformkit import compile_ok
+
+    objs = all_objects(compile_ok(spec))
+    assert objs
+    for path, obj in objs:
+        try:
+            validate(obj)
+        except Exception as exc:  # noqa: BLE001
+            pytest.fail(f"{spec.name}: {path}: {obj['kind']} {obj['metadata'].get('name')}: {exc}")

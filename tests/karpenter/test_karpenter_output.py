@@ -460,3 +460,12 @@ def test_output_is_deterministic() -> None:
     a = compile_fleet(EXAMPLES[1]).files
     b = compile_fleet(EXAMPLES[1]).files
     assert a == b
+
+
+def test_operator_values_tolerate_the_startup_taint() -> None:
+    """Without this toleration mig-manager never runs on a new MIG node and the
+    startup taint is never removed."""
+    values = yaml.safe_load(compile_fleet(EXAMPLES[1]).files["gpu-operator/values.yaml"])
+    want = {"key": "gpuplan.dev/mig-pending", "operator": "Exists", "effect": "NoSchedule"}
+    assert want in values["daemonsets"]["tolerations"]
+    assert want in values["node-feature-discovery"]["worker"]["tolerations"]

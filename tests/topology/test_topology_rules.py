@@ -21,18 +21,6 @@ SPECS = Path(__file__).parent / "specs"
 MARK = re.compile(r"#\s*expect:\s*(GP6\d\d):(\d+)(?:\s+(error|warning|info))?")
 
 
-@pytest.fixture(autouse=True)
-def _inventory_paths(monkeypatch):
-    """compiler._load_inventory passes (path, shown) pairs; the inventory
-    loader (another module) takes plain paths. Bridge both forms so these
-    tests exercise the rules through the real check_fleet pipeline."""
-    import gpuplan.probe.inventory as inv
-
-    orig = inv.load_inventory
-    monkeypatch.setattr(inv, "load_inventory",
-                        lambda items: orig([i[0] if isinstance(i, tuple) else i for i in items]))
-
-
 def expected(path: Path) -> set[tuple]:
     out = set()
     for n, line in enumerate(path.read_text().splitlines(), 1):

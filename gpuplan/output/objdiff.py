@@ -1,0 +1,366 @@
+"""Object-level diff of two rendered trees, for people reviewing a pull request.
+
+Every YAML file of both trees is parsed (libyaml's C loader); Kubernetes
+objects are matched by (API group, kind, namespace, name) wherever they live,
+so moving an object between files or bumping its apiVersion is a change, not a
+removal plus an addition. A YAML document that is not an object (a Helm
+values.yaml) and a file that is not YAML (README.md) is one object keyed by its
+path. Changed objects list their changed fields as paths such as
+``spec.hard["requests.nvidia.com/gpu"]`` with old → new values; an embedded
+YAML payload (a ConfigMap's ``config.yaml``) is compared field by field too.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+import yaml
+
+__all__ = ["FieldChange", "ObjectChange", "ObjectDiff", "ObjectKey", "diff_trees", "render_markdown", "render_text"]
+
+_YAML_SUFFIXES = (".yaml", ".yml")
+_MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<absent>"})()
+VALUE_WIDTH = 80
+
+
+@dataclass(frozen=True, order=True)
+class ObjectKey:
+    """Identity of an object: a Kubernetes object (``path`` empty) or a
+    non-object document/file (``kind`` empty, keyed by ``path``)."""
+
+    group: str = ""
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    path: str = ""  # for non-objects: the file (and `#n` for its n-th document)
+
+    @property
+    def label(self) -> str:
+        if not self.kind:
+            return self.path
+        kind = f"{self.kind}.{self.group}" if self.group else self.kind
+        return f"{kind} {self.namespace}/{self.name}" if self.namespace else f"{kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    path: str  # dotted path inside the object; "" for the whole value
+    old: Any  # _MISSING when the field was added
+    new: Any  # _MISSING when the field was removed
+
+    @property
+    def kind(self) -> str:
+        return "added" if self.old is _MISSING else "removed" if self.new is _MISSING else "changed"
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    key: ObjectKey
+    old_file: str | None
+    new_file: str | None
+    fields: tuple[FieldChange, ...] = ()
+
+    @property
+    def file(self) -> str:
+        if self.old_file and self.new_file and self.old_file != self.new_file:
+            return f"{self.old_file} → {self.new_file}"
+        return self.new_file or self.old_file or ""
+
+
+@dataclass(frozen=True)
+class ObjectDiff:
+    added: tuple[ObjectChange, ...]
+    removed: tuple[ObjectChange, ...]
+    changed: tuple[ObjectChange, ...]
+    unchanged: int
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+    def summary(self) -> str:
+        return (
+            f"{len(self.added)} added, {len(self.removed)} removed, {len(self.changed)} changed"
+            f" ({self.unchanged} unchanged)"
+        )
+
+
+# ------------------------------------------------------------------ objects of a tree
+
+
+def _objects(files: Mapping[str, bytes]) -> dict[ObjectKey, tuple[str, Any]]:
+    """ObjectKey → (file, value), in file order."""
+    out: dict[ObjectKey, tuple[str, Any]] = {}
+    for path in sorted(files):
+        for key, value in _file_objects(path, files[path]):
+            n, k = 1, key
+            while k in out:  # the same object twice: keep both, distinguishable
+                n += 1
+                k = ObjectKey(key.group, key.kind, key.namespace, key.name, f"{key.path}#{n}")
+            out[k] = (path, value)
+    return out
+
+
+def _file_objects(path: str, data: bytes) -> Iterator[tuple[ObjectKey, Any]]:
+    if path.endswith(_YAML_SUFFIXES):
+        try:
+            docs = [d for d in yaml.load_all(data, Loader=yaml.CSafeLoader) if d is not None]
+        except yaml.YAMLError:
+            docs = None
+        if docs is not None:
+            keys = [_object_key(d) for d in docs]
+            n_plain = keys.count(None)
+            seen = 0
+            for key, d in zip(keys, docs):
+                if key is None:
+                    seen += 1
+                    key = ObjectKey(path=path if n_plain == 1 else f"{path}#{seen}")
+                yield key, d
+            return
+    yield ObjectKey(path=path), data.decode("utf-8", errors="replace")
+
+
+def _object_key(d: Any) -> ObjectKey | None:
+    if not isinstance(d, dict):
+        return None
+    api, kind, meta = d.get("apiVersion"), d.get("kind"), d.get("metadata")
+    if not (isinstance(api, str) and isinstance(kind, str) and isinstance(meta, dict)):
+        return None
+    name = meta.get("name")
+    if not isinstance(name, str):
+        return None
+    group = api.rpartition("/")[0]  # "v1" is the core group ""
+    ns = meta.get("namespace")
+    return ObjectKey(group, kind, ns if isinstance(ns, str) else "", name)
+
+
+# ------------------------------------------------------------------- field changes
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def _key_path(base: str, key: Any) -> str:
+    if isinstance(key, str) and _IDENT.fullmatch(key):
+        return f"{base}.{key}" if base else key
+    return f"{base}[{json.dumps(key, ensure_ascii=False, default=str)}]"
+
+
+def _by_name(items: list) -> dict[str, Any] | None:
+    """Items keyed by their `name` when every item is a mapping with a unique
+    string name (containers, tolerations by key are left to indices)."""
+    out: dict[str, Any] = {}
+    for it in items:
+        if not isinstance(it, dict) or not isinstance(it.get("name"), str) or it["name"] in out:
+            return None
+        out[it["name"]] = it
+    return out
+
+
+def _embedded(text: Any) -> Any:
+    """A multi-line string that is itself a YAML mapping/list (a ConfigMap
+    payload) parsed, else None."""
+    if not isinstance(text, str) or "\n" not in text:
+        return None
+    try:
+        v = yaml.load(text, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:
+        return None
+    return v if isinstance(v, (dict, list)) else None
+
+
+def _fields(path: str, old: Any, new: Any, out: list[FieldChange]) -> None:
+    if old == new and type(old) is type(new):
+        return
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in old:
+            _fields(_key_path(path, k), old[k], new.get(k, _MISSING), out)
+        for k in new:
+            if k not in old:
+                out.append(FieldChange(_key_path(path, k), _MISSING, new[k]))
+        return
+    if old is _MISSING:
+        out.append(FieldChange(path, old, new))
+        return
+    if new is _MISSING:
+        out.append(FieldChange(path, old, new))
+        return
+    if isinstance(old, list) and isinstance(new, list):
+        bo, bn = _by_name(old), _by_name(new)
+        if bo is not None and bn is not None:
+            for k in bo:
+                _fields(f"{path}[name={k}]", bo[k], bn.get(k, _MISSING), out)
+            for k in bn:
+                if k not in bo:
+                    out.append(FieldChange(f"{path}[name={k}]", _MISSING, bn[k]))
+            return
+        for i in range(max(len(old), len(new))):
+            _fields(
+                f"{path}[{i}]", old[i] if i < len(old) else _MISSING, new[i] if i < len(new) else _MISSING, out
+            )
+        return
+    eo, en = _embedded(old), _embedded(new)
+    if eo is not None and en is not None:
+        before = len(out)
+        _fields(path + "|", eo, en, out)  # `|` marks the step into the embedded document
+        if len(out) > before:
+            return
+    out.append(FieldChange(path, old, new))
+
+
+def diff_trees(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> ObjectDiff:
+    """Objects added, removed and changed from ``old`` to ``new``."""
+    a, b = _objects(old), _objects(new)
+    added = tuple(ObjectChange(k, None, b[k][0]) for k in sorted(b) if k not in a)
+    removed = tuple(ObjectChange(k, a[k][0], None) for k in sorted(a) if k not in b)
+    changed: list[ObjectChange] = []
+    unchanged = 0
+    for k in sorted(a):
+        if k not in b:
+            continue
+        (fa, va), (fb, vb) = a[k], b[k]
+        out: list[FieldChange] = []
+        if isinstance(va, str) and isinstance(vb, str) and not k.kind:
+            if va != vb:
+                out.append(FieldChange("", _text_summary(va), _text_summary(vb, va)))
+        else:
+            _fields("", va, vb, out)
+        if out or fa != fb:
+            changed.append(ObjectChange(k, fa, fb, tuple(out)))
+        else:
+            unchanged += 1
+    return ObjectDiff(added, removed, tuple(changed), unchanged)
+
+
+def _text_summary(text: str, before: str | None = None) -> str:
+    if before is None:
+        return f"{len(text.splitlines())} lines"
+    ops = difflib.SequenceMatcher(None, before.splitlines(), text.splitlines(), autojunk=False).get_opcodes()
+    plus = sum(j2 - j1 for tag, _, _, j1, j2 in ops if tag in ("insert", "replace"))
+    minus = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag in ("delete", "replace"))
+    return f"{len(text.splitlines())} lines (+{plus} -{minus})"
+
+
+# ------------------------------------------------------------------------ rendering
+
+
+def _value(v: Any, width: int = VALUE_WIDTH) -> str:
+    if v is _MISSING:
+        return "(absent)"
+    s = json.dumps(v, ensure_ascii=False, default=str, separators=(", ", ": "))
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _field_line(f: FieldChange) -> str:
+    name = f.path or "(content)"
+    if f.kind == "added":
+        return f"{name}: + {_value(f.new)}"
+    if f.kind == "removed":
+        return f"{name}: - {_value(f.old)}"
+    if not f.path and isinstance(f.old, str) and isinstance(f.new, str):  # a text file
+        return f"(content): {f.old} → {f.new}"
+    return f"{name}: {_value(f.old)} → {_value(f.new)}"
+
+
+def render_text(diff: ObjectDiff) -> str:
+    lines = [diff.summary()]
+    for sign, group in (("+", diff.added), ("-", diff.removed), ("~", diff.changed)):
+        for c in group:
+            lines.append(f"{sign} {c.key.label}  ({c.file})")
+            for f in c.fields:
+                lines.append(f"    {_field_line(f)}")
+    return "\n".join(lines) + "\n"
+
+
+def _code(s: str, *, cell: bool = True) -> str:
+    """A Markdown code span (safe inside a table cell when ``cell``: GitHub
+    needs `\\|` there, and shows the backslash elsewhere)."""
+    s = s.replace("\n", " ")
+    if cell:
+        s = s.replace("|", "\\|")
+    run = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * (run + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def _cells(c: ObjectChange) -> str:
+    k = c.key
+    if not k.kind:
+        return f"| file | | {_code(k.path)} | {_code(c.file)} |"
+    kind = f"{k.kind}.{k.group}" if k.group else k.kind
+    return f"| {kind} | {_code(k.namespace) if k.namespace else ''} | {_code(k.name)} | {_code(c.file)} |"
+
+
+def render_markdown(diff: ObjectDiff, *, max_chars: int = 60_000, details_over: int = 5) -> str:
+    """A pull-request comment: a summary line, a table per change kind, field
+    lists folded in ``<details>`` when longer than ``details_over``. Cut (and
+    said so) before ``max_chars``, below GitHub's 65,536-character limit."""
+    head = [f"**gpuplan diff**: {diff.summary()}", ""]
+    if diff.empty:
+        return "\n".join(head + ["No object changes."]) + "\n"
+    body: list[str] = []
+    omitted = 0
+    size = sum(len(x) + 1 for x in head)
+
+    def add(block: list[str]) -> bool:
+        nonlocal size
+        n = sum(len(x) + 1 for x in block)
+        if size + n > max_chars - 200:
+            return False
+        body.extend(block)
+        size += n
+        return True
+
+    for title, group in (("Added", diff.added), ("Removed", diff.removed)):
+        if not group:
+            continue
+        add([f"#### {title} ({len(group)})", "", "| Kind | Namespace | Name | File |", "|---|---|---|---|"])
+        for i, c in enumerate(group):
+            if not add([_cells(c)]):
+                omitted += len(group) - i
+                break
+        add([""])
+    if diff.changed:
+        add(
+            [
+                f"#### Changed ({len(diff.changed)})",
+                "",
+                "| Kind | Namespace | Name | File | Fields |",
+                "|---|---|---|---|---|",
+            ]
+        )
+        rows = [f"{_cells(c)} {len(c.fields)} |" for c in diff.changed]
+        for i, row in enumerate(rows):
+            if not add([row]):
+                omitted += len(rows) - i
+                break
+        add([""])
+        for i, c in enumerate(diff.changed):
+            if not c.fields:
+                continue
+            items = [f"- {_code(_field_line(f), cell=False)}" for f in c.fields]
+            if len(items) > details_over:
+                block = [
+                    "<details>",
+                    f"<summary>{_html(c.key.label)}: {len(items)} changed fields</summary>",
+                    "",
+                    *items,
+                    "",
+                    "</details>",
+                    "",
+                ]
+            else:
+                block = [_code(c.key.label, cell=False), "", *items, ""]
+            if not add(block):
+                omitted += 1
+    if omitted:
+        body.append(f"_… {omitted} more entries not shown; run `gpuplan diff` locally for all of them._")
+    return "\n".join(head + body).rstrip("\n") + "\n"
+
+
+def _html(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,716 @@
+"""The only code that touches the output tree (``generated/``).
+
+A rendered tree is ``dict[str, bytes]``: relative POSIX path → content.
+
+**Record of generated files.** ``<out>/.gpuplan.sha256`` lists every file
+gpuplan wrote, one ``<sha256>  <path>`` line each, sorted by path (the format of
+``sha256sum``, so ``cd generated && sha256sum -c .gpuplan.sha256`` checks a
+tree by hand). It is committed with the tree, depends only on the contents
+(no mtimes, no hostnames), and tells apart:
+
+* a file gpuplan generated earlier (listed), from one a person created (not
+  listed: never deleted, never overwritten, carried over unchanged);
+* a generated file edited by hand (listed, but its hash differs): refused
+  (GP801) unless ``force``.
+
+**Writing** (:func:`write_tree`) builds the complete new tree in
+``<parent>/.<name>.gpuplan-new`` (same filesystem), then swaps it in:
+
+1. under an ``flock`` on the parent directory, :func:`recover` cleans up what an
+   interrupted run left (see there);
+2. the old tree is read and every refusal is decided before anything is
+   written; a refusal changes nothing on disk;
+3. the new tree gets the rendered files (0644), the person's files (hard
+   links, else copies; symlinks as symlinks, never followed), then the record;
+4. swap: on Linux one ``renameat2(RENAME_EXCHANGE)`` exchanges the two
+   directories atomically, so ``<out>`` is at every instant either the whole
+   old or the whole new tree; then the old one (now at the temporary name) is
+   removed. Where the exchange is unavailable: rename ``<out>`` →
+   ``.<name>.gpuplan-old``, rename new → ``<out>``, remove the backup; a kill
+   between the two renames leaves no ``<out>``, and :func:`recover` restores
+   the backup (the old tree) on the next run.
+
+Only a crash of the process is covered, not a power loss (no fsync: it costs
+seconds on thousands of files and the tree is regenerable from the spec).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import difflib
+import errno
+import hashlib
+import os
+import re
+import shutil
+import stat
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Iterator, Mapping
+
+from gpuplan.codes import Code
+from gpuplan.diagnostics import Diagnostic, Severity
+
+__all__ = [
+    "RECORD_NAME",
+    "CheckResult",
+    "TreeError",
+    "WriteResult",
+    "check_tree",
+    "read_tree",
+    "record_bytes",
+    "recover",
+    "write_tree",
+]
+
+RECORD_NAME = ".gpuplan.sha256"
+_NEW_SUFFIX = ".gpuplan-new"
+_OLD_SUFFIX = ".gpuplan-old"
+FILE_MODE = 0o644
+DIR_MODE = 0o755
+
+HAND_EDITED = Code(
+    "GP801",
+    "generated file edited by hand",
+    Severity.ERROR,
+    "A file that gpuplan generated was changed after it was written (its content no longer "
+    "matches the record in .gpuplan.sha256). gpuplan will not overwrite or delete it, because "
+    "the edit would be lost; nothing in the tree is changed.",
+    bad="$ vi generated/tenants/vision/resourcequotas.yaml   # raise a quota by hand\n"
+    "$ gpuplan build fleet.yaml",
+    good="# change the quota in fleet.yaml (tenants[].quotas) and rebuild;\n"
+    "# or discard the edit: gpuplan build --force fleet.yaml",
+)
+NOT_GENERATED = Code(
+    "GP802",
+    "output path taken by a file gpuplan did not generate",
+    Severity.ERROR,
+    "gpuplan would write a file where a person's file (or symlink, or directory) is, one that "
+    "is not in the record of generated files. It is never overwritten silently; nothing in the "
+    "tree is changed.",
+    bad="$ cp my-quota.yaml generated/tenants/vision/resourcequotas.yaml\n$ gpuplan build fleet.yaml",
+    good="# keep your own files under another name in the tree (they are carried over),\n"
+    "# or let gpuplan take the path: gpuplan build --force fleet.yaml",
+)
+BAD_RECORD = Code(
+    "GP803",
+    "unreadable record of generated files",
+    Severity.ERROR,
+    "The record of generated files (.gpuplan.sha256 in the output tree) is malformed or names a "
+    "path outside the tree, so gpuplan cannot tell its files from yours.",
+    bad="a9f0...  ../../etc/passwd",
+    good="# restore it from git (git checkout generated/.gpuplan.sha256),\n"
+    "# or rebuild with --force, which treats every existing file as yours unless it is produced",
+)
+OUTPUT_DIR = Code(
+    "GP804",
+    "cannot write the output tree",
+    Severity.ERROR,
+    "The output directory cannot be used: it is a file, it is the root of a git repository "
+    "(gpuplan replaces the directory as a whole), another gpuplan is writing it, or the "
+    "filesystem refused. The old tree is left as it was.",
+    bad="$ gpuplan build fleet.yaml -o .",
+    good="$ gpuplan build fleet.yaml -o generated",
+)
+STALE = Code(
+    "GP805",
+    "generated tree is stale",
+    Severity.ERROR,
+    "A file of the generated tree differs from what the spec produces now, is missing, or was "
+    "generated earlier and is no longer produced. `gpuplan check` fails with the unified diff.",
+    bad="$ vi fleet.yaml && git commit fleet.yaml   # generated/ not rebuilt",
+    good="$ gpuplan build fleet.yaml && git add fleet.yaml generated/",
+)
+
+CODES = (HAND_EDITED, NOT_GENERATED, BAD_RECORD, OUTPUT_DIR, STALE)
+
+
+class TreeError(Exception):
+    """The tree cannot be read (for example a malformed record)."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    written: tuple[str, ...] = ()  # produced files that are new or changed
+    removed: tuple[str, ...] = ()  # generated earlier, no longer produced: pruned
+    unchanged: tuple[str, ...] = ()  # produced with the content already on disk
+    kept: tuple[str, ...] = ()  # a person's files, carried over unchanged
+    diagnostics: tuple[Diagnostic, ...] = ()  # refusals; when present nothing changed
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.written or self.removed)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    missing: tuple[str, ...] = ()  # produced, not on disk
+    extra: tuple[str, ...] = ()  # generated earlier, still on disk, no longer produced
+    differing: tuple[str, ...] = ()  # on disk with other content (the record file included)
+    hand_edited: tuple[str, ...] = ()  # generated files whose content no longer matches the record
+    diff: str = ""  # unified diff, disk (a/) → what `build` would write (b/)
+    diagnostics: tuple[Diagnostic, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.extra or self.differing)
+
+
+# --------------------------------------------------------------------------- paths
+
+_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+def _path_problem(p: str) -> str | None:
+    """Why ``p`` is not a safe relative POSIX path inside the tree, or None."""
+    if not isinstance(p, str) or not p:
+        return "empty path"
+    if p.startswith("/") or _BAD_CHARS.search(p):
+        return "absolute, or contains a backslash or control character"
+    parts = p.split("/")
+    if any(s in ("", ".", "..") for s in parts):
+        return "empty, '.' or '..' segment"
+    if parts[0].endswith((_NEW_SUFFIX, _OLD_SUFFIX)) or p == RECORD_NAME:
+        return "reserved name"
+    return None
+
+
+def _validate_files(files: Mapping[str, bytes]) -> None:
+    """Programming errors of the caller (the compiler), hence exceptions."""
+    for p, data in files.items():
+        why = _path_problem(p)
+        if why:
+            raise ValueError(f"invalid output path {p!r}: {why}")
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError(f"content of {p} must be bytes, not {type(data).__name__}")
+    for p in files:
+        for q in _parents(p):
+            if q in files:
+                raise ValueError(f"output path {q!r} is both a file and the directory of {p!r}")
+
+
+def _parents(p: str) -> Iterator[str]:
+    i = p.find("/")
+    while i != -1:
+        yield p[:i]
+        i = p.find("/", i + 1)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# -------------------------------------------------------------------------- record
+
+
+def record_bytes(files: Mapping[str, bytes]) -> bytes:
+    """The record for a rendered tree: ``sha256sum`` lines sorted by path."""
+    return "".join(f"{_sha(files[p])}  {p}\n" for p in sorted(files)).encode("utf-8")
+
+
+_RECORD_LINE = re.compile(r"([0-9a-f]{64})  (.+)")
+
+
+def _parse_record(data: bytes, display: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TreeError(BAD_RECORD.diag("the record of generated files is not UTF-8 text", file=display))
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _RECORD_LINE.fullmatch(line)
+        why = _path_problem(m.group(2)) if m else "not '<sha256>  <path>'"
+        if why:
+            raise TreeError(
+                BAD_RECORD.diag(
+                    f"line {n} of the record of generated files is invalid ({why})",
+                    file=display,
+                    line=n,
+                    hint="restore it from git, or rebuild with --force",
+                )
+            )
+        out[m.group(2)] = m.group(1)
+    return out
+
+
+# ---------------------------------------------------------------------------- scan
+
+_FILE, _LINK, _DIR, _OTHER = "file", "symlink", "directory", "special file"
+
+
+def _scan(root: Path) -> dict[str, str]:
+    """Every entry under ``root`` (relative POSIX path → kind), never following
+    a symlink, sorted. Directories are listed too (for empty ones)."""
+    out: dict[str, str] = {}
+    stack = [("", str(root))]
+    while stack:
+        rel, path = stack.pop()
+        try:
+            it = os.scandir(path)
+        except FileNotFoundError:
+            continue
+        with it:
+            for e in it:
+                r = f"{rel}{e.name}"
+                if e.is_symlink():
+                    out[r] = _LINK
+                elif e.is_dir(follow_symlinks=False):
+                    out[r] = _DIR
+                    stack.append((r + "/", e.path))
+                elif e.is_file(follow_symlinks=False):
+                    out[r] = _FILE
+                else:
+                    out[r] = _OTHER
+    return dict(sorted(out.items()))
+
+
+def _read(root: Path, rel: str) -> bytes:
+    # O_NOFOLLOW: the last component is re-checked at open time; the parents
+    # were seen as real directories by _scan.
+    fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+@dataclass(frozen=True)
+class _Disk:
+    entries: dict[str, str]
+    record: dict[str, str]  # path → sha256 as recorded
+    record_raw: bytes | None
+
+
+def _load_disk(root: Path, display: str) -> _Disk:
+    entries = _scan(root) if root.is_dir() else {}
+    raw = None
+    record: dict[str, str] = {}
+    if entries.get(RECORD_NAME) == _FILE:
+        raw = _read(root, RECORD_NAME)
+        record = _parse_record(raw, _join(display, RECORD_NAME))
+    return _Disk(entries, record, raw)
+
+
+def _join(display: str, rel: str) -> str:
+    return f"{display.rstrip('/')}/{rel}" if display else rel
+
+
+# ---------------------------------------------------------------------- recovery
+
+
+def _siblings(target: Path) -> tuple[Path, Path]:
+    return (
+        target.parent / f".{target.name}{_NEW_SUFFIX}",
+        target.parent / f".{target.name}{_OLD_SUFFIX}",
+    )
+
+
+def recover(out_dir: Path | str) -> list[str]:
+    """Repair what an interrupted :func:`write_tree` left next to ``out_dir``.
+
+    * ``.<name>.gpuplan-new`` is a tree being built, or (after an atomic
+      exchange) the old tree waiting for removal: either way ``<out>`` is
+      complete, so it is removed.
+    * ``.<name>.gpuplan-old`` is the old tree moved aside by the fallback swap:
+      if ``<out>`` is missing the kill came between the two renames and the
+      backup is put back (the old tree wins); otherwise ``<out>`` is the new
+      tree and the backup is removed.
+
+    Returns what was done, for messages. Call it under the writer's lock."""
+    target = _real_target(Path(out_dir))
+    new, old = _siblings(target)
+    done: list[str] = []
+    if old.is_dir() and not old.is_symlink():
+        if not os.path.lexists(target):
+            os.rename(old, target)
+            done.append(f"restored {target} from an interrupted write")
+        else:
+            shutil.rmtree(old)
+            done.append(f"removed {old}")
+    if os.path.lexists(new):
+        if new.is_dir() and not new.is_symlink():
+            shutil.rmtree(new)
+        else:
+            os.unlink(new)
+        done.append(f"removed {new}")
+    return done
+
+
+def _real_target(out: Path) -> Path:
+    # A symlinked output directory is written where it points, keeping the link.
+    return Path(os.path.realpath(out)) if out.is_symlink() else Path(os.path.abspath(out))
+
+
+@contextmanager
+def _locked(directory: Path) -> Iterator[bool]:
+    """Exclusive flock on the parent directory: one writer per tree, no lock file."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no locking
+        yield True
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # releases the lock
+
+
+# ------------------------------------------------------------------------- swap
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+_libc = None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically exchange two directories (Linux renameat2). False where the
+    kernel, libc or filesystem cannot; raises on real errors."""
+    global _libc
+    if not hasattr(os, "uname") or os.uname().sysname != "Linux":
+        return False
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        except OSError:
+            _libc = False
+    fn = getattr(_libc, "renameat2", None) if _libc else None
+    if fn is None:
+        return False
+    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(a))
+
+
+def _swap(new: Path, target: Path, old: Path) -> None:
+    if not os.path.lexists(target):
+        os.rename(new, target)
+        return
+    if _exchange(new, target):
+        shutil.rmtree(new)  # the old tree now lives at the temporary name
+        return
+    os.rename(target, old)
+    try:
+        os.rename(new, target)
+    except BaseException:
+        os.rename(old, target)  # put the old tree back
+        raise
+    shutil.rmtree(old)
+
+
+# ------------------------------------------------------------------------ writing
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """Create one file of the new tree with mode 0644 whatever the umask.
+    (A module-level function so tests can inject a failure half-way.)"""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def _carry(src: Path, dst: Path, kind: str) -> None:
+    """Put a person's entry into the new tree unchanged (a hard link keeps the
+    very same file; a symlink is recreated, never followed)."""
+    if kind == _LINK:
+        os.symlink(os.readlink(src), dst)
+    elif kind == _DIR:
+        os.mkdir(dst, DIR_MODE)
+    else:
+        try:
+            os.link(src, dst, follow_symlinks=False)
+        except OSError:
+            if kind != _FILE:
+                raise
+            shutil.copy2(src, dst, follow_symlinks=False)
+
+
+def _mkdirs(root: Path, rel_dir: str, made: set[str]) -> None:
+    if not rel_dir or rel_dir in made:
+        return
+    parent = rel_dir.rpartition("/")[0]
+    _mkdirs(root, parent, made)
+    os.mkdir(root / rel_dir)
+    os.chmod(root / rel_dir, DIR_MODE)
+    made.add(rel_dir)
+
+
+def _under_any(p: str, prefixes: set[str]) -> bool:
+    return any(q in prefixes for q in _parents(p))
+
+
+def write_tree(out_dir: Path | str, files: Mapping[str, bytes], *, force: bool = False) -> WriteResult:
+    """Make ``out_dir`` hold exactly ``files`` plus the person's own files.
+
+    Stale generated files are pruned (and directories left empty by that);
+    files gpuplan did not generate are kept; a generated file edited by hand,
+    or a path taken by a person's file, is refused with a diagnostic and no
+    change on disk, unless ``force`` (which never deletes a person's directory
+    with content). See the module docstring for the swap sequence."""
+    _validate_files(files)
+    display = os.fspath(out_dir)
+    target = _real_target(Path(out_dir))
+    if os.path.lexists(target) and not target.is_dir():
+        return _refuse(OUTPUT_DIR.diag("the output path exists and is not a directory", file=display))
+    if (target / ".git").exists() or target == target.parent:
+        return _refuse(
+            OUTPUT_DIR.diag(
+                "refusing to manage a repository root (or /): gpuplan replaces the output directory as a whole",
+                file=display,
+                hint="write into a directory of its own, e.g. -o generated",
+            )
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(target.parent) as got:
+            if not got:
+                return _refuse(OUTPUT_DIR.diag("another gpuplan is writing this tree", file=display))
+            recover(target)
+            return _write_locked(target, display, files, force)
+    except OSError as exc:
+        return _refuse(OUTPUT_DIR.diag(f"cannot write the output tree: {exc}", file=display))
+
+
+def _refuse(*diags: Diagnostic) -> WriteResult:
+    return WriteResult(diagnostics=tuple(sorted(diags, key=Diagnostic.sort_key)))
+
+
+def _write_locked(target: Path, display: str, files: Mapping[str, bytes], force: bool) -> WriteResult:
+    try:
+        disk = _load_disk(target, display)
+    except TreeError as exc:
+        if not force:
+            return _refuse(exc.diagnostic)
+        disk = _Disk(_scan(target), {}, None)  # every existing file counts as a person's
+    entries, record = disk.entries, disk.record
+    diags: list[Diagnostic] = []
+    dropped: set[str] = set()  # a person's entries that `force` lets gpuplan replace
+
+    # Recorded paths that are still regular files are gpuplan's; note hand edits.
+    ours: set[str] = set()
+    on_disk: dict[str, bytes] = {}
+    for p, h in record.items():
+        if entries.get(p) != _FILE:
+            continue  # deleted (fine), or replaced by a person's dir/symlink (theirs now)
+        ours.add(p)
+        data = _read(target, p)
+        on_disk[p] = data
+        if _sha(data) == h or files.get(p) == data:
+            continue
+        if force:
+            continue
+        diags.append(
+            HAND_EDITED.diag(
+                f"{p} was generated by gpuplan and has been edited by hand since"
+                + ("" if p in files else "; it is no longer produced and would be deleted"),
+                file=_join(display, p),
+                hint="move the change into the spec, or rebuild with --force to discard it",
+            )
+        )
+
+    # Directories that only ever held gpuplan's files are gpuplan's too.
+    our_dirs = {q for p in record for q in _parents(p)}
+    person = {
+        p: k
+        for p, k in entries.items()
+        if p != RECORD_NAME and p not in ours and not (k == _DIR and p in our_dirs)
+    }
+    person_content_dirs = {q for p in person for q in _parents(p)}
+
+    for p in files:
+        for q in [*_parents(p), p]:
+            k = person.get(q)
+            if k is None:
+                continue
+            if k == _DIR and q == p:
+                if p in person_content_dirs or not force:
+                    diags.append(
+                        NOT_GENERATED.diag(
+                            f"{p} would replace a directory gpuplan did not create",
+                            file=_join(display, p),
+                            hint="move the directory out of the output tree",
+                        )
+                    )
+                else:
+                    dropped.add(q)
+            elif k != _DIR:
+                if force:
+                    dropped.add(q)
+                else:
+                    diags.append(
+                        NOT_GENERATED.diag(
+                            f"{q} is a {k} gpuplan did not generate, and gpuplan would write "
+                            + (f"{p} there" if q == p else f"{p} inside it"),
+                            file=_join(display, q),
+                            hint="move it away, or rebuild with --force to let gpuplan take the path",
+                        )
+                    )
+    if diags:
+        return _refuse(*diags)
+
+    carried = {p: k for p, k in person.items() if p not in dropped and not _under_any(p, dropped)}
+    # An empty directory a person made is kept; one that emptied because its
+    # generated files went away is not (it is in our_dirs, not in `person`).
+    written = tuple(p for p in sorted(files) if on_disk.get(p) != files[p])
+    removed = tuple(p for p in sorted(ours) if p not in files)
+    unchanged = tuple(p for p in sorted(files) if on_disk.get(p) == files[p])
+    kept = tuple(p for p, k in carried.items() if k != _DIR)
+    new_record = record_bytes(files)
+    result = WriteResult(written, removed, unchanged, kept)
+    if not written and not removed and not dropped and disk.record_raw == new_record:
+        return result  # already up to date: leave the directory (and its inode) alone
+
+    new, old = _siblings(target)
+    try:
+        os.mkdir(new, DIR_MODE)
+        made: set[str] = set()
+        for p in sorted(files):
+            _mkdirs(new, p.rpartition("/")[0], made)
+            _write_file(new / p, files[p])
+        modes: list[tuple[Path, int]] = []  # a person's directory modes, set last (0555 would stop us)
+        for p, k in carried.items():  # sorted: parents before children
+            if k == _DIR and p in made:
+                continue
+            _mkdirs(new, p.rpartition("/")[0], made)
+            _carry(target / p, new / p, k)
+            if k == _DIR:
+                made.add(p)
+                modes.append((new / p, stat.S_IMODE(os.lstat(target / p).st_mode)))
+        _write_file(new / RECORD_NAME, new_record)
+        modes.append((new, stat.S_IMODE(os.stat(target).st_mode) if target.is_dir() else DIR_MODE))
+        for d, mode in reversed(modes):
+            os.chmod(d, mode)
+        _swap(new, target, old)
+    except BaseException:
+        # The old tree has not been touched (or _swap put it back).
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    return result
+
+
+# ----------------------------------------------------------------------- reading
+
+
+def read_tree(out_dir: Path | str) -> dict[str, bytes]:
+    """The generated files on disk (those in the record), as they are now;
+    a person's files are left out. No record: an empty tree. Raises
+    :class:`TreeError` for a malformed record."""
+    root = Path(out_dir)
+    disk = _load_disk(root, os.fspath(out_dir))
+    return {p: _read(root, p) for p in sorted(disk.record) if disk.entries.get(p) == _FILE}
+
+
+def check_tree(out_dir: Path | str, files: Mapping[str, bytes]) -> CheckResult:
+    """Compare a rendered tree (and the record it would get) with the disk,
+    read-only. ``ok`` when `gpuplan build` would change nothing."""
+    _validate_files(files)
+    root = Path(out_dir)
+    display = os.fspath(out_dir)
+    diags: list[Diagnostic] = []
+    try:
+        disk = _load_disk(root, display)
+    except TreeError as exc:
+        diags.append(exc.diagnostic)
+        disk = _Disk(_scan(root) if root.is_dir() else {}, {}, None)
+    entries = disk.entries
+
+    expected: dict[str, bytes] = dict(files)
+    expected[RECORD_NAME] = record_bytes(files)
+    actual: dict[str, bytes | str | None] = {}  # bytes, a kind name, or None (absent)
+    for p in expected:
+        k = entries.get(p)
+        actual[p] = _read(root, p) if k == _FILE else k
+    missing = tuple(sorted(p for p, a in actual.items() if a is None))
+    differing = tuple(sorted(p for p, a in actual.items() if a is not None and a != expected[p]))
+    extra = tuple(sorted(p for p in disk.record if p not in files and entries.get(p) == _FILE))
+    hand_edited = []
+    for p, h in sorted(disk.record.items()):
+        if entries.get(p) == _FILE:
+            data = actual[p] if p in actual else _read(root, p)
+            if isinstance(data, bytes) and _sha(data) != h:
+                hand_edited.append(p)
+    olds = {p: _read(root, p) for p in extra}
+
+    chunks: list[str] = []
+    for p in sorted({*missing, *differing, *extra}):
+        a = olds.get(p, actual.get(p))
+        b = expected.get(p)
+        chunks.append(_file_diff(p, a, b))
+        if p == RECORD_NAME:
+            msg = "the record of generated files differs from the files produced"
+        elif p in missing:
+            msg = f"{p} is missing"
+        elif p in extra:
+            msg = f"{p} was generated earlier and is no longer produced"
+        else:
+            msg = f"{p} differs from what the spec produces"
+        diags.append(STALE.diag(msg, file=_join(display, p), hint="run `gpuplan build` and commit the result"))
+    for p in hand_edited:
+        diags.append(
+            HAND_EDITED.diag(
+                f"{p} was generated by gpuplan and has been edited by hand since",
+                file=_join(display, p),
+                severity=Severity.WARNING,
+            )
+        )
+    return CheckResult(
+        missing=missing,
+        extra=extra,
+        differing=differing,
+        hand_edited=tuple(hand_edited),
+        diff="".join(chunks),
+        diagnostics=tuple(sorted(diags, key=Diagnostic.sort_key)),
+    )
+
+
+def _lines(data: bytes) -> list[str] | None:
+    if b"\0" in data:
+        return None
+    return data.decode("utf-8", errors="replace").splitlines(keepends=True)
+
+
+def _file_diff(path: str, a: bytes | str | None, b: bytes | None) -> str:
+    """git-style unified diff of one file; ``a`` may be a kind name (a symlink
+    or directory sits where a file should be) or None (absent)."""
+    fa = f"a/{path}" if a is not None else "/dev/null"
+    fb = f"b/{path}" if b is not None else "/dev/null"
+    if isinstance(a, str):
+        head = f"--- {fa}\n+++ {fb}\n@@ {path} is a {a} on disk @@\n"
+        return head + "".join(_hunk_lines(["+" + ln for ln in (_lines(b) or [])]))
+    la = [] if a is None else _lines(a)
+    lb = [] if b is None else _lines(b)
+    if la is None or lb is None:
+        return f"Binary files {fa} and {fb} differ\n"
+    out = difflib.unified_diff(la, lb, fromfile=fa, tofile=fb, n=3)
+    return "".join(_hunk_lines(out))
+
+
+def _hunk_lines(lines) -> Iterator[str]:
+    # difflib leaves a last line without "\n" as is; mark it the way git does.
+    for ln in lines:
+        if ln.endswith("\n"):
+            yield ln
+        else:
+            yield ln + "\n\\ No newline at end of file\n"
