@@ -100,3 +100,9 @@ def test_usage_and_write_errors(tmp_path):
     assert r.returncode == 1 and r.stderr.startswith("gpuplan probe: cannot write")
     r = gpuplan("probe", "--format", "xml")
     assert r.returncode == 2
+
+
+def test_output_is_byte_identical_across_hash_seeds():
+    outs = {gpuplan("probe", "--fake", str(fixture_path("a100-mig")), env={"PYTHONHASHSEED": s}).stdout
+            for s in ("0", "1", "12345")}
+    assert len(outs) == 1 and next(iter(outs)).startswith("apiVersion: gpuplan.dev/v1alpha1\n")
