@@ -90,17 +90,17 @@ def check_fleet(path: Path | str, *, display: str | None = None, options: Option
 def render_files(rf: ResolvedFleet, spec_label: str) -> dict[str, bytes]:
     """Lower and render every artifact to file bytes."""
     from gpuplan.lower import lower_all
-    from gpuplan.render.yamlwriter import dump_documents
+    from gpuplan.render.yamlwriter import dump_documents_bytes
 
     header = HEADER.format(spec=spec_label)
     files: dict[str, bytes] = {}
     for a in lower_all(rf):
         if a.documents is not None:
-            text = dump_documents(list(a.documents), header=header)
+            files[a.path] = dump_documents_bytes(list(a.documents), header=header)
         else:
             body = a.text or ""
             text = f"<!-- {header} -->\n{body}" if a.path.endswith(".md") else body
-        files[a.path] = text.encode("utf-8")
+            files[a.path] = text.encode("utf-8")
     return files
 
 

@@ -83,6 +83,12 @@ class PoolView:
 
     def node_resources(self) -> dict[str, int]:
         """Extended resources one node advertises, in device-plugin units."""
+        return dict(self._node_resources)
+
+    @cached_property
+    def _node_resources(self) -> dict[str, int]:
+        # cached_property writes the instance __dict__ directly, so it works on
+        # this frozen dataclass; lowering asks for these once per namespace
         s = self.pool.sharing
         n = self.gpus_per_node or 0
         if s.mode == "exclusive":
@@ -146,6 +152,20 @@ class ResolvedFleet:
 
     def tier_resource(self, tier: Tier) -> str | None:
         """The extended resource a tier's pods request (None when it cannot be told)."""
+        return self._tier_resources.get(tier.name) if tier.name in self.tier_by_name else self._tier_resource(tier)
+
+    @cached_property
+    def _tier_resources(self) -> dict[str, str | None]:
+        return {t.name: self._tier_resource(t) for t in self.fleet.spec.tiers}
+
+    @cached_property
+    def gpu_resources(self) -> tuple[str, ...]:
+        """Every extended GPU resource the fleet's pools advertise or its tiers name, sorted."""
+        names = {name for pv in self.pools for name in pv.node_resources()}
+        names.update(r for r in self._tier_resources.values() if r is not None)
+        return tuple(sorted(names))
+
+    def _tier_resource(self, tier: Tier) -> str | None:
         pv = self.tier_pool(tier)
         if pv is None:
             return None

@@ -321,6 +321,7 @@ def gets_mixed_resource(profile_name: str) -> bool:
     return p is not None and (p.compute is None or p.compute == p.gpu_slices)
 
 
+@lru_cache(maxsize=4096)
 def mig_resource_name(profile_name: str, strategy: str) -> str | None:
     """Extended resource a MIG device is advertised as: ``mixed`` ->
     ``nvidia.com/mig-<profile>`` with ``+`` turned into ``.``; ``single`` ->

@@ -30,7 +30,8 @@ def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool):
 @click.command()
 @fleet_argument
 @output_option
-@click.option("--force", is_flag=True, help="Overwrite generated files that were edited by hand.")
+@click.option("--force", is_flag=True,
+              help="Overwrite generated files edited by hand, and a person's file at a path gpuplan produces.")
 @format_option
 @strict_option
 @verbose_option
@@ -45,9 +46,13 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
     compiled = _compile(fleet, out_dir, fmt, strict, verbose)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
-    from gpuplan.output.tree import write_tree
+    from gpuplan.output.tree import TreeError, write_tree
 
-    result = write_tree(Path(out_dir), compiled.files, force=force)
+    try:
+        result = write_tree(Path(out_dir), compiled.files, force=force)
+    except TreeError as exc:
+        emit([exc.diagnostic], fmt)
+        ctx.exit(int(ExitCode.INVALID))
     if result.diagnostics:
         emit(result.diagnostics, fmt, verbose=verbose)
         ctx.exit(int(ExitCode.INVALID))
@@ -69,14 +74,20 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool)
     compiled = _compile(fleet, out_dir, fmt, False, verbose)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
-    from gpuplan.output.tree import check_tree
+    from gpuplan.output.tree import TreeError, check_tree
 
-    result = check_tree(Path(out_dir), compiled.files)
+    try:
+        result = check_tree(Path(out_dir), compiled.files)
+    except TreeError as exc:
+        emit([exc.diagnostic], fmt)
+        ctx.exit(int(ExitCode.INVALID))
     if result.ok:
         if fmt == "text":
             click.echo(f"{out_dir}: up to date ({len(compiled.files)} files)")
         return
     click.echo(result.diff, nl=False)
+    if fmt != "text":  # per-file annotations for CI (text users read the diff)
+        emit(result.diagnostics, fmt)
     click.echo(f"{out_dir}: stale; run `gpuplan build {fleet}" + (f" -o {out_dir}" if out_dir != "generated" else "")
                + "` and commit the result", err=True)
     ctx.exit(int(ExitCode.STALE))
@@ -94,7 +105,12 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str) -> None:
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
     from gpuplan.output.objdiff import diff_trees, render_markdown, render_text
-    from gpuplan.output.tree import read_tree
+    from gpuplan.output.tree import TreeError, read_tree
 
-    d = diff_trees(read_tree(Path(out_dir)), compiled.files)
+    try:
+        old = read_tree(Path(out_dir))
+    except TreeError as exc:
+        emit([exc.diagnostic], "text")
+        ctx.exit(int(ExitCode.INVALID))
+    d = diff_trees(old, compiled.files)
     click.echo((render_markdown if fmt == "markdown" else render_text)(d), nl=False)

@@ -54,8 +54,8 @@ def lower_all(rf: "ResolvedFleet") -> list[Artifact]:
                 continue
             raise
         produced.extend(mod.lower(rf, tuple(produced)))
-    paths = [a.path for a in produced]
-    dupes = {p for p in paths if paths.count(p) > 1}
+    seen: set[str] = set()
+    dupes = {a.path for a in produced if a.path in seen or seen.add(a.path)}
     if dupes:
         raise RuntimeError(f"two targets produced the same file: {sorted(dupes)}")
     return sorted(produced, key=lambda a: a.path)

@@ -80,19 +80,6 @@ def priority_class(rf: ResolvedFleet, tier: Tier) -> dict[str, Any]:
 # --- quotas --------------------------------------------------------------------------
 
 
-def fleet_resources(rf: ResolvedFleet) -> list[str]:
-    """Every extended GPU resource the fleet's pools or tiers name, sorted."""
-    names: dict[str, None] = {}
-    for pv in rf.pools:
-        for name in pv.node_resources():
-            names[name] = None
-    for tier in rf.fleet.spec.tiers:
-        res = rf.tier_resource(tier)
-        if res is not None:
-            names[res] = None
-    return sorted(names)
-
-
 def _grants(rf: ResolvedFleet, tenant: Tenant, ns: str) -> list[tuple[Tier, str, int]]:
     """(tier, resource, units) the namespace is granted, in spec order of its quotas."""
     out = []
@@ -113,7 +100,7 @@ def _hard(totals: dict[str, int]) -> dict[str, str]:
 
 def namespace_quotas(rf: ResolvedFleet, tenant: Tenant, ns: str) -> list[dict[str, Any]]:
     grants = _grants(rf, tenant, ns)
-    totals = {r: 0 for r in fleet_resources(rf)}
+    totals = {r: 0 for r in rf.gpu_resources}
     for _, res, units in grants:
         totals[res] = totals.get(res, 0) + units
     ann = object_annotations(rf, "ResourceQuota")

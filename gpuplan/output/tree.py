@@ -47,7 +47,7 @@ import shutil
 import stat
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Iterator, Mapping
 
 from gpuplan.codes import Code

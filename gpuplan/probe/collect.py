@@ -275,7 +275,7 @@ _INIT_REASONS = {
 
 def _unavailable(n: _Nvml, code: int) -> NvmlUnavailable:
     name = n.names.get(code, f"NVML_ERROR_{code}")
-    reason = _INIT_REASONS.get(code, f"NVML initialisation failed")
+    reason = _INIT_REASONS.get(code, "NVML initialisation failed")
     return NvmlUnavailable(f"{reason} ({name})", name)
 
 

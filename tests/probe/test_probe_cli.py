@@ -10,7 +10,7 @@ import sys
 
 import yaml
 
-from conftest import REPO, fixture_path
+from probe_support import REPO, fixture_path
 from gpuplan.probe.inventory import NodeInventory
 
 

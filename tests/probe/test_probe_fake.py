@@ -10,7 +10,7 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from conftest import GPU_FIXTURES, fixture_path, probe_fixture, run_probe
+from probe_support import GPU_FIXTURES, fixture_path, probe_fixture, run_probe
 from gpuplan.probe import _nvml_compat as compat
 from gpuplan.probe.collect import NvmlUnavailable, mig_memory_gb, profile_name
 from gpuplan.probe.fake import MUTATING, FakeMutationError, FakeNvml, load_fake

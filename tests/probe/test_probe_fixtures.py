@@ -6,7 +6,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from conftest import GPU_FIXTURES, probe_fixture
+from probe_support import GPU_FIXTURES, probe_fixture
 from gpuplan.probe import facts
 from gpuplan.probe.inventory import NodeInventory, dump_json, dump_yaml, load_inventory, to_document
 

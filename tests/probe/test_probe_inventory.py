@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import SCHEMA_PATH, probe_fixture
+from probe_support import SCHEMA_PATH, probe_fixture
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Severity
 from gpuplan.probe.codes import CODES

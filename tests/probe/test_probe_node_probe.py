@@ -13,7 +13,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from conftest import REPO, fixture_path
+from probe_support import REPO, fixture_path
 
 NODE_PROBE = REPO / "node-probe"
 K8S = "1.33.0"

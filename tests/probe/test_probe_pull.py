@@ -8,7 +8,7 @@ import stat
 import subprocess
 import sys
 
-from conftest import REPO, probe_fixture
+from probe_support import REPO, probe_fixture
 from gpuplan.probe.inventory import dump_yaml, load_inventory
 from gpuplan.probe.publish import configmap_body
 
