@@ -140,7 +140,7 @@ class GpuOperator(Model):
     )
     driver_version: str | None = None
     toolkit: Literal["managed", "preinstalled"] = "managed"
-    dcgm_exporter: DcgmExporter = Field(default_factory=lambda: DcgmExporter())
+    dcgm_exporter: DcgmExporter = Field(default_factory=DcgmExporter)
 
 
 class Aws(Model):
@@ -167,7 +167,7 @@ class Cluster(Model):
     name: Name | None = None
     kubernetes_version: str = Field(pattern=r"^1\.[0-9]{2}$")
     gitops: GitOps
-    gpu_operator: GpuOperator = Field(default_factory=lambda: GpuOperator())
+    gpu_operator: GpuOperator = Field(default_factory=GpuOperator)
     aws: Aws | None = None
 
 
@@ -262,6 +262,10 @@ class Mps(_Shared):
     mode: Literal["mps"]
 
 
+def _exclusive() -> "Exclusive":
+    return Exclusive(mode="exclusive")
+
+
 Sharing = Annotated[Union[Exclusive, Mig, TimeSlicing, Mps], Field(discriminator="mode")]
 
 
@@ -273,8 +277,8 @@ class Pool(Model):
     )
     nodes: list[NodeName] | None = Field(default=None, description="Static nodes, by Kubernetes node name.")
     karpenter: Karpenter | None = None
-    sharing: Sharing = Field(default_factory=lambda: Exclusive(mode="exclusive"))
-    topology: Topology = Field(default_factory=lambda: Topology())
+    sharing: Sharing = Field(default_factory=_exclusive)
+    topology: Topology = Field(default_factory=Topology)
     taints: list[Taint] | None = Field(
         default=None, description="Default for Karpenter pools: nvidia.com/gpu=present:NoSchedule."
     )
@@ -347,7 +351,7 @@ class FleetSpec(Model):
     pools: list[Pool] = Field(min_length=1)
     tiers: list[Tier] = []
     tenants: list[Tenant] = []
-    rules: Rules = Field(default_factory=lambda: Rules())
+    rules: Rules = Field(default_factory=Rules)
 
 
 class Metadata(Model):
