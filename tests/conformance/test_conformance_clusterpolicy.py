@@ -14,7 +14,7 @@ import json
 import jsonschema
 import pytest
 import yaml
-from _conformkit import REPO, fleet, one
+from tests.outputkit import REPO, fleet, one
 
 SCHEMA = REPO.parent / "shared" / "reference" / "k8s" / "schemas" / "catalog-strict" / "nvidia.com" / "clusterpolicy_v1.json"
 

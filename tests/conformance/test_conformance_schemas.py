@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import kubernetes_validate
 import pytest
-from _conformkit import REPO, all_objects
+from tests.outputkit import REPO, all_objects
 
 SHARED = REPO.parent / "shared"
 CATALOG = SHARED / "reference" / "k8s" / "schemas" / "catalog-strict"
@@ -100,7 +100,7 @@ ALL_EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 
 @pytest.mark.parametrize("spec", ALL_EXAMPLES, ids=lambda p: p.name)
 def test_every_example_in_the_repo_validates(spec):
-    from _conformkit import compile_ok
+    from tests.outputkit import compile_ok
 
     objs = all_objects(compile_ok(spec))
     assert objs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from _lowerkit import EXAMPLES, compile_ok
+from tests.outputkit import EXAMPLES, compile_ok
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from _lowerkit import fleet, one
+from tests.outputkit import fleet, one
 
 from gpuplan.lower.device_plugin import CONFIGMAP_NAME, DEFAULT_CONFIG, cluster_mig_strategy
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from _lowerkit import all_objects, docs, one
+from tests.outputkit import all_objects, docs, one
 
 from gpuplan.lower import lower_all
 

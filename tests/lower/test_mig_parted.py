@@ -6,7 +6,7 @@ import re
 
 import pytest
 import yaml
-from _lowerkit import fleet, one
+from tests.outputkit import fleet, one
 
 from gpuplan.lower.mig_parted import CONFIGMAP_NAME
 

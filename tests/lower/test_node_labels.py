@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from _lowerkit import fleet, one
+from tests.outputkit import fleet, one
 
 from gpuplan.lower.node_labels import pool_node_labels
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from _lowerkit import fleet, one
+from tests.outputkit import fleet, one
 
 from gpuplan.lower.device_plugin import CONFIGMAP_NAME as PLUGIN_CM
 from gpuplan.lower.mig_parted import CONFIGMAP_NAME as MIG_CM

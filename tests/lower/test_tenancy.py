@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from _lowerkit import all_objects, docs, fleet, one
+from tests.outputkit import all_objects, docs, fleet, one
 
 from gpuplan.lower.tenancy import priority_class_name
 

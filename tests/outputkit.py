@@ -9,7 +9,7 @@ import yaml
 from gpuplan.compiler import Compiled, compile_fleet
 from gpuplan.diagnostics import has_errors
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = {
     "argocd": REPO / "examples" / "fleet.yaml",
     "flux": REPO / "examples" / "flux-onprem.yaml",
