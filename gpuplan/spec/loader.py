@@ -182,15 +182,20 @@ def _resolve_plain(v: str) -> Any:
     return v
 
 
+def _pure_parser(text: str) -> Any:
+    """ruamel's pure-Python parser: the same events, for when the C extension is missing."""
+    from ruamel.yaml.loader import SafeLoader
+
+    return SafeLoader(text)
+
+
 def _parser_class():
     from ruamel.yaml.resolver import BaseResolver
 
     try:
         from ruamel.yaml.cyaml import CParser as _P
-    except ImportError:  # pure-Python fallback, same events
-        from ruamel.yaml.loader import SafeLoader
-
-        return lambda text: SafeLoader(text)
+    except ImportError:
+        return _pure_parser
 
     class _Parser(_P, BaseResolver):
         def __init__(self, text: str) -> None:

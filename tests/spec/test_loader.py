@@ -123,3 +123,18 @@ def test_utf8_bom_is_accepted(tmp_path):
     p = tmp_path / "bom.yaml"
     p.write_bytes(b"\xef\xbb\xbfa: 1\n")
     assert load_file(p).data == {"a": 1}
+
+
+def test_pure_python_parser_gives_the_same_data_and_positions(monkeypatch):
+    """Without ruamel.yaml.clib the loader uses ruamel's pure-Python parser."""
+    from gpuplan.spec import loader
+
+    text = (open(__file__.replace("tests/spec/test_loader.py", "examples/fleet.yaml")).read())
+    fast = load_text(text, "f.yaml")
+    monkeypatch.setattr(loader, "_parser_class", lambda: loader._pure_parser)
+    slow = load_text(text, "f.yaml")
+    assert slow.data == fast.data
+    assert slow.value_pos == fast.value_pos and slow.key_pos == fast.key_pos
+    with pytest.raises(LoadError) as exc:
+        load_text("a: 1\na: 2\n", "f.yaml")
+    assert exc.value.diag.code == "GP002"
