@@ -22,6 +22,7 @@ from gpuplan.spec.validate import format_path
 
 if TYPE_CHECKING:
     from gpuplan.catalog import GpuModel
+    from gpuplan.report.capacity import CapacityReport
     from gpuplan.probe.inventory import NodeInventory
 
 GPU = "nvidia.com/gpu"
@@ -146,6 +147,13 @@ class ResolvedFleet:
     @cached_property
     def tier_index(self) -> dict[str, int]:
         return {t.name: i for i, t in enumerate(self.fleet.spec.tiers)}
+
+    @cached_property
+    def capacity(self) -> "CapacityReport":
+        """The capacity report; capacity rules and CAPACITY.md share one computation."""
+        from gpuplan.report.capacity import capacity
+
+        return capacity(self)
 
     def tier_pool(self, tier: Tier) -> PoolView | None:
         return self.pool_by_name.get(tier.pool)

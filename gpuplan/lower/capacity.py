@@ -15,8 +15,7 @@ PATH = "CAPACITY.md"
 
 
 def lower(rf: "ResolvedFleet", produced: Sequence[Artifact]) -> list[Artifact]:
-    from gpuplan.report.capacity import capacity
     from gpuplan.report.render import render_markdown
 
-    return [Artifact(PATH, text=render_markdown(capacity(rf)), kustomize=False,
+    return [Artifact(PATH, text=render_markdown(rf.capacity), kustomize=False,
                      description="Capacity, quota, oversubscription and cost per pool, tier and tenant")]

@@ -51,9 +51,7 @@ CODES = (E_OVERSUBSCRIBED, E_NO_CAPACITY, I_UNOFFERED)
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
-    from gpuplan.report.capacity import capacity
-
-    report = capacity(rf)
+    report = rf.capacity
     tiers = rf.fleet.spec.tiers
     reported_groups: set[tuple[str, str]] = set()
     for tr in report.tiers:
