@@ -64,6 +64,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.spec.loader",
     "gpuplan.spec.validate",
     "gpuplan.rules",
+    "gpuplan.mig.codes",
     "gpuplan.rules.mig",
     "gpuplan.rules.sharing",
     "gpuplan.rules.resources",

@@ -41,10 +41,6 @@ class Compiled:
     resolved: ResolvedFleet | None = None
 
 
-def _display(path: Path | str) -> str:
-    return str(path)
-
-
 def _inventory_paths(rf: ResolvedFleet, spec_dir: Path) -> list[Path]:
     paths: set[Path] = set()
     for pattern in rf.fleet.spec.inventory:
@@ -69,7 +65,7 @@ def check_fleet(path: Path | str, *, display: str | None = None, options: Option
     """Load, model and check a fleet spec."""
     from gpuplan.spec.validate import parse_fleet
 
-    name = display or _display(path)
+    name = display or str(path)
     try:
         doc = load_file(path, display=name, max_bytes=options.max_bytes)
     except LoadError as exc:

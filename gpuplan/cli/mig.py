@@ -253,7 +253,7 @@ def _check_one(ctx: click.Context, g, wanted: dict[str, int], driver: str | None
                 for p in result.placements
             ],
             "failure": None if f is None else {
-                "kind": f.kind.value, "code": FAILURE_CODES[f.kind], "message": f.message, "profile": f.profile,
+                "kind": f.kind.value, "code": FAILURE_CODES[f.kind].code, "message": f.message, "profile": f.profile,
                 "instance": f.instance, "taken": [str(t) for t in f.taken], "free_slices": list(f.free_slices),
                 "did_you_mean": list(f.did_you_mean), "required_driver": f.required_driver,
             },
@@ -270,7 +270,7 @@ def _check_one(ctx: click.Context, g, wanted: dict[str, int], driver: str | None
         ctx.exit(int(ExitCode.OK))
     f = result.failure
     assert f is not None
-    click.echo(f"error {FAILURE_CODES[f.kind]}: {f.message}")
+    click.echo(f"error {FAILURE_CODES[f.kind].code}: {f.message}")
     hint = hint_for(result)
     if f.did_you_mean:
         click.echo(f"  hint: did you mean {' or '.join(f.did_you_mean)}?")

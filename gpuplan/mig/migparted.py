@@ -18,17 +18,10 @@ from gpuplan.catalog import GpuModel, mig_gpus, parse_profile_name, resolve_gpu
 from gpuplan.diagnostics import Diagnostic, Severity, normalise
 from gpuplan.mig.solver import FailureKind, LayoutCheck, check_layout, describe_layout, geometry_profile
 
-# Failure kinds -> GP2xx codes (the lead's `gpuplan.rules.mig` declares the Code objects).
-FAILURE_CODES: dict[FailureKind, str] = {
-    FailureKind.UNKNOWN_PROFILE: "GP201",
-    FailureKind.COUNT_LIMIT: "GP202",
-    FailureKind.MEDIA_EXCLUSIVE: "GP203",
-    FailureKind.NO_PLACEMENT: "GP204",
-    FailureKind.DRIVER_TOO_OLD: "GP205",
-    FailureKind.NOT_MIG_CAPABLE: "GP206",
-}
-SCHEMA_CODE = "GP207"  # the file breaks mig-parted's config schema
-UNKNOWN_DEVICE_CODE = "GP208"  # a device-filter id no catalog GPU has (warning)
+from gpuplan.mig.codes import E_MIG_PARTED_SCHEMA, FAILURE_CODES, W_UNKNOWN_DEVICE
+
+SCHEMA_CODE = E_MIG_PARTED_SCHEMA.code  # the file breaks mig-parted's config schema
+UNKNOWN_DEVICE_CODE = W_UNKNOWN_DEVICE.code  # a device-filter id no catalog GPU has (warning)
 
 TOP_KEYS = ("version", "mig-configs")
 ENTRY_KEYS = ("device-filter", "devices", "mig-enabled", "mig-devices")
@@ -272,7 +265,7 @@ class _Checker:
             wanted = [p for p, c in layout.items() if c > 0]
             models = [g for g in mig_gpus() if all(geometry_profile(g, p) for p in wanted)]
             if not models:
-                self.add(FAILURE_CODES[FailureKind.UNKNOWN_PROFILE],
+                self.add(FAILURE_CODES[FailureKind.UNKNOWN_PROFILE].code,
                          f"config {name!r} entry {i + 1}: no MIG GPU in gpuplan's catalog has all of "
                          f"{', '.join(wanted)}", pos, where, path=path,
                          hint="add a device-filter, or check the names with `gpuplan mig profiles MODEL`")
@@ -322,7 +315,7 @@ class _Checker:
                 continue
             assert result.failure is not None
             names = ", ".join(g.key for g in group)
-            self.add(FAILURE_CODES[result.failure.kind],
+            self.add(FAILURE_CODES[result.failure.kind].code,
                      f"config {name!r} entry {i + 1} cannot be created on {names}: {result.failure.message}",
                      pos, where, path=path, hint=hint_for(result))
 

@@ -153,6 +153,16 @@ _TAG_MEMO: dict[str, str] = {}
 _MISS = object()
 
 
+def _remember(memo: dict[str, Any], s: str, value: Any) -> Any:
+    """Store a per-string decision in a bounded memo (short strings only: names,
+    label values and keys repeat; long text rarely does)."""
+    if len(s) <= 256:
+        if len(memo) >= _MEMO_MAX:
+            memo.clear()
+        memo[s] = value
+    return value
+
+
 def _str_style(s: str) -> str | None:
     if s in _WORDS or _NUMBERISH(s) is not None:
         style: str | None = "'"
@@ -160,11 +170,7 @@ def _str_style(s: str) -> str | None:
         style = '"' if _ODD_BREAK(s) else "|"
     else:
         style = None
-    if len(s) <= 256:
-        if len(_STYLE_MEMO) >= _MEMO_MAX:
-            _STYLE_MEMO.clear()
-        _STYLE_MEMO[s] = style
-    return style
+    return _remember(_STYLE_MEMO, s, style)
 
 
 def _plain_tag(dumper: Any, s: str) -> str:
@@ -172,11 +178,7 @@ def _plain_tag(dumper: Any, s: str) -> str:
         tag = _BASE_RESOLVE(dumper, ScalarNode, s, (True, False))
     else:
         tag = _STR
-    if len(s) <= 256:
-        if len(_TAG_MEMO) >= _MEMO_MAX:
-            _TAG_MEMO.clear()
-        _TAG_MEMO[s] = tag
-    return tag
+    return _remember(_TAG_MEMO, s, tag)
 
 
 def _plain_value(data: Any) -> Any:
