@@ -21,6 +21,7 @@ from typing import Annotated, Any, Iterable, Literal, Optional, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpuplan.diagnostics import Diagnostic
+from gpuplan.spec.validator_cache import validator
 
 API_VERSION = "gpuplan.dev/v1alpha1"
 KIND = "NodeInventory"
@@ -185,6 +186,10 @@ class Topology(_Model):
         return self
 
 
+def _topology() -> Topology:
+    return Topology.model_construct()  # defaults are valid; see gpuplan.spec.models._rules
+
+
 class NodeInventory(_Model):
     api_version: Literal["gpuplan.dev/v1alpha1"] = API_VERSION
     kind: Literal["NodeInventory"] = KIND
@@ -192,7 +197,7 @@ class NodeInventory(_Model):
     probe: Probe
     system: SystemInfo
     gpus: list[GpuInfo] = Field(default_factory=list)
-    topology: Topology = Field(default_factory=Topology)
+    topology: Topology = Field(default_factory=_topology)
 
     @model_validator(mode="after")
     def _consistent(self) -> "NodeInventory":
@@ -492,7 +497,7 @@ def _load_inventory(paths: Iterable[str | Path]) -> tuple[list[NodeInventory], l
                 )
                 continue
             try:
-                inv = NodeInventory.model_validate(doc)
+                inv = validator(NodeInventory).validate_python(doc)
             except ValidationError as exc:
                 for err in exc.errors(include_url=False):
                     loc = tuple(err.get("loc", ()))

@@ -99,6 +99,29 @@ Duration = Annotated[str, AfterValidator(_duration)]
 Count = Annotated[int, Field(ge=1)]
 
 
+# Default instances come from model_construct: they hold the models' own
+# defaults, valid by definition, whereas calling the class would compile that
+# model's validator separately on first use (see gpuplan.spec.validator_cache).
+def _dcgm_exporter() -> DcgmExporter:
+    return DcgmExporter.model_construct()
+
+
+def _gpu_operator() -> GpuOperator:
+    return GpuOperator.model_construct()
+
+
+def _exclusive() -> Exclusive:
+    return Exclusive.model_construct(mode="exclusive")
+
+
+def _topology() -> Topology:
+    return Topology.model_construct()
+
+
+def _rules() -> Rules:
+    return Rules.model_construct()
+
+
 class Model(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -140,7 +163,7 @@ class GpuOperator(Model):
     )
     driver_version: str | None = None
     toolkit: Literal["managed", "preinstalled"] = "managed"
-    dcgm_exporter: DcgmExporter = Field(default_factory=DcgmExporter)
+    dcgm_exporter: DcgmExporter = Field(default_factory=_dcgm_exporter)
 
 
 class Aws(Model):
@@ -167,7 +190,7 @@ class Cluster(Model):
     name: Name | None = None
     kubernetes_version: str = Field(pattern=r"^1\.[0-9]{2}$")
     gitops: GitOps
-    gpu_operator: GpuOperator = Field(default_factory=GpuOperator)
+    gpu_operator: GpuOperator = Field(default_factory=_gpu_operator)
     aws: Aws | None = None
 
 
@@ -262,8 +285,6 @@ class Mps(_Shared):
     mode: Literal["mps"]
 
 
-def _exclusive() -> "Exclusive":
-    return Exclusive(mode="exclusive")
 
 
 Sharing = Annotated[Union[Exclusive, Mig, TimeSlicing, Mps], Field(discriminator="mode")]
@@ -278,7 +299,7 @@ class Pool(Model):
     nodes: list[NodeName] | None = Field(default=None, description="Static nodes, by Kubernetes node name.")
     karpenter: Karpenter | None = None
     sharing: Sharing = Field(default_factory=_exclusive)
-    topology: Topology = Field(default_factory=Topology)
+    topology: Topology = Field(default_factory=_topology)
     taints: list[Taint] | None = Field(
         default=None, description="Default for Karpenter pools: nvidia.com/gpu=present:NoSchedule."
     )
@@ -351,7 +372,7 @@ class FleetSpec(Model):
     pools: list[Pool] = Field(min_length=1)
     tiers: list[Tier] = []
     tenants: list[Tenant] = []
-    rules: Rules = Field(default_factory=Rules)
+    rules: Rules = Field(default_factory=_rules)
 
 
 class Metadata(Model):

@@ -1,0 +1,101 @@
+"""Start-up cost of `gpuplan validate`, side by side with its baseline.
+
+    python benchmarks/bench_startup.py [--runs 40] [--python PY] [--gpuplan GPUPLAN]
+
+Runs each command ``--runs`` times, interleaved round-robin so that machine
+noise falls on all of them alike, and prints a Markdown table of wall time
+(min, median) and CPU time (user+sys, median) with the ratio of medians to
+the baseline. Figures are recorded in docs/performance.md.
+
+- baseline: ``python -c "import pydantic, ruamel.yaml, click"``, the yardstick
+  the foundation issue sets;
+- pydantic floor: the baseline plus one one-field pydantic model: what any
+  program with a pydantic model pays, before any of its own code;
+- validate, cold: ``gpuplan validate examples/fleet.yaml`` with the validator
+  cache off (``GPUPLAN_CACHE_DIR=``), as on a first run;
+- validate: the same with the validator cache warm, as on every later run.
+
+Measure an installed gpuplan (``pip install .``), not an editable checkout
+when ``PYTHONDONTWRITEBYTECODE`` is set: without byte-code files every run
+compiles gpuplan from source and the figures say nothing about users.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FLOOR = (
+    "import pydantic, ruamel.yaml, click\n"
+    "from pydantic import BaseModel, ConfigDict\n"
+    "class A(BaseModel):\n"
+    "    model_config = ConfigDict(defer_build=True)\n"
+    "    x: int\n"
+)
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    err = proc.stderr.read() if proc.stderr else b""
+    proc.stderr.close() if proc.stderr else None
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {err.decode(errors='replace')}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--gpuplan", default=shutil.which("gpuplan") or "gpuplan")
+    args = ap.parse_args()
+
+    fleet = "examples/fleet.yaml"
+    with tempfile.TemporaryDirectory() as cache:
+        base_env = {**os.environ, "GPUPLAN_CACHE_DIR": cache}
+        cold_env = {**os.environ, "GPUPLAN_CACHE_DIR": ""}
+        cases = [
+            ("baseline: `import pydantic, ruamel.yaml, click`",
+             [args.python, "-c", "import pydantic, ruamel.yaml, click"], base_env),
+            ("pydantic floor: baseline + one model", [args.python, "-c", FLOOR], base_env),
+            ("`gpuplan validate`, validator cache off", [args.gpuplan, "validate", fleet], cold_env),
+            ("`gpuplan validate`, validator cache warm", [args.gpuplan, "validate", fleet], base_env),
+        ]
+        for _ in range(args.warmup):
+            for _, cmd, env in cases:
+                _run(cmd, env)
+        wall: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+        cpu: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+        for _ in range(args.runs):
+            for name, cmd, env in cases:
+                w, c = _run(cmd, env)
+                wall[name].append(w)
+                cpu[name].append(c)
+
+    base = cases[0][0]
+    bw, bc = statistics.median(wall[base]), statistics.median(cpu[base])
+    print(f"{args.runs} interleaved runs each, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}\n")
+    print("| Command | wall min | wall median | CPU median | ratio (wall) | ratio (CPU) |")
+    print("|---|---|---|---|---|---|")
+    for name, _, _ in cases:
+        w, c = statistics.median(wall[name]), statistics.median(cpu[name])
+        print(f"| {name} | {min(wall[name]) * 1000:.0f} ms | {w * 1000:.0f} ms | {c * 1000:.0f} ms "
+              f"| {w / bw:.2f}x | {c / bc:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
