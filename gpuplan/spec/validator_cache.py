@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from pydantic_core import SchemaValidator
 
 _FORMAT = b"gpuplan-validator-cache-1"
+_KEEP = 4  # per model: several installed gpuplan versions can share one cache
 _MAX_BYTES = 4 << 20
 _SAFE_BUILTINS = {t.__name__: t for t in (list, dict, tuple, set, frozenset)}
 _built: dict[type, "SchemaValidator"] = {}
@@ -210,11 +211,16 @@ def _store(path: Path, model: type, built: Any) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
-        for old in path.parent.glob(f"{model.__qualname__}-*.pickle"):
-            if old != path:
-                old.unlink(missing_ok=True)  # keys of older sources are never read again
+        _prune(path.parent, model.__qualname__)
     except Exception:  # an unwritable cache costs time on the next run, nothing else
         try:
             tmp.unlink()  # type: ignore[possibly-undefined]
         except Exception:
             pass
+
+
+def _prune(where: Path, qualname: str) -> None:
+    """Keep the newest few files per model; older keys are rarely read again."""
+    files = sorted(where.glob(f"{qualname}-*.pickle"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for old in files[_KEEP:]:
+        old.unlink(missing_ok=True)

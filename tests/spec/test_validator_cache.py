@@ -96,14 +96,17 @@ def test_store_then_load(tmp_path: Path):
     assert loaded is not None and loaded.validate_python(data) == Fleet.model_validate(data)
 
 
-def test_storing_a_new_key_prunes_older_files(tmp_path: Path):
+def test_storing_keeps_the_newest_few_files_per_model(tmp_path: Path):
     Fleet.model_rebuild()
-    old = tmp_path / "Fleet-old.pickle"
     other = tmp_path / "NodeInventory-old.pickle"
-    vc._store(old, Fleet, Fleet.__pydantic_validator__)
     other.write_bytes(b"x")
-    vc._store(tmp_path / "Fleet-new.pickle", Fleet, Fleet.__pydantic_validator__)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["Fleet-new.pickle", "NodeInventory-old.pickle"]
+    for i in range(vc._KEEP + 2):
+        path = tmp_path / f"Fleet-{i}.pickle"
+        vc._store(path, Fleet, Fleet.__pydantic_validator__)
+        os.utime(path, ns=(i * 10**9, i * 10**9))  # distinct ages on coarse-mtime filesystems
+    kept = sorted(p.name for p in tmp_path.iterdir())
+    assert kept == ["Fleet-2.pickle", "Fleet-3.pickle", "Fleet-4.pickle", "Fleet-5.pickle",
+                    "NodeInventory-old.pickle"]
 
 
 class _System:
