@@ -75,7 +75,7 @@ def _fmt_layout(layout: dict[str, int] | None) -> str:
     if layout is None:
         return "MIG disabled"
     if not layout:
-        return "MIG on, no instances"
+        return "MIG on with no instances"
     return "{" + ", ".join(f"{k}: {v}" for k, v in layout.items()) + "}"
 
 
@@ -185,11 +185,15 @@ def _mig(rf: ResolvedFleet, pv: PoolView, node: str, inv, f, path: tuple) -> Ite
         elif current is not None and dict(sorted(current.items())) != dict(sorted(want.items())):
             changed.append((idx, current, want))
     if changed:
-        gpus = ", ".join(str(i) for i, _, _ in changed)
-        _, cur, new = changed[0]
+        # GPUs of one node can differ in both directions (per-GPU layouts, a half-applied
+        # change), so each distinct (now, wanted) pair is named with its GPUs.
+        groups: dict[tuple[str, str], list[str]] = {}
+        for idx, cur, new in changed:
+            groups.setdefault((_fmt_layout(cur), _fmt_layout(new)), []).append(str(idx))
+        states = "; ".join(f"GPU{'s' if len(ids) > 1 else ''} {', '.join(ids)} now {cur}, wanted {new}"
+                           for (cur, new), ids in groups.items())
         yield rf.diag(I_RECONFIGURE,
-                      f"node {node}: MIG state of GPU{'s' if len(changed) > 1 else ''} {gpus} differs from pool "
-                      f"{pv.name} (now {_fmt_layout(cur)}, wanted {_fmt_layout(new)}): will be reconfigured "
+                      f"node {node}: MIG state differs from pool {pv.name} ({states}): will be reconfigured "
                       f"(node drained)",
                       path, hint="expected after a layout change; schedule the drain")
 

@@ -113,12 +113,19 @@ def test_gp714_mig_drift_is_reported_as_a_drain(run, tmp_path):
                                                                    for i in range(1, 4)])
     text = setup(tmp_path, nodes)
     d = only(run(text), "GP714")
-    assert d.message == ("node n3: MIG state of GPU 0 differs from pool infer (now {3g.40gb: 2}, wanted "
+    assert d.message == ("node n3: MIG state differs from pool infer (GPU 0 now {3g.40gb: 2}, wanted "
                          "{1g.10gb: 7}): will be reconfigured (node drained)")
     assert d.severity.value == "info"
     # MIG still off on a MIG pool is a change too
     text = setup(tmp_path, matching(n3=[gpu(i) for i in range(4)]))
-    assert "GPUs 0, 1, 2, 3" in only(run(text), "GP714").message
+    assert "(GPUs 0, 1, 2, 3 now MIG disabled, wanted {1g.10gb: 7})" in only(run(text), "GP714").message
+    # each GPU's own state is named, not only the first one's
+    text = setup(tmp_path, matching(n3=[gpu(0, mig=True, layout={"1g.10gb": 7}), gpu(1, mig=True, layout={}),
+                                        gpu(2), gpu(3, mig=True, layout={"3g.40gb": 2})]))
+    assert only(run(text), "GP714").message == (
+        "node n3: MIG state differs from pool infer (GPU 1 now MIG on with no instances, wanted {1g.10gb: 7}; "
+        "GPU 2 now MIG disabled, wanted {1g.10gb: 7}; GPU 3 now {3g.40gb: 2}, wanted {1g.10gb: 7}): "
+        "will be reconfigured (node drained)")
 
 
 def test_gp715_inventory_node_in_no_pool(run, tmp_path):
