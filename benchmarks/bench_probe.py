@@ -6,8 +6,9 @@ Prints a Markdown table (figures in docs/performance-probe.md). What is timed:
 - probe: ``probe_node`` on a fresh fake (all NVML queries, model building);
 - dump: the deterministic YAML writer on that inventory;
 - CLI: ``python -m gpuplan probe --fake ...`` end to end, interpreter start included;
-- load: ``load_inventory`` of ``--fleet`` copies of the inventory (what a fleet
-  rule run pays for reading inventory/ at that many nodes).
+- load: ``load_inventory`` of ``--fleet`` copies of the inventory, as YAML and as
+  JSON (``inventory pull --format``): what a fleet rule run pays for reading
+  inventory/ at that many nodes.
 The target from the issue: one 8-GPU node probed in under 1 s.
 """
 
@@ -26,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from gpuplan.probe.collect import probe_node  # noqa: E402
 from gpuplan.probe.fake import load_fake  # noqa: E402
-from gpuplan.probe.inventory import dump_yaml, load_inventory  # noqa: E402
+from gpuplan.probe.inventory import dump_json, dump_yaml, load_inventory  # noqa: E402
 
 FIXTURE = REPO / "tests" / "probe" / "fixtures" / "h100-sxm-8x.yaml"
 
@@ -67,14 +68,16 @@ def main() -> int:
                        check=True, capture_output=True)
         cli_t.append(time.perf_counter() - t)
 
-    load_t: list[float] = []
-    with tempfile.TemporaryDirectory() as d:
-        for i in range(args.fleet):
-            Path(d, f"node-{i:04d}.yaml").write_text(text.replace("name: dgx-h100-01", f"name: node-{i:04d}", 1))
-        t = time.perf_counter()
-        invs, diags = load_inventory([d])
-        load_t.append(time.perf_counter() - t)
-        assert len(invs) == args.fleet and not diags, diags[:3]
+    load_t: dict[str, list[float]] = {}
+    for suffix, dump in ((".yaml", dump_yaml), (".json", dump_json)):
+        with tempfile.TemporaryDirectory() as d:
+            for i in range(args.fleet):
+                meta = inv.metadata.model_copy(update={"name": f"node-{i:04d}"})
+                Path(d, f"node-{i:04d}{suffix}").write_text(dump(inv.model_copy(update={"metadata": meta})))
+            t = time.perf_counter()
+            invs, diags = load_inventory([d])
+            load_t[suffix] = [time.perf_counter() - t]
+            assert len(invs) == args.fleet and not diags, diags[:3]
 
     print(f"8x H100 fixture: {len(inv.gpus)} GPUs, {calls} NVML calls per probe, {len(text)} bytes of YAML\n")
     print("| step | runs | min | median | p95 |")
@@ -82,7 +85,8 @@ def main() -> int:
     print(_row("probe_node (fake NVML)", probe_t))
     print(_row("dump_yaml", dump_t))
     print(_row("gpuplan probe --fake (process)", cli_t))
-    print(_row(f"load_inventory, {args.fleet} files", load_t, unit=1.0, suffix="s"))
+    for suffix, samples in load_t.items():
+        print(_row(f"load_inventory, {args.fleet} {suffix} files", samples, unit=1.0, suffix="s"))
     worst = max(probe_t)
     print(f"\nslowest probe: {worst * 1000:.2f} ms (target < 1000 ms): {'OK' if worst < 1.0 else 'TOO SLOW'}")
     return 0 if worst < 1.0 else 1

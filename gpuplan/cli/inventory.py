@@ -23,7 +23,9 @@ def inventory() -> None:
 @click.option("-n", "--namespace", default="gpuplan-system", show_default=True,
               help="Namespace the node-probe publishes to.")
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default="inventory",
-              show_default=True, help="Directory for <node>.yaml files.")
+              show_default=True, help="Directory for <node>.yaml (or .json) files.")
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True,
+              help="File format. JSON reads ~50x faster: worth it from a few hundred nodes.")
 @click.option("--context", default=None, help="kubeconfig context (kubectl --context).")
 @click.option("--kubectl", "kubectl", default="kubectl", show_default=True, envvar="GPUPLAN_KUBECTL",
               help="kubectl binary.")
@@ -32,8 +34,8 @@ def inventory() -> None:
 @click.option("--prune", is_flag=True, help="Remove inventory files of nodes that no longer publish.")
 @click.pass_context
 def pull(ctx: click.Context, namespace: str, out_dir: str, context: str | None, kubectl: str,
-         chunk_size: int, prune: bool) -> None:
-    """Read every node's inventory ConfigMap and write OUTPUT/<node>.yaml."""
+         chunk_size: int, prune: bool, fmt: str) -> None:
+    """Read every node's inventory ConfigMap and write OUTPUT/<node>.yaml (or .json)."""
     from gpuplan.probe.pull import PullError, inventories_from_list, kubectl_command, run_kubectl, write_inventories
 
     cmd = kubectl_command(kubectl=kubectl, namespace=namespace, context=context, chunk_size=chunk_size)
@@ -47,7 +49,7 @@ def pull(ctx: click.Context, namespace: str, out_dir: str, context: str | None, 
     for w in warnings:
         click.echo(f"gpuplan inventory pull: warning: {w}", err=True)
     try:
-        res = write_inventories(Path(out_dir), invs, prune=prune)
+        res = write_inventories(Path(out_dir), invs, prune=prune, fmt=fmt)
     except OSError as exc:
         click.echo(f"gpuplan inventory pull: cannot write {out_dir}: {exc.strerror or exc}", err=True)
         ctx.exit(int(ExitCode.INVALID))

@@ -1,4 +1,4 @@
-"""`gpuplan inventory pull`: the node probes' ConfigMaps -> inventory/<node>.yaml.
+"""`gpuplan inventory pull`: the node probes' ConfigMaps -> inventory/<node>.yaml (or .json).
 
 One ``kubectl get configmaps -l app.kubernetes.io/name=gpuplan-node-probe
 --chunk-size=N`` (kubectl pages through the LIST itself, N objects per
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from gpuplan.probe.inventory import NodeInventory, dump_yaml
+from gpuplan.probe.inventory import NodeInventory, dump_json, dump_yaml
 from gpuplan.probe.publish import ANNOTATION_NODE, DATA_KEY, SELECTOR
 
 # a node name is a DNS subdomain: safe as a file name
@@ -120,40 +120,58 @@ def inventories_from_list(obj: dict[str, Any]) -> tuple[list[NodeInventory], lis
     return [invs[k] for k in sorted(invs)], warnings
 
 
-_OURS = "apiVersion: gpuplan.dev/v1alpha1\nkind: NodeInventory\n"
+# How each format's files start (model key order): only files that begin so are
+# gpuplan's, and only those are ever removed.
+_HEADERS = {
+    ".yaml": "apiVersion: gpuplan.dev/v1alpha1\nkind: NodeInventory\n",
+    ".json": '{\n  "apiVersion": "gpuplan.dev/v1alpha1",\n  "kind": "NodeInventory",\n',
+}
+_DUMPERS = {".yaml": dump_yaml, ".json": dump_json}
 
 
-def write_inventories(out_dir: Path, invs: Sequence[NodeInventory], *, prune: bool = False) -> PullResult:
-    """Write ``<out_dir>/<node>.yaml`` for each inventory, touching only files
-    whose bytes change. ``prune`` removes inventory files (ours only: they start
-    with the NodeInventory header) for nodes that no longer publish."""
+def _ours(path: Path) -> bool:
+    header = _HEADERS[path.suffix]
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return fh.read(len(header)) == header
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def write_inventories(out_dir: Path, invs: Sequence[NodeInventory], *, prune: bool = False,
+                      fmt: str = "yaml") -> PullResult:
+    """Write ``<out_dir>/<node>.<fmt>`` for each inventory, touching only files
+    whose bytes change. A node's file in the other format, if gpuplan wrote it,
+    is removed, so switching formats never leaves a node inventoried twice.
+    ``prune`` removes gpuplan's inventory files for nodes that no longer publish."""
+    suffix = "." + fmt
+    other = ".json" if suffix == ".yaml" else ".yaml"
+    dump = _DUMPERS[suffix]
     res = PullResult()
     out_dir.mkdir(parents=True, exist_ok=True)
     keep: set[str] = set()
     for inv in invs:
-        path = out_dir / f"{inv.metadata.name}.yaml"
+        path = out_dir / f"{inv.metadata.name}{suffix}"
         keep.add(path.name)
-        text = dump_yaml(inv)
+        text = dump(inv)
         try:
             old = path.read_text(encoding="utf-8")
         except OSError:
             old = None
         if old == text:
             res.unchanged.append(path)
-            continue
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        res.written.append(path)
+        else:
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+            res.written.append(path)
+        stale = path.with_suffix(other)
+        if stale.is_file() and _ours(stale):
+            stale.unlink()
+            res.removed.append(stale)
     if prune:
-        for path in sorted(out_dir.glob("*.yaml")):
-            if path.name in keep:
-                continue
-            try:
-                head = path.read_text(encoding="utf-8")[: len(_OURS)]
-            except (OSError, UnicodeDecodeError):
-                continue
-            if head == _OURS:
+        for path in sorted([*out_dir.glob("*.yaml"), *out_dir.glob("*.json")]):
+            if path.name not in keep and path not in res.removed and _ours(path):
                 path.unlink()
                 res.removed.append(path)
     return res

@@ -96,6 +96,26 @@ def test_pull_prunes_only_inventory_files(tmp_path):
     assert "--chunk-size=100" in (tmp_path / "argv.log").read_text()
 
 
+def test_pull_as_json_reads_back_the_same_and_replaces_the_yaml_files(tmp_path):
+    env = _setup(tmp_path, _items())
+    out = tmp_path / "inv"
+    assert _pull(env, "-o", "inv", cwd=tmp_path).returncode == 0
+    yaml_invs, diags = load_inventory([out])
+    assert diags == []
+    (out / "notes.json").write_text('{"mine": true}\n')  # not an inventory: left alone
+    r = _pull(env, "-o", "inv", "--format", "json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "3 written, 0 unchanged, 3 removed" in r.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "dgx-h100-01.json", "gpu-worker-05.json", "ip-10-0-1-23.ec2.internal.json", "notes.json"]
+    json_invs, diags = load_inventory([out / "dgx-h100-01.json", out / "gpu-worker-05.json",
+                                       out / "ip-10-0-1-23.ec2.internal.json"])
+    assert diags == [] and json_invs == yaml_invs
+    r = _pull(env, "-o", "inv", "--format", "json", "--prune", cwd=tmp_path)
+    assert "0 written, 3 unchanged, 0 removed" in r.stderr
+    assert (out / "notes.json").exists()
+
+
 def test_kubectl_failure_is_one_clear_line(tmp_path):
     env = _setup(tmp_path, [])
     r = _pull({**env, "FAKE_KUBECTL_MODE": "fail"}, cwd=tmp_path)
