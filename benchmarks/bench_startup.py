@@ -17,7 +17,9 @@ the baseline. Figures are recorded in docs/performance.md.
 
 Measure an installed gpuplan (``pip install .``), not an editable checkout
 when ``PYTHONDONTWRITEBYTECODE`` is set: without byte-code files every run
-compiles gpuplan from source and the figures say nothing about users.
+compiles gpuplan from source and the figures say nothing about users. And
+compare like with like: both commands are started as real executables, never
+one through a version manager's shell-script shim.
 """
 
 from __future__ import annotations
@@ -60,8 +62,14 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--gpuplan", default=shutil.which("gpuplan") or "gpuplan")
+    ap.add_argument("--gpuplan", default=None,
+                    help="the gpuplan script (default: the one beside --python's interpreter)")
     args = ap.parse_args()
+    if args.gpuplan is None:
+        # Beside the interpreter, not from PATH: version managers put shell-script shims on
+        # PATH (pyenv's cost ~100 ms) that the baseline, run by the interpreter itself, skips.
+        beside = Path(args.python).parent / "gpuplan"
+        args.gpuplan = str(beside) if beside.exists() else shutil.which("gpuplan") or "gpuplan"
 
     fleet = "examples/fleet.yaml"
     with tempfile.TemporaryDirectory() as cache:
