@@ -229,3 +229,21 @@ def test_disabled_or_unwritable_cache_still_validates(tmp_path: Path):
     blocker.write_text("")
     for _ in range(2):
         assert _built_in_fresh_process({"GPUPLAN_CACHE_DIR": str(blocker / "cache")}) == "Fleet"
+
+
+@pytest.mark.parametrize("model,allowed", [
+    (Fleet, set()),
+    (NodeInventory, {"gpuplan.diagnostics", "gpuplan.spec.validator_cache", "gpuplan.probe.codes"}),
+])
+def test_model_modules_take_no_schema_values_from_other_gpuplan_modules(model, allowed):
+    """The cache key hashes the model's own module only. A constant imported from
+    another gpuplan module (a Literal's values, a pattern) would change the schema
+    without changing the key, so such an import must first join the key."""
+    import ast
+
+    source = Path(sys.modules[model.__module__].__file__).read_text()
+    imported = {node.module for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gpuplan")}
+    imported |= {a.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Import)
+                 for a in node.names if a.name.startswith("gpuplan")}
+    assert imported <= allowed, f"{model.__module__} imports {sorted(imported - allowed)}: extend cache_key"
