@@ -45,15 +45,16 @@ FLOOR = (
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    err = proc.stderr.read() if proc.stderr else b""
-    proc.stderr.close() if proc.stderr else None
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {err.decode(errors='replace')}")
+    """Wall and CPU (user + sys) seconds of one run; wait4 gives the child's own rusage."""
+    with tempfile.TemporaryFile() as err:  # a file, not a pipe: a chatty child cannot block
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, not by Popen
+        if proc.returncode:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {err.read().decode(errors='replace')}")
     return wall, usage.ru_utime + usage.ru_stime
 
 

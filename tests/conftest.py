@@ -49,10 +49,6 @@ def gpuplan_cli():
 def _validator_cache(tmp_path_factory):
     """Every run, in process and in CLI subprocesses, shares one fresh validator
     cache: the suite exercises the cached path without touching ~/.cache."""
-    old = os.environ.get("GPUPLAN_CACHE_DIR")
-    os.environ["GPUPLAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("validator-cache"))
-    yield
-    if old is None:
-        os.environ.pop("GPUPLAN_CACHE_DIR", None)
-    else:
-        os.environ["GPUPLAN_CACHE_DIR"] = old
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPUPLAN_CACHE_DIR", str(tmp_path_factory.mktemp("validator-cache")))
+        yield

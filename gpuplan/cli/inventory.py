@@ -25,7 +25,7 @@ def inventory() -> None:
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default="inventory",
               show_default=True, help="Directory for <node>.yaml (or .json) files.")
 @click.option("--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True,
-              help="File format. JSON reads ~50x faster: worth it from a few hundred nodes.")
+              help="File format. JSON reads ~13x faster: worth it from a few hundred nodes.")
 @click.option("--context", default=None, help="kubeconfig context (kubectl --context).")
 @click.option("--kubectl", "kubectl", default="kubectl", show_default=True, envvar="GPUPLAN_KUBECTL",
               help="kubectl binary.")

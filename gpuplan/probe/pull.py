@@ -171,7 +171,7 @@ def write_inventories(out_dir: Path, invs: Sequence[NodeInventory], *, prune: bo
             res.removed.append(stale)
     if prune:
         for path in sorted([*out_dir.glob("*.yaml"), *out_dir.glob("*.json")]):
-            if path.name not in keep and path not in res.removed and _ours(path):
+            if path.name not in keep and _ours(path):
                 path.unlink()
                 res.removed.append(path)
     return res

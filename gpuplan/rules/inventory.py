@@ -163,7 +163,7 @@ def _mig(rf: ResolvedFleet, pv: PoolView, node: str, inv, f, path: tuple) -> Ite
                 from gpuplan.catalog import parse_profile_name
 
                 missing = sorted(p for p in lay if p not in offered
-                                 and (parse_profile_name(p) is None or parse_profile_name(p).gi_name not in offered))
+                                 and ((pn := parse_profile_name(p)) is None or pn.gi_name not in offered))
                 if missing:
                     yield rf.diag(E_MIG_UNSUPPORTED,
                                   f"node {node}: GPU {idx} does not offer {', '.join(missing)} "

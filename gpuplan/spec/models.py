@@ -285,8 +285,6 @@ class Mps(_Shared):
     mode: Literal["mps"]
 
 
-
-
 Sharing = Annotated[Union[Exclusive, Mig, TimeSlicing, Mps], Field(discriminator="mode")]
 
 

@@ -25,6 +25,7 @@ build; the cache never changes a result, only how long it takes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -85,7 +86,7 @@ def validator(model: type["BaseModel"]) -> "SchemaValidator":
         return model.__pydantic_validator__  # type: ignore[return-value]
     where = cache_dir()
     key = cache_key(model) if where is not None else None
-    path = where / f"{model.__qualname__}-{key}.pickle" if where is not None and key else None
+    path = where / f"{model.__qualname__}-{key}.pickle" if key else None  # type: ignore[operator]
     found = _load(path, model) if path is not None else None
     if found is None:
         model.model_rebuild()
@@ -199,24 +200,19 @@ def _store(path: Path, model: type, built: Any) -> None:
 
     if type(built) is not SchemaValidator:
         return  # pydantic plugins wrap validators; honour them by not caching
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        cls, args = built.__reduce__()
-        if cls is not SchemaValidator:
-            return
-        data = dumps(args, model.__module__)
+        data = dumps(built.__reduce__()[1], model.__module__)
         loads(data, model.__module__)  # only store what the restricted reader accepts
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
         _prune(path.parent, model.__qualname__)
     except Exception:  # an unwritable cache costs time on the next run, nothing else
-        try:
-            tmp.unlink()  # type: ignore[possibly-undefined]
-        except Exception:
-            pass
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def _prune(where: Path, qualname: str) -> None:
