@@ -99,29 +99,6 @@ Duration = Annotated[str, AfterValidator(_duration)]
 Count = Annotated[int, Field(ge=1)]
 
 
-# Default instances come from model_construct: they hold the models' own
-# defaults, valid by definition, whereas calling the class would compile that
-# model's validator separately on first use (see gpuplan.spec.validator_cache).
-def _dcgm_exporter() -> DcgmExporter:
-    return DcgmExporter.model_construct()
-
-
-def _gpu_operator() -> GpuOperator:
-    return GpuOperator.model_construct()
-
-
-def _exclusive() -> Exclusive:
-    return Exclusive.model_construct(mode="exclusive")
-
-
-def _topology() -> Topology:
-    return Topology.model_construct()
-
-
-def _rules() -> Rules:
-    return Rules.model_construct()
-
-
 class Model(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -163,7 +140,7 @@ class GpuOperator(Model):
     )
     driver_version: str | None = None
     toolkit: Literal["managed", "preinstalled"] = "managed"
-    dcgm_exporter: DcgmExporter = Field(default_factory=_dcgm_exporter)
+    dcgm_exporter: DcgmExporter = Field(default_factory=DcgmExporter)
 
 
 class Aws(Model):
@@ -190,7 +167,7 @@ class Cluster(Model):
     name: Name | None = None
     kubernetes_version: str = Field(pattern=r"^1\.[0-9]{2}$")
     gitops: GitOps
-    gpu_operator: GpuOperator = Field(default_factory=_gpu_operator)
+    gpu_operator: GpuOperator = Field(default_factory=GpuOperator)
     aws: Aws | None = None
 
 
@@ -296,8 +273,8 @@ class Pool(Model):
     )
     nodes: list[NodeName] | None = Field(default=None, description="Static nodes, by Kubernetes node name.")
     karpenter: Karpenter | None = None
-    sharing: Sharing = Field(default_factory=_exclusive)
-    topology: Topology = Field(default_factory=_topology)
+    sharing: Sharing = Field(default_factory=lambda: Exclusive(mode="exclusive"))
+    topology: Topology = Field(default_factory=Topology)
     taints: list[Taint] | None = Field(
         default=None, description="Default for Karpenter pools: nvidia.com/gpu=present:NoSchedule."
     )
@@ -370,7 +347,7 @@ class FleetSpec(Model):
     pools: list[Pool] = Field(min_length=1)
     tiers: list[Tier] = []
     tenants: list[Tenant] = []
-    rules: Rules = Field(default_factory=_rules)
+    rules: Rules = Field(default_factory=Rules)
 
 
 class Metadata(Model):
