@@ -97,8 +97,11 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool)
 @fleet_argument
 @output_option
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True)
+@click.option("--old", "old_dir", default=None, type=click.Path(file_okay=False),
+              help="Compare with the generated tree in this directory (e.g. the base branch's) "
+                   "instead of the one at -o; headers still name the spec as seen from -o.")
 @click.pass_context
-def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str) -> None:
+def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str, old_dir: str | None) -> None:
     """Object-level changes FLEET makes to the generated tree (added, removed,
     changed objects with their changed fields), fit for a pull-request comment."""
     compiled = _compile(fleet, out_dir, "text", False, False)
@@ -108,7 +111,7 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str) -> None:
     from gpuplan.output.tree import TreeError, read_tree
 
     try:
-        old = read_tree(Path(out_dir))
+        old = read_tree(Path(old_dir or out_dir))
     except TreeError as exc:
         emit([exc.diagnostic], "text")
         ctx.exit(int(ExitCode.INVALID))
