@@ -250,7 +250,11 @@ class Karpenter(Model):
     capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
         default=["on-demand"], min_length=1, description="Purchase options (`karpenter.sh/capacity-type`)."
     )
-    max_gpus: Count = Field(alias="maxGPUs", description="Most physical GPUs the pool may have at once (NodePool limits).")
+    max_gpus: Count = Field(
+        alias="maxGPUs",
+        description="Most physical GPUs the pool may have at once, in whole nodes "
+        "(the NodePool's `nvidia.com/gpu` limit).",
+    )
     ami_family: Literal["AL2023", "Bottlerocket"] = Field(
         default="AL2023", description="Node image family of the EC2NodeClass (`amiSelectorTerms` alias)."
     )
@@ -259,11 +263,13 @@ class Karpenter(Model):
         default=None, description="Availability zones the pool may use; default: any.", examples=[["us-east-1a"]]
     )
     expire_after: Duration = Field(
-        default="720h", description="Karpenter replaces nodes older than this; `Never` keeps them."
+        default="720h",
+        description="Karpenter replaces nodes older than this, running pods or not (expiry is forceful); "
+        "`Never` keeps them.",
     )
     consolidate_after: Duration | None = Field(
-        default=None, description="How long a node stays empty or underused before Karpenter consolidates it; "
-        "default from the pool's tier workloads.",
+        default=None, description="How long Karpenter waits before consolidating an empty (inference pools: or "
+        "underused) node; default from the tiers' workloads, 10m, or 5m for inference.",
     )
     weight: Annotated[int, Field(ge=1, le=100)] | None = Field(
         default=None, description="NodePool weight: Karpenter tries pools of higher weight first."
@@ -465,8 +471,13 @@ class FleetSpec(Model):
 
 
 class Metadata(Model):
-    name: Name = Field(description="Fleet name; part of the delivery objects' names and labels.")
-    labels: dict[LabelKey, LabelValue] = Field(default={}, description="Labels of this document (not copied to objects).")
+    name: Name = Field(
+        description="Fleet name; names the delivery objects (`gpuplan-<name>`) and labels every generated object "
+        "(`app.kubernetes.io/part-of`)."
+    )
+    labels: dict[LabelKey, LabelValue] = Field(
+        default={}, description="Labels of this document (not copied to objects)."
+    )
     annotations: dict[str, str] = Field(default={}, description="Annotations of this document (not copied to objects).")
 
 
