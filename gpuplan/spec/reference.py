@@ -89,7 +89,7 @@ def _limits(schema: dict[str, Any]) -> list[str]:
             out.append(f"matches `{s['pattern']}`")
         for sub in ("items", "additionalProperties"):
             if isinstance(s.get(sub), dict) and "$ref" not in s[sub]:
-                out += [f"each {x}" for x in _limits(s[sub])]
+                out += [x if x.startswith("each ") else f"each {x}" for x in _limits(s[sub])]
     return out
 
 
