@@ -97,6 +97,17 @@ def test_report_shows_disruption_and_objects(pr_repo):
     assert _git(pr_repo, "worktree", "list").count("\n") == 1
 
 
+def test_base_branch_is_fetched_into_a_shallow_clone(pr_repo, tmp_path):
+    """As actions/checkout leaves it: one commit deep, no base branch; the report fetches it."""
+    clone = tmp_path / "ci-checkout"
+    _git(tmp_path, "clone", "-q", "--depth=1", "--branch=change", f"file://{pr_repo}", str(clone))
+    assert "main" not in _git(clone, "branch", "-a")
+    text = pr_report.report("fleet.yaml", "generated", "main", clone)
+    assert "- node gpu-a100-05 (pool infer-a100): GPUs 0, 1, 2, 3 change MIG state" in text
+    assert "| Namespace |  | `research-notebooks` |" in text
+    assert _git(pr_repo, "rev-parse", "main")[:12] in text
+
+
 def test_base_without_fleet_reports_everything_new(pr_repo):
     _git(pr_repo, "checkout", "-q", "--orphan", "empty")
     _git(pr_repo, "rm", "-rq", "--cached", ".")
