@@ -364,6 +364,57 @@ class Rules(Model):
     disable: list[DisabledRule] = []
 
 
+
+# --- monitoring --------------------------------------------------------------
+
+
+# a Prometheus duration (rule `for:`), without "Never"
+PromDuration = Annotated[str, Field(pattern=r"^([0-9]+[smhd])+$")]
+
+
+class MonitoringThresholds(Model):
+    """When an alert fires: a level and how long it must hold (Prometheus durations)."""
+
+    underused_percent: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=10, description="A tier's GPUs, allocated to a namespace, under this average use are wasted."
+    )
+    underused_for: PromDuration = "2h"
+    memory_percent: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=95, description="Framebuffer memory used, in % of the GPU (or MIG instance)."
+    )
+    memory_for: PromDuration = "15m"
+    quota_percent: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=90, description="A namespace's use of a tier's quota."
+    )
+    quota_for: PromDuration = "30m"
+    not_ready_for: PromDuration = Field(
+        default="15m", description="Device plugin / DCGM exporter missing on a node, or capacity off plan."
+    )
+    mig_failed_for: PromDuration = "5m"
+
+
+def _thresholds() -> MonitoringThresholds:
+    return MonitoringThresholds.model_construct()
+
+
+class Monitoring(Model):
+    """Scraping, alert rules and a dashboard for a kube-prometheus-stack install."""
+
+    release: LabelValue = Field(
+        default="kube-prometheus-stack",
+        description="Helm release of kube-prometheus-stack: its Prometheus selects ServiceMonitors and "
+        "PrometheusRules labelled release=<this>.",
+    )
+    namespace: Name | None = Field(
+        default=None, description="Namespace of the PrometheusRules and dashboard; default: the GPU Operator's."
+    )
+    dashboard_label: LabelKey = Field(
+        default="grafana_dashboard", description="Label the Grafana dashboard sidecar watches (value \"1\")."
+    )
+    scrape_interval: PromDuration = "15s"
+    thresholds: MonitoringThresholds = Field(default_factory=_thresholds)
+
+
 class FleetSpec(Model):
     cluster: Cluster
     inventory: list[str] = Field(default=[], description="Globs of node-probe inventory files, relative to this file.")
@@ -371,6 +422,9 @@ class FleetSpec(Model):
     tiers: list[Tier] = []
     tenants: list[Tenant] = []
     rules: Rules = Field(default_factory=_rules)
+    monitoring: Monitoring | None = Field(
+        default=None, description="Alert rules, a dashboard and DCGM scraping for kube-prometheus-stack."
+    )
 
 
 class Metadata(Model):
