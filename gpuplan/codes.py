@@ -75,6 +75,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.inventory",
     "gpuplan.probe.codes",
     "gpuplan.output.tree",
+    "gpuplan.verify",
     "gpuplan.internal",
 )
 

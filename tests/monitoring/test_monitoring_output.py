@@ -1,0 +1,250 @@
+"""What the monitoring target emits, checked against what consumes it:
+
+- PrometheusRule and the DCGM exporter's ServiceMonitor against the pinned
+  Prometheus Operator CRD schemas (strict);
+- the labels kube-prometheus-stack's Prometheus and Grafana sidecar select on;
+- the dashboard: every panel's datasource and every query (parsed by promtool);
+- a spec without ``monitoring`` compiles exactly as before."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+import jsonschema
+import pytest
+import yaml
+
+from gpuplan.lower.monitoring import ALERTS, DASHBOARD_PATH, RUNBOOK, STACK_VALUES
+from tests.monitoring.promkit import run_promtool
+from tests.outputkit import EXAMPLES, REPO, compile_ok, docs, one
+
+CRDS = REPO / "gpuplan" / "upstream" / "crds" / "monitoring.coreos.com"
+# NVIDIA/gpu-operator v26.7.0 assets/state-dcgm-exporter/0500_service_monitor.yaml
+OPERATOR_SERVICE_MONITOR = {
+    "apiVersion": "monitoring.coreos.com/v1",
+    "kind": "ServiceMonitor",
+    "metadata": {"name": "nvidia-dcgm-exporter", "namespace": "gpu-operator", "labels": {"app": "nvidia-dcgm-exporter"}},
+    "spec": {
+        "endpoints": [{"port": "gpu-metrics", "path": "/metrics"}],
+        "jobLabel": "app",
+        "namespaceSelector": {"matchNames": ["gpu-operator"]},
+        "selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}},
+    },
+}
+
+
+@lru_cache(maxsize=None)
+def validator(kind: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads((CRDS / f"{kind.lower()}_v1.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def errors(obj: dict) -> list[str]:
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator(obj["kind"]).iter_errors(obj)]
+
+
+def operator_service_monitor(sm_values: dict) -> dict:
+    """The ServiceMonitor the GPU Operator creates from its asset and these values
+    (``applyServiceMonitorCustomEdits``, controllers/object_controls.go line 4974 at v26.7.0)."""
+    obj = json.loads(json.dumps(OPERATOR_SERVICE_MONITOR))
+    obj["metadata"]["labels"].update(sm_values.get("additionalLabels") or {})
+    ep = obj["spec"]["endpoints"][0]
+    if sm_values.get("interval"):
+        ep["interval"] = sm_values["interval"]
+    if sm_values.get("scrapeTimeout"):
+        ep["scrapeTimeout"] = sm_values["scrapeTimeout"]
+    if "honorLabels" in sm_values:
+        ep["honorLabels"] = sm_values["honorLabels"]
+    if sm_values.get("relabelings") is not None:
+        ep["relabelings"] = sm_values["relabelings"]
+    return obj
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return compile_ok(EXAMPLES["argocd"])
+
+
+def monitoring_objects(c) -> list[tuple[str, dict]]:
+    return [(p, d) for p, data in sorted(c.files.items())
+            if p.startswith("monitoring/") and p.endswith(".yaml") and p != STACK_VALUES for d in docs(data)]
+
+
+def test_prometheus_rules_pass_the_strict_crd_schema(compiled):
+    rules = [(p, d) for p, d in monitoring_objects(compiled) if d["kind"] == "PrometheusRule"]
+    assert rules
+    for path, d in rules:
+        assert not errors(d), (path, errors(d))
+
+
+def test_schema_is_strict():
+    bad = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": {"name": "x"},
+           "spec": {"groups": [{"name": "g", "rules": [{"alert": "A", "expr": "up", "fro": "5m"}]}]}}
+    assert any("fro" in e for e in errors(bad))
+    bad["spec"]["groups"][0]["rules"][0] = {"alert": "A", "expr": "up", "for": "five minutes"}
+    assert errors(bad)
+
+
+def test_dcgm_service_monitor_is_valid_and_selected_by_the_stack(compiled):
+    rf = compiled.resolved
+    values = one(compiled, "gpu-operator/values.yaml")
+    sm = operator_service_monitor(values["dcgmExporter"]["serviceMonitor"])
+    assert not errors(sm), errors(sm)
+    # kube-prometheus-stack's Prometheus: serviceMonitorSelector.matchLabels.release = <release>
+    assert sm["metadata"]["labels"]["release"] == rf.fleet.spec.monitoring.release
+    # every rule joins DCGM series to nodes on `node`: the relabeling must produce it
+    [relabel] = sm["spec"]["endpoints"][0]["relabelings"]
+    assert relabel["sourceLabels"] == ["__meta_kubernetes_pod_node_name"] and relabel["targetLabel"] == "node"
+
+
+def test_rules_and_dashboard_carry_the_selected_labels(compiled):
+    rf = compiled.resolved
+    m = rf.fleet.spec.monitoring
+    for path, d in monitoring_objects(compiled):
+        labels = d["metadata"]["labels"]
+        if d["kind"] == "PrometheusRule":
+            assert labels["release"] == m.release, path
+        else:
+            assert d["kind"] == "ConfigMap" and labels[m.dashboard_label] == "1", path
+
+
+def test_stack_values_allow_list_the_node_labels_the_rules_use(compiled):
+    values = one(compiled, STACK_VALUES)
+    [allow] = values["kube-state-metrics"]["metricLabelsAllowlist"]
+    keys = set(re.fullmatch(r"nodes=\[(.*)\]", allow).group(1).split(","))
+    used = set()
+    for _, d in monitoring_objects(compiled):
+        if d["kind"] == "PrometheusRule":
+            for g in d["spec"]["groups"]:
+                for r in g["rules"]:
+                    used |= set(re.findall(r"\b(label_[a-z0-9_]+)=", r["expr"]))
+    from gpuplan.lower.monitoring import ksm_name
+
+    assert used == {"label_" + ksm_name(k) for k in keys}
+
+
+# --- dashboard -----------------------------------------------------------------------
+
+
+def dashboard_json(c) -> dict:
+    [cm] = docs(c.files[DASHBOARD_PATH])
+    [(name, body)] = cm["data"].items()
+    assert name.endswith(".json")
+    return json.loads(body)
+
+
+def test_dashboard_panels_have_datasource_and_valid_queries(compiled, tmp_path):
+    rf = compiled.resolved
+    dash = dashboard_json(compiled)
+    [var] = [v for v in dash["templating"]["list"] if v["type"] == "datasource"]
+    assert var["query"] == "prometheus"
+    ds = {"type": "prometheus", "uid": "${" + var["name"] + "}"}
+    rows = [p for p in dash["panels"] if p["type"] == "row"]
+    assert [r["title"] for r in rows] == ([f"Pool {p.name}" for p in rf.pools]
+                                          + [f"Tenant {t.name}" for t in rf.fleet.spec.tenants])
+    ids = [p["id"] for p in dash["panels"]]
+    assert len(ids) == len(set(ids))
+    exprs = []
+    for p in dash["panels"]:
+        assert 0 <= p["gridPos"]["x"] and p["gridPos"]["x"] + p["gridPos"]["w"] <= 24
+        if p["type"] == "row":
+            continue
+        assert p["datasource"] == ds, p["title"]
+        refs = [t["refId"] for t in p["targets"]]
+        assert p["targets"] and len(refs) == len(set(refs)), p["title"]
+        for t in p["targets"]:
+            assert t["datasource"] == ds
+            exprs.append(t["expr"])
+    # every query through the real PromQL parser: as recording rules, checked by promtool
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": f"gpuplan:panel_{i}", "expr": e} for i, e in enumerate(exprs)]}]}
+    f = tmp_path / "dashboard-queries.yaml"
+    f.write_text(yaml.safe_dump(rules))
+    r = run_promtool("check", "rules", str(f))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{len(exprs)} rules found" in r.stdout
+
+
+def test_dashboard_cost_uses_the_spec_prices(compiled):
+    rf = compiled.resolved
+    dash = dashboard_json(compiled)
+    costs = {}
+    current = None
+    for p in dash["panels"]:
+        if p["type"] == "row":
+            current = p["title"]
+        elif p["title"].startswith("Cost per day"):
+            costs[current] = p["targets"][0]["expr"]
+    for pv in rf.pools:
+        assert f"* {pv.pool.price_per_gpu_hour:g} * 24" in costs[f"Pool {pv.name}"]
+    # MIG 3g.40gb on an A100-80GB is 4/8 of the GPU: half its price per unit
+    assert "* 0.8" in costs["Tenant vision"]
+
+
+# --- docs ------------------------------------------------------------------------------
+
+
+def test_runbook_has_every_alert_and_every_annotation_points_into_it(compiled):
+    text = compiled.files[RUNBOOK].decode()
+    for a in ALERTS.values():
+        assert f'<a id="{a.anchor}"></a>' in text and f"## {a.name}" in text
+    for _, d in monitoring_objects(compiled):
+        if d["kind"] != "PrometheusRule":
+            continue
+        for g in d["spec"]["groups"]:
+            for r in g["rules"]:
+                ref = r["annotations"]["runbook"]
+                assert ref == f"generated/{RUNBOOK}#{ALERTS[r['alert']].anchor}"
+
+
+def test_docs_describe_every_alert():
+    text = (REPO / "docs" / "monitoring.md").read_text(encoding="utf-8")
+    for name in ALERTS:
+        assert f"`{name}`" in text, name
+
+
+# --- opt-in ----------------------------------------------------------------------------
+
+
+def test_spec_without_monitoring_compiles_byte_identically(tmp_path):
+    """Everything outside monitoring/ is what the spec without `monitoring:` gives, except the
+    files that list or describe the tree and the ServiceMonitor keys; and without it no key
+    is added anywhere (the values stay at `serviceMonitor: {enabled: true}`)."""
+    text = EXAMPLES["argocd"].read_text(encoding="utf-8")
+    without = re.sub(r"\n  monitoring:\n(    .*\n|\n)*?(?=  \w)", "\n", text)
+    assert "monitoring:" in text and "monitoring:" not in without
+    p = tmp_path / "fleet.yaml"
+    p.write_text(without, encoding="utf-8")
+    plain = compile_ok(p)
+    full = compile_ok(EXAMPLES["argocd"])
+    assert not [f for f in plain.files if f.startswith("monitoring/")]
+    assert yaml.safe_load(plain.files["gpu-operator/values.yaml"])["dcgmExporter"]["serviceMonitor"] == {
+        "enabled": True}
+    described = {"README.md", "kustomization.yaml", "gpu-operator/values.yaml", ".gpuplan.sha256"}
+    for path, data in plain.files.items():
+        if path not in described:
+            assert full.files[path] == data, path
+
+
+def test_examples_without_monitoring_have_no_monitoring_output():
+    for spec in sorted((REPO / "examples").glob("*.yaml")):
+        if "monitoring:" in spec.read_text(encoding="utf-8"):
+            continue
+        c = compile_ok(spec)
+        assert not [f for f in c.files if f.startswith("monitoring/")], spec
+        assert yaml.safe_load(c.files["gpu-operator/values.yaml"])["dcgmExporter"]["serviceMonitor"] == {
+            "enabled": True}
+
+
+def test_bad_threshold_is_a_located_diagnostic(tmp_path):
+    from gpuplan.compiler import check_fleet
+
+    text = EXAMPLES["argocd"].read_text(encoding="utf-8").replace("underusedFor: 2h", "underusedFor: Never")
+    p = tmp_path / "fleet.yaml"
+    p.write_text(text, encoding="utf-8")
+    checked = check_fleet(p)
+    [d] = [d for d in checked.diagnostics if d.is_error]
+    assert d.path == "spec.monitoring.thresholds.underusedFor" and d.line is not None
+    assert d.code.startswith("GP1")
