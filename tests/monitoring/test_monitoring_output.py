@@ -3,7 +3,8 @@
 - PrometheusRule and the DCGM exporter's ServiceMonitor against the pinned
   Prometheus Operator CRD schemas (strict);
 - the labels kube-prometheus-stack's Prometheus and Grafana sidecar select on;
-- the dashboard: every panel's datasource and every query (parsed by promtool);
+- the dashboard: Grafana's dashboard schema (through grafana-foundation-sdk's
+  generated model), every panel's datasource and every query (parsed by promtool);
 - a spec without ``monitoring`` compiles exactly as before."""
 
 from __future__ import annotations
@@ -165,6 +166,57 @@ def test_dashboard_panels_have_datasource_and_valid_queries(compiled, tmp_path):
     r = run_promtool("check", "rules", str(f))
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"{len(exprs)} rules found" in r.stdout
+
+
+def _schema_round_trip(dash: dict) -> list[str]:
+    """What Grafana's dashboard model (grafana-foundation-sdk, generated from Grafana's own
+    schema, with every panel and data-source plugin registered) loses or changes of ``dash``:
+    a key the schema does not have is dropped by its ``from_json``."""
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.cog.plugins import register_default_plugins
+    from grafana_foundation_sdk.models.dashboard import Dashboard
+
+    register_default_plugins()
+    back = json.loads(json.dumps(Dashboard.from_json(dash), cls=JSONEncoder))
+    problems: list[str] = []
+
+    def walk(a, b, path: str) -> None:
+        if isinstance(a, dict):
+            if not isinstance(b, dict):
+                problems.append(f"{path}: not an object in the schema")
+                return
+            for k, v in a.items():
+                if k not in b:
+                    problems.append(f"{path}/{k}: not in Grafana's dashboard schema")
+                else:
+                    walk(v, b[k], f"{path}/{k}")
+        elif isinstance(a, list):
+            if not isinstance(b, list) or len(a) != len(b):
+                problems.append(f"{path}: list changed")
+                return
+            for i, (x, y) in enumerate(zip(a, b)):
+                walk(x, y, f"{path}[{i}]")
+        elif a != b:
+            problems.append(f"{path}: {a!r} became {b!r}")
+
+    walk(dash, back, "")
+    return problems
+
+
+def test_dashboard_fits_grafanas_dashboard_schema(compiled):
+    dash = dashboard_json(compiled)
+    assert _schema_round_trip(dash) == []
+    # the check is live: keys Grafana's schema does not know are reported, at any depth
+    bad = json.loads(json.dumps(dash))
+    bad["refreshh"] = "1m"
+    panel = next(p for p in bad["panels"] if p["type"] == "timeseries")
+    panel["targets"][0]["exprr"] = panel["targets"][0]["expr"]
+    panel["gridPos"]["width"] = 3
+    assert sorted(_schema_round_trip(bad)) == sorted([
+        "/refreshh: not in Grafana's dashboard schema",
+        f"/panels[{bad['panels'].index(panel)}]/targets[0]/exprr: not in Grafana's dashboard schema",
+        f"/panels[{bad['panels'].index(panel)}]/gridPos/width: not in Grafana's dashboard schema",
+    ])
 
 
 def test_dashboard_cost_uses_the_spec_prices(compiled):
