@@ -27,8 +27,10 @@ Which node belongs to which pool comes from kube-state-metrics
 label only when it is allow-listed (``--metric-labels-allowlist``), named
 ``label_`` + the key with every character outside ``[a-zA-Z0-9_]`` turned into
 ``_`` (``internal/store/utils.go`` lines 146-150): ``label_gpuplan_dev_pool``,
-``label_nvidia_com_mig_config_state``. ``monitoring/kube-prometheus-stack-values.yaml``
-is the values fragment that allow-lists them. Extended resources in
+``label_nvidia_com_mig_config_state``, and for the dashboard's tenant rows
+``kube_namespace_labels``' ``label_gpuplan_dev_tenant``.
+``monitoring/kube-prometheus-stack-values.yaml`` is the values fragment that
+allow-lists them. Extended resources in
 ``kube_node_status_capacity`` and ``kube_pod_container_resource_requests`` use
 the same sanitised name (``resource="nvidia_com_mig_1g_10gb"``,
 ``internal/store/node.go`` lines 397-403); ``kube_resourcequota`` keeps the raw
@@ -58,7 +60,7 @@ from typing import Any, Sequence
 
 from gpuplan.lower import Artifact
 from gpuplan.lower.common import POOL_LABEL, TENANT_LABEL, metadata, obj
-from gpuplan.resolve import PoolView, ResolvedFleet
+from gpuplan.resolve import GPU, PoolView, ResolvedFleet, mig_resource
 from gpuplan.spec.models import Monitoring, Tier
 
 MONITORING_API = "monitoring.coreos.com/v1"
@@ -83,11 +85,17 @@ def ksm_name(name: str) -> str:
 
 
 POOL_KSM = "label_" + ksm_name(POOL_LABEL)
+TENANT_KSM = "label_" + ksm_name(TENANT_LABEL)
 MIG_STATE_KSM = "label_" + ksm_name(MIG_STATE_LABEL)
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.+/=:~ -]*\Z")
 
 
 def q(value: str) -> str:
     """A PromQL string literal."""
+    if _PLAIN.match(value):
+        return f'"{value}"'
     return json.dumps(value, ensure_ascii=True)
 
 
@@ -281,11 +289,15 @@ def tier_gpu_selector(rf: ResolvedFleet, tier: Tier) -> str:
     return ", ".join(sel)
 
 
-def tier_namespaces(rf: ResolvedFleet, tier: Tier) -> list[tuple[str, str, int]]:
-    """(tenant, namespace, units) granted the tier, units > 0, in spec order."""
-    return [(t.name, ns, grants[tier.name])
-            for t in rf.fleet.spec.tenants for ns, grants in t.quotas.items()
-            if grants.get(tier.name, 0) > 0]
+def tier_grants(rf: ResolvedFleet) -> dict[str, list[tuple[str, str, int]]]:
+    """Tier -> (tenant, namespace, units) granted it, units > 0, in spec order (one pass)."""
+    out: dict[str, list[tuple[str, str, int]]] = {}
+    for t in rf.fleet.spec.tenants:
+        for ns, grants in t.quotas.items():
+            for tier, units in grants.items():
+                if units > 0:
+                    out.setdefault(tier, []).append((t.name, ns, units))
+    return out
 
 
 def unit_price(rf: ResolvedFleet, tier: Tier) -> float | None:
@@ -296,6 +308,17 @@ def unit_price(rf: ResolvedFleet, tier: Tier) -> float | None:
     price = pv.pool.price_per_gpu_hour if pv is not None else None
     frac = unit_gpu_fraction(rf, tier)
     return None if price is None or frac is None else price * frac
+
+
+def resource_unit_price(rf: ResolvedFleet, pv: PoolView, resource: str) -> float | None:
+    """Price per hour of one unit of a resource the pool advertises (a MIG slice is priced by
+    its share of the GPU's memory slices, a shared slot by 1/replicas), as for a tier."""
+    profile = None
+    s = pv.pool.sharing
+    if s.mode == "mig" and resource != GPU:
+        profile = next((p for lay in pv.gpu_layouts() if lay for p in lay
+                        if mig_resource(p, s.strategy) == resource), None)
+    return unit_price(rf, Tier.model_construct(name="-", pool=pv.name, profile=profile))
 
 
 def _money(x: float) -> str:
@@ -364,63 +387,50 @@ def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
     return rules
 
 
-def tier_rules(rf: ResolvedFleet, tier: Tier) -> list[dict[str, Any]]:
-    m = monitoring(rf)
-    assert m is not None
-    pv = rf.tier_pool(tier)
-    grants = tier_namespaces(rf, tier)
-    if pv is None or not grants:
-        return []
-    th = m.thresholds
-    nss = [ns for _, ns, _ in grants]
-    sel = f"{tier_gpu_selector(rf, tier)}, exported_namespace=~{alternation(nss)}"
-    price = unit_price(rf, tier)
-    res = rf.tier_resource(tier) or "?"
-    cost = (f" Each allocated unit of {res} costs {_money(price)}/h ({_money(price * HOURS_PER_DAY)}/day)."
-            if price is not None else "")
-    return [_rule(
-        rf, "GPUTierUnderused",
-        f"avg by (exported_namespace) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{sel}}} and on(node) {pool_nodes(pv)})"
-        f" * 100 < {th.underused_percent:g}",
-        th.underused_for, {"pool": pv.name, "tier": tier.name},
-        f"{{{{ $labels.exported_namespace }}}} uses its {tier.name} GPUs at {{{{ $value | humanize }}}}%",
-        f"Pods of {{{{ $labels.exported_namespace }}}} hold {tier.name} devices on pool {pv.name} but kept "
-        f"them under {th.underused_percent:g}% busy for {th.underused_for}.{cost}",
-    )]
-
-
 def quota_object(tier: Tier) -> str:
     from gpuplan.lower.tenancy import QUOTA_NAME
 
     return f"gpuplan-tier-{tier.name}" if tier.enforce_priority else QUOTA_NAME
 
 
-def tenant_rules(rf: ResolvedFleet, tenant_name: str) -> list[dict[str, Any]]:
+def tier_rules(rf: ResolvedFleet, tier: Tier, grants: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    """Under-use of the tier's devices, and quota use, in the namespaces granted the tier."""
     from gpuplan.lower.tenancy import quota_key
 
     m = monitoring(rf)
     assert m is not None
+    pv = rf.tier_pool(tier)
+    res = rf.tier_resource(tier)
+    if pv is None or res is None or not grants:
+        return []
     th = m.thresholds
-    rules = []
-    [tenant] = [t for t in rf.fleet.spec.tenants if t.name == tenant_name]
-    for ns, grants in tenant.quotas.items():
-        for tier_name, units in grants.items():
-            tier = rf.tier_by_name.get(tier_name)
-            res = rf.tier_resource(tier) if tier is not None else None
-            if tier is None or res is None or units <= 0:
-                continue
-            sel = (f"namespace={q(ns)}, resourcequota={q(quota_object(tier))}, "
-                   f"resource={q(quota_key(res))}")
-            rules.append(_rule(
-                rf, "GPUQuotaNearlyExhausted",
-                f"kube_resourcequota{{{sel}, type=\"used\"}} / ignoring(type) "
-                f"kube_resourcequota{{{sel}, type=\"hard\"}} * 100 >= {th.quota_percent:g}",
-                th.quota_for, {"tenant": tenant.name, "tier": tier.name},
-                f"{ns} has used {{{{ $value | humanize }}}}% of its {tier.name} quota",
-                f"Namespace {ns} (tenant {tenant.name}) was granted {units} of {res} for tier {tier.name} "
-                f"(ResourceQuota {quota_object(tier)}); new pods beyond it are rejected.",
-            ))
-    return rules
+    nss = alternation([ns for _, ns, _ in grants])
+    labels = {"pool": pv.name, "tier": tier.name}
+    price = unit_price(rf, tier)
+    cost = (f" Each allocated unit of {res} costs {_money(price)}/h ({_money(price * HOURS_PER_DAY)}/day)."
+            if price is not None else "")
+    sel = f"{tier_gpu_selector(rf, tier)}, exported_namespace=~{nss}"
+    qsel = f"namespace=~{nss}, resourcequota={q(quota_object(tier))}, resource={q(quota_key(res))}"
+    return [
+        _rule(
+            rf, "GPUTierUnderused",
+            f"avg by (exported_namespace) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{sel}}} and on(node) {pool_nodes(pv)})"
+            f" * 100 < {th.underused_percent:g}",
+            th.underused_for, labels,
+            f"{{{{ $labels.exported_namespace }}}} uses its {tier.name} GPUs at {{{{ $value | humanize }}}}%",
+            f"Pods of {{{{ $labels.exported_namespace }}}} hold {tier.name} devices on pool {pv.name} but kept "
+            f"them under {th.underused_percent:g}% busy for {th.underused_for}.{cost}",
+        ),
+        _rule(
+            rf, "GPUQuotaNearlyExhausted",
+            f"kube_resourcequota{{{qsel}, type=\"used\"}} / ignoring(type) "
+            f"kube_resourcequota{{{qsel}, type=\"hard\"}} * 100 >= {th.quota_percent:g}",
+            th.quota_for, labels,
+            f"{{{{ $labels.namespace }}}} has used {{{{ $value | humanize }}}}% of its {tier.name} quota",
+            f"ResourceQuota {{{{ $labels.namespace }}}}/{quota_object(tier)} holds the namespace's {res} for "
+            f"tier {tier.name}; pods asking for more are rejected at admission.",
+        ),
+    ]
 
 
 def prometheus_rule(rf: ResolvedFleet, name: str, groups: list[dict[str, Any]],
@@ -435,27 +445,20 @@ def prometheus_rule(rf: ResolvedFleet, name: str, groups: list[dict[str, Any]],
 
 
 def rule_artifacts(rf: ResolvedFleet) -> list[Artifact]:
+    grants = tier_grants(rf)
+    by_pool: dict[str, list[Tier]] = {}
+    for t in rf.fleet.spec.tiers:
+        by_pool.setdefault(t.pool, []).append(t)
     out = []
     for pv in rf.pools:
         groups = [{"name": f"gpuplan.pool.{pv.name}", "rules": pool_rules(rf, pv)}]
-        tiers = [r for t in rf.fleet.spec.tiers if t.pool == pv.name for r in tier_rules(rf, t)]
+        tiers = [r for t in by_pool.get(pv.name, ()) for r in tier_rules(rf, t, grants.get(t.name, []))]
         if tiers:
             groups.append({"name": f"gpuplan.tiers.{pv.name}", "rules": tiers})
         out.append(Artifact(
             path=f"{DIR}/rules/pool-{pv.name}.yaml",
             documents=(prometheus_rule(rf, f"gpuplan-pool-{pv.name}", groups, {POOL_LABEL: pv.name}),),
-            description=f"PrometheusRule: health of pool {pv.name}'s nodes and GPUs, use of its tiers",
-        ))
-    for tenant in rf.fleet.spec.tenants:
-        rules = tenant_rules(rf, tenant.name)
-        if not rules:
-            continue
-        out.append(Artifact(
-            path=f"{DIR}/rules/tenant-{tenant.name}.yaml",
-            documents=(prometheus_rule(rf, f"gpuplan-tenant-{tenant.name}",
-                                       [{"name": f"gpuplan.tenant.{tenant.name}", "rules": rules}],
-                                       {TENANT_LABEL: tenant.name}),),
-            description=f"PrometheusRule: quota use of tenant {tenant.name}",
+            description=f"PrometheusRule: pool {pv.name}'s nodes and GPUs; use and quota of its tiers",
         ))
     return out
 
@@ -464,10 +467,10 @@ def rule_artifacts(rf: ResolvedFleet) -> list[Artifact]:
 
 
 def _panel(pid: int, title: str, targets: list[tuple[str, str]], unit: str, x: int, y: int,
-           *, w: int = 6, h: int = 8, kind: str = "timeseries") -> dict[str, Any]:
+           *, w: int = 6, h: int = 8) -> dict[str, Any]:
     return {
         "id": pid,
-        "type": kind,
+        "type": "timeseries",
         "title": title,
         "datasource": dict(DATASOURCE),
         "gridPos": {"h": h, "w": w, "x": x, "y": y},
@@ -480,81 +483,88 @@ def _panel(pid: int, title: str, targets: list[tuple[str, str]], unit: str, x: i
     }
 
 
-def _running() -> str:
-    return "and on(namespace, pod) (kube_pod_status_phase{phase=\"Running\"} == 1)"
+def _variable(name: str, label: str, values: Sequence[str]) -> dict[str, Any]:
+    """A custom multi-value variable, all values selected: a repeated row shows one row per value."""
+    return {
+        "name": name, "label": label, "type": "custom", "query": ",".join(values),
+        "multi": True, "includeAll": True, "hide": 0,
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "options": [],
+    }
 
 
-def _requests(res: str, extra: str = "") -> str:
-    return f"kube_pod_container_resource_requests{{resource={q(ksm_name(res))}{extra}}}"
+def _price_table(rows: Sequence[tuple[dict[str, str], float]]) -> str:
+    """A PromQL vector of constants, one series per label set: what the spec says things cost."""
+    terms = []
+    for labels, value in rows:
+        expr = f"vector({value:g})"
+        for k, v in labels.items():
+            expr = f"label_replace({expr}, {q(k)}, {q(v)}, \"\", \"\")"
+        terms.append(expr)
+    return " or ".join(terms) if terms else "vector(0)"
+
+
+RUNNING = "and on(namespace, pod) (kube_pod_status_phase{phase=\"Running\"} == 1)"
+GPU_REQUESTS = f"(kube_pod_container_resource_requests{{resource=~\"nvidia_com_.*\"}} {RUNNING})"
 
 
 def dashboard(rf: ResolvedFleet) -> dict[str, Any]:
+    """One repeated row per pool and one per tenant (Grafana ``repeat`` over a custom variable),
+    so the dashboard's size grows with the number of pools and tenants only through their
+    names and the price table, never by a row of panels each: a 1,000-tenant fleet still
+    fits a ConfigMap (1 MiB)."""
+    pool_var = f"{POOL_KSM}=\"$pool\""
+    tenant_ns = f"kube_namespace_labels{{{TENANT_KSM}=\"$tenant\"}}"
+    pool_nodes_var = f"kube_node_labels{{{pool_var}}}"
+    gpu_day = _price_table([({POOL_KSM: pv.name}, (pv.gpus_per_node or 0) * pv.pool.price_per_gpu_hour
+                             * HOURS_PER_DAY)
+                            for pv in rf.pools if pv.pool.price_per_gpu_hour is not None])
+    unit_day = _price_table([({POOL_KSM: pv.name, "resource": ksm_name(res)}, price * HOURS_PER_DAY)
+                             for pv in rf.pools for res in pv.node_resources()
+                             for price in [resource_unit_price(rf, pv, res)] if price is not None])
+    pool_panels = [
+        ("Allocated / capacity", [
+            (f"sum by (resource) (kube_node_status_capacity{{resource=~\"nvidia_com_.*\"}} "
+             f"and on(node) {pool_nodes_var})", "{{resource}} capacity"),
+            (f"sum by (resource) ({GPU_REQUESTS} and on(node) {pool_nodes_var})", "{{resource}} allocated"),
+        ], "short"),
+        ("GPU utilisation", [(f"avg(DCGM_FI_PROF_GR_ENGINE_ACTIVE and on(node) {pool_nodes_var}) * 100",
+                              "average")], "percent"),
+        ("GPU memory used", [(f"sum(DCGM_FI_DEV_FB_USED and on(node) {pool_nodes_var}) / "
+                              f"sum((DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) and on(node) {pool_nodes_var}) * 100",
+                              "used")], "percent"),
+        ("Cost per day at the spec's prices", [
+            (f"sum(count by ({POOL_KSM}) ({pool_nodes_var}) * on({POOL_KSM}) group_left() ({gpu_day}))",
+             "cost per day")], "currencyUSD"),
+    ]
+    tenant_panels = [
+        ("Allocated / quota", [
+            (f"sum by (namespace, resource) ({GPU_REQUESTS} and on(namespace) {tenant_ns})",
+             "{{namespace}} {{resource}} allocated"),
+            (f"sum by (namespace, resourcequota, resource) (kube_resourcequota{{resourcequota=~\"gpuplan-.*\", "
+             f"type=\"hard\"}} > 0 and on(namespace) {tenant_ns})",
+             "{{namespace}} {{resourcequota}} {{resource}} quota"),
+        ], "short"),
+        ("GPU utilisation", [(f"avg by (namespace) (label_replace(DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+                              f"{{exported_namespace!=\"\"}}, \"namespace\", \"$1\", \"exported_namespace\", \"(.*)\")"
+                              f" and on(namespace) {tenant_ns}) * 100", "{{namespace}}")], "percent"),
+        ("GPU memory used", [(f"sum by (namespace) (label_replace(DCGM_FI_DEV_FB_USED"
+                              f"{{exported_namespace!=\"\"}}, \"namespace\", \"$1\", \"exported_namespace\", \"(.*)\")"
+                              f" and on(namespace) {tenant_ns})", "{{namespace}}")], "decmbytes"),
+        ("Cost per day at the spec's prices", [
+            (f"sum(sum by ({POOL_KSM}, resource) (({GPU_REQUESTS} * on(node) group_left({POOL_KSM}) "
+             f"kube_node_labels{{{POOL_KSM}!=\"\"}}) and on(namespace) {tenant_ns}) "
+             f"* on({POOL_KSM}, resource) group_left() ({unit_day}))", "cost per day")], "currencyUSD"),
+    ]
     panels: list[dict[str, Any]] = []
-    pid = 0
     y = 0
-
-    def add_row(title: str) -> None:
-        nonlocal pid, y
-        pid += 1
-        panels.append({"id": pid, "type": "row", "title": title, "collapsed": False,
+    for var, title, section in (("pool", "Pool $pool", pool_panels), ("tenant", "Tenant $tenant", tenant_panels)):
+        panels.append({"id": len(panels) + 1, "type": "row", "title": title, "repeat": var, "collapsed": False,
                        "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}, "panels": []})
         y += 1
-
-    def add(title: str, targets: list[tuple[str, str]], unit: str, col: int) -> None:
-        nonlocal pid
-        pid += 1
-        panels.append(_panel(pid, title, targets, unit, x=col * 6, y=y))
-
-    for pv in rf.pools:
-        add_row(f"Pool {pv.name}")
-        nodes = pool_nodes(pv)
-        alloc = []
-        for res in pv.node_resources():
-            alloc.append((f"sum(kube_node_status_capacity{{resource={q(ksm_name(res))}}} and on(node) {nodes})",
-                          f"{res} capacity"))
-            alloc.append((f"sum((({_requests(res)} {_running()}) and on(node) {nodes}))",
-                          f"{res} allocated"))
-        add("Allocated / capacity", alloc, "short", 0)
-        add("GPU utilisation", [(f"avg(DCGM_FI_PROF_GR_ENGINE_ACTIVE and on(node) {nodes}) * 100", "average")],
-            "percent", 1)
-        add("GPU memory used", [(f"sum(DCGM_FI_DEV_FB_USED and on(node) {nodes}) / "
-                                 f"sum((DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) and on(node) {nodes}) * 100",
-                                 "used")], "percent", 2)
-        price = pv.pool.price_per_gpu_hour
-        cost = ([(f"count({nodes}) * {pv.gpus_per_node or 0} * {price:g} * {HOURS_PER_DAY}", "cost per day")]
-                if price is not None else [(f"count({nodes}) * {pv.gpus_per_node or 0}", "GPUs (no price)")])
-        add("Cost per day" if price is not None else "GPUs", cost, "currencyUSD" if price is not None else "short", 3)
+        for col, (ptitle, targets, unit) in enumerate(section):
+            panels.append(_panel(len(panels) + 1, ptitle, targets, unit, x=col * 6, y=y))
         y += 8
-
-    for tenant in rf.fleet.spec.tenants:
-        add_row(f"Tenant {tenant.name}")
-        nss = tenant.namespaces
-        quota_targets, cost_terms = [], []
-        for ns, grants in tenant.quotas.items():
-            for tier_name, units in grants.items():
-                tier = rf.tier_by_name.get(tier_name)
-                res = rf.tier_resource(tier) if tier is not None else None
-                pv = rf.tier_pool(tier) if tier is not None else None
-                if tier is None or res is None or pv is None or units <= 0:
-                    continue
-                alloc = (f"sum((({_requests(res, f', namespace={q(ns)}')} {_running()})"
-                         f" and on(node) {pool_nodes(pv)}))")
-                quota_targets.append((alloc, f"{ns} {tier_name} allocated"))
-                quota_targets.append((f"vector({units})", f"{ns} {tier_name} quota"))
-                price = unit_price(rf, tier)
-                if price is not None:
-                    cost_terms.append(f"({alloc} or vector(0)) * {price:g}")
-        add("Allocated / quota", quota_targets or [("vector(0)", "no grants")], "short", 0)
-        add("GPU utilisation", [(f"avg by (exported_namespace) (DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-                                 f"{{exported_namespace=~{alternation(nss)}}}) * 100",
-                                 "{{exported_namespace}}")], "percent", 1)
-        add("GPU memory used", [(f"sum by (exported_namespace) (DCGM_FI_DEV_FB_USED"
-                                 f"{{exported_namespace=~{alternation(nss)}}})", "{{exported_namespace}}")],
-            "decmbytes", 2)
-        cost_expr = (f"({' + '.join(cost_terms)}) * {HOURS_PER_DAY}" if cost_terms else "vector(0)")
-        add("Cost per day at the spec's prices", [(cost_expr, "cost per day")], "currencyUSD", 3)
-        y += 8
-
     return {
         "uid": f"gpuplan-{rf.fleet.metadata.name}"[:40],
         "title": f"GPU fleet {rf.fleet.metadata.name} (gpuplan)",
@@ -565,10 +575,12 @@ def dashboard(rf: ResolvedFleet) -> dict[str, Any]:
         "refresh": "1m",
         "time": {"from": "now-24h", "to": "now"},
         "timezone": "utc",
-        "templating": {"list": [{
-            "name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus",
-            "current": {}, "hide": 0, "refresh": 1,
-        }]},
+        "templating": {"list": [
+            {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus",
+             "current": {}, "hide": 0, "refresh": 1},
+            _variable("pool", "Pool", [pv.name for pv in rf.pools]),
+            _variable("tenant", "Tenant", [t.name for t in rf.fleet.spec.tenants]),
+        ]},
         "annotations": {"list": []},
         "panels": panels,
     }
@@ -590,7 +602,7 @@ def stack_values(rf: ResolvedFleet) -> dict[str, Any]:
     """The kube-prometheus-stack values gpuplan's rules need (merge into the stack's own values)."""
     return {
         "kube-state-metrics": {
-            "metricLabelsAllowlist": [f"nodes=[{POOL_LABEL},{MIG_STATE_LABEL}]"],
+            "metricLabelsAllowlist": [f"namespaces=[{TENANT_LABEL}]", f"nodes=[{POOL_LABEL},{MIG_STATE_LABEL}]"],
         },
     }
 
@@ -616,11 +628,13 @@ def runbook(rf: ResolvedFleet, rule_files: Sequence[Artifact]) -> str:
         f"# Alert runbook: fleet {cell(rf.fleet.metadata.name)}",
         "",
         f"The PrometheusRules in `{DIR}/rules/` (label `release: {cell(m.release)}`) are generated from the "
-        "spec: one per pool (node and GPU health, use of the pool's tiers) and one per tenant (quota use). "
-        "Each alert's `runbook` annotation points at its section here.",
+        "spec, one per pool: the health of its nodes and GPUs, and for each tier on it, the use of its "
+        "devices and of its quota in the namespaces granted it. Each alert's `runbook` annotation points "
+        "at its section here.",
         "",
         "Prerequisites: kube-prometheus-stack with the kube-state-metrics allow-list in "
-        f"`{STACK_VALUES}` (node labels `{POOL_LABEL}` and `{MIG_STATE_LABEL}`), and the GPU Operator "
+        f"`{STACK_VALUES}` (node labels `{POOL_LABEL}`, `{MIG_STATE_LABEL}`; namespace label "
+        f"`{TENANT_LABEL}` for the dashboard), and the GPU Operator "
         "values from this tree (DCGM exporter ServiceMonitor with the `release` label and a `node` label).",
         "",
         "| threshold | value |",

@@ -9,7 +9,7 @@ another MIG profile, so the selectors and joins are tested too."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 import yaml
@@ -38,11 +38,13 @@ def rule_files(compiled) -> dict[str, dict]:
     return out
 
 
-def test_example_has_rules_for_every_pool_and_tenant(compiled):
+def test_example_has_rules_for_every_pool_and_tier(compiled):
     rf: ResolvedFleet = compiled.resolved
     files = rule_files(compiled)
-    assert {f"monitoring/rules/pool-{p.name}.yaml" for p in rf.pools} <= set(files)
-    assert {f"monitoring/rules/tenant-{t.name}.yaml" for t in rf.fleet.spec.tenants} <= set(files)
+    assert set(files) == {f"monitoring/rules/pool-{p.name}.yaml" for p in rf.pools}
+    tiers = {r["labels"]["tier"] for d in files.values() for g in d["spec"]["groups"] for r in g["rules"]
+             if "tier" in r["labels"]}
+    assert tiers == {t.name for t in rf.fleet.spec.tiers}
     alerts = {r["alert"] for d in files.values() for g in d["spec"]["groups"] for r in g["rules"]}
     assert alerts == set(ALERTS), set(ALERTS) ^ alerts
 
@@ -210,26 +212,36 @@ def tier_cases(rf, rule, pv) -> tuple[Case, Case]:
     return fire, {"series": quiet_series, "eval": "180m", "alerts": []}
 
 
-def quota_cases_for_tenant(rf: ResolvedFleet, tenant_name: str, rules: list[dict]) -> Iterator[tuple[dict, Case, Case]]:
-    [tenant] = [t for t in rf.fleet.spec.tenants if t.name == tenant_name]
-    grants = [(ns, rf.tier_by_name[tn], units) for ns, g in tenant.quotas.items() for tn, units in g.items()
-              if units > 0 and rf.tier_resource(rf.tier_by_name[tn])]
-    assert len(grants) == len(rules), "one quota rule per grant"
-    for rule, (ns, tier, units) in zip(rules, grants):
-        assert rule["labels"]["tier"] == tier.name
-        res = quota_key(rf.tier_resource(tier))
-        q = {**KSM, "namespace": ns, "resourcequota": quota_object(tier), "resource": res}
+def quota_cases(rf, rule, pv) -> tuple[Case, Case]:
+    tier = rf.tier_by_name[rule["labels"]["tier"]]
+    grants = [(ns, g[tier.name]) for t in rf.fleet.spec.tenants for ns, g in t.quotas.items()
+              if g.get(tier.name, 0) > 0]
+    ns, units = grants[0]
+    res = quota_key(rf.tier_resource(tier))
+    q = {**KSM, "namespace": ns, "resourcequota": quota_object(tier), "resource": res}
 
-        def quota(used: int, labels: dict = q) -> list[dict]:
-            return [series("kube_resourcequota", {**labels, "type": "hard"}, f"{units}x60"),
-                    series("kube_resourcequota", {**labels, "type": "used"}, f"{used}x60")]
+    def quota(used: int, labels: dict = q) -> list[dict]:
+        return [series("kube_resourcequota", {**labels, "type": "hard"}, f"{units}x60"),
+                series("kube_resourcequota", {**labels, "type": "used"}, f"{used}x60")]
 
-        fire = {"series": quota(units), "eval": "60m", "alerts": [expected_alert(rule, q, 100)]}  # ignoring(type) drops it
-        quiet = {"series": [*quota(units // 2),
-                            *quota(units, {**q, "namespace": "someone-else"}),
-                            *quota(units, {**q, "resource": "requests.example.com/other"})],
-                 "eval": "60m", "alerts": []}
-        yield rule, fire, quiet
+    # other tiers of this pool whose quota is the same object and resource in that namespace
+    # (tiers without enforcePriority share gpuplan-gpus) fire on the same series
+    sharing = [r for r in POOL_RULES[pv.name] if r["alert"] == rule["alert"]
+               and (t := rf.tier_by_name[r["labels"]["tier"]]) is not None
+               and quota_object(t) == quota_object(tier) and quota_key(rf.tier_resource(t)) == res
+               and any(g.get(t.name, 0) > 0 for tn in rf.fleet.spec.tenants for n, g in tn.quotas.items() if n == ns)]
+    assert rule in sharing
+    fire = {"series": quota(units), "eval": "60m",
+            "alerts": [expected_alert(r, q, 100) for r in sharing]}  # ignoring(type) drops `type`
+    quiet = {"series": [*quota(units // 2),
+                        *quota(units, {**q, "namespace": "someone-else"}),
+                        *quota(units, {**q, "resource": "requests.example.com/other"}),
+                        *quota(units, {**q, "resourcequota": "not-gpuplans"})],
+             "eval": "60m", "alerts": []}
+    return fire, quiet
+
+
+POOL_RULES: dict[str, list[dict]] = {}
 
 
 POOL_CASES: dict[str, Callable] = {
@@ -242,6 +254,7 @@ POOL_CASES: dict[str, Callable] = {
     "GPURowRemapFailure": gauge_cases("DCGM_FI_DEV_ROW_REMAP_FAILURE", 1),
     "GPUUncorrectableECCError": ecc_cases,
     "GPUTierUnderused": tier_cases,
+    "GPUQuotaNearlyExhausted": quota_cases,
 }
 
 
@@ -258,13 +271,8 @@ def unit_tests(rf: ResolvedFleet, path: str, prom_rule: dict) -> list[dict]:
                                            "exp_alerts": alerts}]})
         seen.add(f"{rule['alert']}:{kind}")
 
-    tenant = prom_rule["metadata"]["labels"].get("gpuplan.dev/tenant")
-    if tenant:
-        for rule, fire, quiet in quota_cases_for_tenant(rf, tenant, rules):
-            add(rule, fire, "fires")
-            add(rule, quiet, "quiet")
-        return tests
     pv = rf.pool_by_name[prom_rule["metadata"]["labels"]["gpuplan.dev/pool"]]
+    POOL_RULES[pv.name] = rules
     for rule in rules:
         fire, quiet = POOL_CASES[rule["alert"]](rf, rule, pv)
         add(rule, fire, "fires")
