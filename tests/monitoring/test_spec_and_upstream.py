@@ -78,3 +78,13 @@ def test_pinned_schemas_are_there_and_valid():
         jsonschema.Draft202012Validator.check_schema(schema)
         assert schema["properties"]["kind"]["enum"] == [kind]
         assert schema["additionalProperties"] is False
+
+
+def test_missing_promtool_fails_instead_of_skipping(monkeypatch):
+    import pytest
+
+    from tests.monitoring import promkit
+
+    monkeypatch.setattr(promkit.shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match="promtool is not installed"):
+        promkit.promtool()
