@@ -350,8 +350,8 @@ def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
             f"kube_node_labels{{{POOL_KSM}={q(pv.name)}, {MIG_STATE_KSM}=\"failed\"}}",
             th.mig_failed_for, pool,
             f"MIG layout {pv.mig_config_name} failed on node {{{{ $labels.node }}}} (pool {pv.name})",
-            f"mig-manager set nvidia.com/mig.config.state=failed on node {{{{ $labels.node }}}}; "
-            f"the pool's MIG resources are missing there.",
+            "mig-manager set nvidia.com/mig.config.state=failed on node {{ $labels.node }}; "
+            "the pool's MIG resources are missing there.",
         ))
     for alert, ds in (("GPUDevicePluginNotReady", DEVICE_PLUGIN_DS), ("DCGMExporterNotReady", DCGM_EXPORTER_DS)):
         rules.append(_rule(
@@ -364,24 +364,24 @@ def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
         rf, "GPUMemoryNearlyFull",
         f"(DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * 100 {on_pool}) > {mem:g}",
         th.memory_for, pool,
-        f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} has {{{{ $value | humanize }}}}% memory used",
+        "GPU {{ $labels.gpu }} on {{ $labels.node }} has {{ $value | humanize }}% memory used",
         f"Framebuffer memory above {mem:g}% for {th.memory_for} on pool {pv.name} "
         f"(pod {{{{ $labels.exported_namespace }}}}/{{{{ $labels.exported_pod }}}}).",
     ))
     rules.append(_rule(
         rf, "GPUXidError", f"(DCGM_FI_DEV_XID_ERRORS {on_pool}) != 0", "0m", pool,
-        f"XID {{{{ $value }}}} on GPU {{{{ $labels.gpu }}}} of node {{{{ $labels.node }}}}",
+        "XID {{ $value }} on GPU {{ $labels.gpu }} of node {{ $labels.node }}",
         f"The NVIDIA driver reported XID {{{{ $value }}}} on pool {pv.name}.",
     ))
     rules.append(_rule(
         rf, "GPURowRemapFailure", f"(DCGM_FI_DEV_ROW_REMAP_FAILURE {on_pool}) > 0", "0m", pool,
-        f"GPU {{{{ $labels.gpu }}}} on node {{{{ $labels.node }}}} failed to remap a memory row",
+        "GPU {{ $labels.gpu }} on node {{ $labels.node }} failed to remap a memory row",
         f"Row remapping failed on pool {pv.name}: the GPU needs replacing.",
     ))
     rules.append(_rule(
         rf, "GPUUncorrectableECCError",
         f"(increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) {on_pool}) > 0", "0m", pool,
-        f"GPU {{{{ $labels.gpu }}}} on node {{{{ $labels.node }}}} had an uncorrectable ECC error",
+        "GPU {{ $labels.gpu }} on node {{ $labels.node }} had an uncorrectable ECC error",
         f"Uncorrectable ECC error on pool {pv.name}; the row remap applies at the next GPU reset.",
     ))
     return rules

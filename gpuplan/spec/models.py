@@ -364,7 +364,6 @@ class Rules(Model):
     disable: list[DisabledRule] = []
 
 
-
 # --- monitoring --------------------------------------------------------------
 
 

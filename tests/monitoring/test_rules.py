@@ -302,7 +302,7 @@ def test_promtool_unit_tests_are_live(compiled, tmp_path):
     """A case that expects the wrong thing fails: the harness really compares."""
     rf = compiled.resolved
     path, prom_rule = next((p, d) for p, d in sorted(rule_files(compiled).items()) if "pool-" in p)
-    rule_file = write_rule_file(tmp_path / "r.yaml", prom_rule)
+    write_rule_file(tmp_path / "r.yaml", prom_rule)
     tests = unit_tests(rf, path, prom_rule)
     fire = next(t for t in tests if " fires " in t["name"])
     fire["alert_rule_test"][0]["exp_alerts"] = []
