@@ -73,8 +73,10 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",
     "gpuplan.rules.inventory",
+    "gpuplan.rules.monitoring",
     "gpuplan.probe.codes",
     "gpuplan.output.tree",
+    "gpuplan.drift",
     "gpuplan.internal",
 )
 

@@ -10,3 +10,4 @@ class ExitCode(IntEnum):
     STALE = 3  # `gpuplan check`: generated output differs from the spec
     INTERNAL = 4  # a bug in gpuplan; a traceback only with --debug
     NO_DEVICE = 5  # `gpuplan probe`: NVML or the NVIDIA driver is not available
+    DRIFT = 6  # `gpuplan verify-cluster`: the cluster differs from the plan

@@ -19,7 +19,9 @@ reference/k8s/facts.md §c):
 - ``nfd.enabled: true``; ``nfd.nodefeaturerules`` stays false: that flag only
   makes the chart install NVIDIA's own confidential-computing/vGPU rules, it is
   not needed for nfd-master to evaluate gpuplan's NodeFeatureRules;
-- ``dcgmExporter.enabled`` + ``serviceMonitor.enabled``, ``gfd.enabled``.
+- ``dcgmExporter.enabled`` + ``serviceMonitor.enabled``, ``gfd.enabled``; with
+  ``spec.monitoring``, the ServiceMonitor's ``release`` label, interval and
+  ``node`` relabeling (:func:`gpuplan.lower.monitoring.service_monitor_values`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from gpuplan.lower.device_plugin import DEFAULT_CONFIG, cluster_mig_strategy
 from gpuplan.lower.gitops import VALUES_PATH, object_annotations, operator_namespace_path
 from gpuplan.lower.mig_parted import ALL_DISABLED, mig_manager_needed
 from gpuplan.lower.mig_parted import CONFIGMAP_NAME as MIG_CONFIGMAP
+from gpuplan.lower.monitoring import service_monitor_values
 from gpuplan.resolve import ResolvedFleet
 
 # Karpenter pools without `taints` get this one (spec.models.Pool.taints).
@@ -101,7 +104,8 @@ def values(rf: ResolvedFleet) -> dict[str, Any]:
         "migManager": mig_manager,
         "dcgmExporter": {
             "enabled": op.dcgm_exporter.enabled,
-            "serviceMonitor": {"enabled": op.dcgm_exporter.enabled and op.dcgm_exporter.service_monitor},
+            "serviceMonitor": {"enabled": op.dcgm_exporter.enabled and op.dcgm_exporter.service_monitor,
+                               **service_monitor_values(rf)},
         },
     }
 

@@ -461,6 +461,56 @@ class Rules(Model):
     disable: list[DisabledRule] = Field(default=[], description="Rules turned off for this fleet, each with a reason.")
 
 
+# --- monitoring --------------------------------------------------------------
+
+
+# a Prometheus duration (rule `for:`), without "Never"
+PromDuration = Annotated[str, Field(pattern=r"^([0-9]+[smhd])+$")]
+
+
+class MonitoringThresholds(Model):
+    """When an alert fires: a level and how long it must hold (Prometheus durations)."""
+
+    underused_percent: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=10, description="A tier's GPUs, allocated to a namespace, under this average use are wasted."
+    )
+    underused_for: PromDuration = Field(default="2h", description="How long a tier stays under-used before the alert fires.")
+    memory_percent: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=95, description="Framebuffer memory used, in % of the GPU (or MIG instance)."
+    )
+    memory_for: PromDuration = Field(default="15m", description="How long GPU memory stays near full before the alert fires.")
+    quota_percent: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=90, description="A namespace's use of a tier's quota."
+    )
+    quota_for: PromDuration = Field(default="30m", description="How long a namespace stays near its quota before the alert fires.")
+    not_ready_for: PromDuration = Field(
+        default="15m", description="Device plugin / DCGM exporter missing on a node, or capacity off plan."
+    )
+    mig_failed_for: PromDuration = Field(
+        default="5m", description="How long a node's nvidia.com/mig.config.state stays failed before the alert fires."
+    )
+
+
+class Monitoring(Model):
+    """Scraping, alert rules and a dashboard for a kube-prometheus-stack install."""
+
+    release: LabelValue = Field(
+        default="kube-prometheus-stack",
+        description="Helm release of kube-prometheus-stack: its Prometheus selects ServiceMonitors and "
+        "PrometheusRules labelled release=<this>.",
+    )
+    namespace: Name | None = Field(
+        default=None, description="Namespace of the PrometheusRules and dashboard; default: the GPU Operator's."
+    )
+    dashboard_label: LabelKey = Field(
+        default="grafana_dashboard", description="Label the Grafana dashboard sidecar watches (value \"1\")."
+    )
+    scrape_interval: PromDuration = Field(default="15s", description="DCGM exporter scrape interval.")
+    thresholds: MonitoringThresholds = Field(
+        default_factory=MonitoringThresholds, description="Alert levels and durations."
+    )
+
+
 class FleetSpec(Model):
     cluster: Cluster = Field(description="The cluster the fleet runs in.")
     inventory: list[str] = Field(default=[], description="Globs of node-probe inventory files, relative to this file.")
@@ -468,6 +518,9 @@ class FleetSpec(Model):
     tiers: list[Tier] = Field(default=[], description="Service classes users consume.")
     tenants: list[Tenant] = Field(default=[], description="Teams, their namespaces and quotas.")
     rules: Rules = Field(default_factory=Rules, description="Rule settings.")
+    monitoring: Monitoring | None = Field(
+        default=None, description="Alert rules, a dashboard and DCGM scraping for kube-prometheus-stack."
+    )
 
 
 class Metadata(Model):

@@ -24,7 +24,10 @@ def test_values_point_at_the_generated_configmaps(examples, example):
     assert v["migManager"]["config"]["default"] in mig["mig-configs"]
     assert v["nfd"] == {"enabled": True}
     assert v["gfd"] == {"enabled": True}
-    assert v["dcgmExporter"] == {"enabled": True, "serviceMonitor": {"enabled": True}}
+    assert v["dcgmExporter"]["enabled"] is True and v["dcgmExporter"]["serviceMonitor"]["enabled"] is True
+    # spec.monitoring (argocd example) adds the stack's release label; without it nothing is added
+    extra = set(v["dcgmExporter"]["serviceMonitor"]) - {"enabled"}
+    assert extra == ({"additionalLabels", "interval", "relabelings"} if example == "argocd" else set())
 
 
 def test_driver_and_toolkit_follow_the_spec(examples):
