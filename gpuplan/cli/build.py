@@ -100,7 +100,10 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool)
 @click.pass_context
 def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str) -> None:
     """Object-level changes FLEET makes to the generated tree (added, removed,
-    changed objects with their changed fields), fit for a pull-request comment."""
+    changed objects with their changed fields), fit for a pull-request comment.
+    Disruptive changes come first: namespaces that leave the tree, nodes that
+    are repartitioned or reconfigured, pools whose nodes are replaced,
+    PriorityClasses that are recreated, driver upgrades."""
     compiled = _compile(fleet, out_dir, "text", False, False)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
@@ -112,5 +115,12 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str) -> None:
     except TreeError as exc:
         emit([exc.diagnostic], "text")
         ctx.exit(int(ExitCode.INVALID))
+    from gpuplan.report import disruption
+
+    ds = disruption.disruptions(old, compiled.files)
     d = diff_trees(old, compiled.files)
-    click.echo((render_markdown if fmt == "markdown" else render_text)(d), nl=False)
+    if fmt == "markdown":
+        head = disruption.render_markdown(ds)
+        click.echo(head + "\n" + render_markdown(d, max_chars=60_000 - len(head)), nl=False)
+    else:
+        click.echo(disruption.render_text(ds) + "\n" + render_text(d), nl=False)

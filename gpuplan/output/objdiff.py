@@ -20,7 +20,8 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
-__all__ = ["FieldChange", "ObjectChange", "ObjectDiff", "ObjectKey", "diff_trees", "render_markdown", "render_text"]
+__all__ = ["FieldChange", "ObjectChange", "ObjectDiff", "ObjectKey", "diff_trees", "render_markdown", "render_text",
+           "tree_objects"]
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 _MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<absent>"})()
@@ -103,6 +104,11 @@ def _objects(files: Mapping[str, bytes]) -> dict[ObjectKey, tuple[str, Any]]:
                 k = ObjectKey(key.group, key.kind, key.namespace, key.name, f"{key.path}#{n}")
             out[k] = (path, value)
     return out
+
+
+def tree_objects(files: Mapping[str, bytes]) -> dict[ObjectKey, tuple[str, Any]]:
+    """Every object of a tree: ObjectKey -> (file, value)."""
+    return _objects(files)
 
 
 def _file_objects(path: str, data: bytes) -> Iterator[tuple[ObjectKey, Any]]:
