@@ -216,6 +216,11 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
              f"memory slices / the GPU's. Cost = GPU-eq × price per GPU-hour × {r.hours_per_month} h."]
     if any(t.over_limit for t in r.tiers):
         notes.append("OVER: quotas on the pool resource exceed capacity × maxOversubscription.")
+    capped = [p for p in r.pools if p.autoscaled and p.nodes is not None]
+    if capped:
+        notes.append("Karpenter pools are capped in whole nodes (NodePool `limits.nodes`), the ceiling that holds "
+                     "whatever the nodes advertise: " + "; ".join(
+                         f"{p.name} ≤ {p.nodes} nodes = {p.physical_gpus} GPUs" for p in capped) + ".")
     parts.append(heading(2, "Notes"))
     parts.extend(notes)
     return parts

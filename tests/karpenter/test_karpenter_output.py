@@ -496,8 +496,10 @@ def test_limit_caps_the_pool_at_its_nodes(pool: str) -> None:
     while n < 1000 and _karpenter_limit_allows(np_, pv.node_resources(), n):
         n += 1
     assert n == pv.node_count
-    readme = compile_fleet(EXAMPLES[1]).files["README.md"].decode()
+    files = compile_fleet(EXAMPLES[1]).files
+    readme = files["README.md"].decode()
     assert f"| {pool} |" in readme and f"Karpenter, ≤ {n} (limits.nodes)" in readme
+    assert f"{pool} ≤ {n} nodes = {n * pv.gpus_per_node} GPUs" in files["CAPACITY.md"].decode()
 
 
 def _schedulable(pod_tolerations: list[dict], pod_resources: dict[str, int], node_taints: list[dict],

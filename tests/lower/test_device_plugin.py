@@ -121,39 +121,6 @@ def test_cluster_strategy(build, pools, expected):
             assert got == own
 
 
-# --- content-addressed config names ------------------------------------------------------------
-
-
-def _config_manager(node_labels: dict[str, str], old_label: str | None, files: dict[str, str]) -> str | None:
-    """What the device plugin's config-manager does on a node update
-    (NVIDIA/k8s-device-plugin@v0.20.0 cmd/config-manager/main.go:272-278, 335-358):
-    it switches config only when the label value changed, to the file of that
-    name, and fails on a name the ConfigMap does not have. Returns the config
-    it now runs (None: it kept the old one)."""
-    new_label = node_labels.get("nvidia.com/device-plugin.config")
-    if new_label == old_label:
-        return None
-    assert new_label in files, f"specified config {new_label} does not exist"
-    return files[new_label]
-
-
-def test_changed_sharing_reaches_existing_nodes(build):
-    """A new replica count must give the pool's nodes a new label value, or
-    config-manager never loads it (what 8bd6184 did: the key was the pool name)."""
-    from gpuplan.lower.node_labels import pool_node_labels
-
-    old = build(fleet(_pools(("dev", "L40S", "{mode: time-slicing, replicas: 2}"))), "old.yaml")
-    new = build(fleet(_pools(("dev", "L40S", "{mode: time-slicing, replicas: 4}"))), "new.yaml")
-    old_labels = pool_node_labels(old.resolved, old.resolved.pools[0])
-    new_labels = pool_node_labels(new.resolved, new.resolved.pools[0])
-    running = _config_manager(new_labels, old_labels["nvidia.com/device-plugin.config"], one(new, PATH)["data"])
-    assert running is not None, "the node keeps its old sharing config"
-    assert yaml.safe_load(running)["sharing"]["timeSlicing"]["resources"][0]["replicas"] == 4
-    # an unchanged config keeps its name: nodes are not restarted for nothing
-    again = build(fleet(_pools(("dev", "L40S", "{mode: time-slicing, replicas: 2}"))), "again.yaml")
-    assert pool_node_labels(again.resolved, again.resolved.pools[0]) == old_labels
-
-
 def test_config_names_stay_label_values():
     from gpuplan.lower.common import content_name
     from gpuplan.spec.models import _LABEL_VALUE

@@ -113,34 +113,3 @@ def test_mig_capable_exclusive_pool_keeps_mig_manager(build):
 """))
     assert _config(c)["mig-configs"] == {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
     assert one(c, "gpu-operator/values.yaml")["migManager"]["enabled"] is True
-
-
-def _mig_manager(old_label: str | None, new_label: str | None) -> bool:
-    """Whether mig-manager repartitions a node on a node update: only when the
-    nvidia.com/mig.config value changes (NVIDIA/mig-parted@v0.15.0
-    cmd/nvidia-mig-manager/main.go:572-577)."""
-    return old_label != new_label
-
-
-def test_changed_layout_reaches_existing_nodes(build):
-    """A new layout for a pool must change its nodes' nvidia.com/mig.config value
-    (8bd6184 kept gpuplan-<pool>: the ConfigMap changed, the nodes did not)."""
-    from gpuplan.lower.node_labels import pool_node_labels
-
-    def labels(layout: str, name: str):
-        c = build(fleet(f"""\
-  pools:
-    - name: p
-      gpu: A100-SXM4-80GB
-      gpusPerNode: 2
-      nodes: [n1]
-      sharing: {{mode: mig, layout: {layout}}}
-"""), name)
-        value = pool_node_labels(c.resolved, c.resolved.pools[0])["nvidia.com/mig.config"]
-        assert value in _config(c)["mig-configs"]
-        return value
-
-    before = labels("{3g.40gb: 2}", "a.yaml")
-    after = labels("{1g.10gb: 7}", "b.yaml")
-    assert _mig_manager(before, after), "the nodes keep their old MIG layout"
-    assert not _mig_manager(before, labels("{3g.40gb: 2}", "c.yaml"))
