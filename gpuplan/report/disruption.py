@@ -141,9 +141,15 @@ def disruptions(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[Disr
                     what.append("taints")
                 if not what:
                     what.append("node template")
+                note = _drift_note(n)
+                if "blocked" in note and any(ol.get(x) != nl.get(x) for x in (MIG_LABEL, PLUGIN_LABEL)):
+                    # old nodes keep the old config name, which the new ConfigMaps no longer carry
+                    note += ("; until then an old node whose device plugin or mig-manager restarts finds no "
+                             "config of its old name and stops advertising GPUs: roll the pool (delete its "
+                             "NodeClaims) once its jobs are done")
                 out.append(Disruption(
                     "replace", f"NodePool {name}",
-                    f"{'; '.join(what)}: every node of the pool drifts; {_drift_note(n)}"))
+                    f"{'; '.join(what)}: every node of the pool drifts; {note}"))
         elif kind == "EC2NodeClass":
             changed = [f for f in ("amiSelectorTerms", "userData", "blockDeviceMappings", "role")
                        if o.get("spec", {}).get(f) != n.get("spec", {}).get(f)]

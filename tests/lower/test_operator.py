@@ -194,3 +194,27 @@ def test_operator_namespace(examples, example, path, listed):
     assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
     root = one(c, "kustomization.yaml")["resources"]
     assert (path in root) is listed
+
+
+def _codes(tmp_path, gpu_operator: str) -> list[str]:
+    from gpuplan.compiler import check_fleet
+
+    p = tmp_path / "f.yaml"
+    p.write_text(fleet("  pools:\n    - {name: p, gpu: L40S, gpusPerNode: 4, nodes: [n1]}\n")
+                 .replace("    gitops:", f"    gpuOperator: {gpu_operator}\n    gitops:"))
+    return sorted(d.code for d in check_fleet(p).diagnostics if d.code.startswith("GP64"))
+
+
+def test_driver_pin_warnings(tmp_path):
+    # a chart whose default driver gpuplan does not know: nothing pinned, say so
+    assert _codes(tmp_path, "{chartVersion: v26.9.0}") == ["GP642"]
+    assert _codes(tmp_path, "{chartVersion: v26.9.0, driverVersion: 595.91.07}") == []
+    # the known chart: its default is written out, nothing to say
+    assert _codes(tmp_path, "{chartVersion: v26.7.0}") == []
+    assert _codes(tmp_path, "{driver: preinstalled, driverVersion: 595.91.07}") == ["GP643"]
+
+
+def test_unknown_chart_leaves_the_driver_to_the_chart(build):
+    c = build(fleet("  pools:\n    - {name: p, gpu: L40S, gpusPerNode: 4, nodes: [n1]}\n")
+              .replace("    gitops:", "    gpuOperator: {chartVersion: v26.9.0}\n    gitops:"))
+    assert "version" not in one(c, VALUES)["driver"]
