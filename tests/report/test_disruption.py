@@ -104,3 +104,14 @@ def test_diff_lists_namespace_removal_first(tmp_path, gpuplan_cli):
         assert r.returncode == 0, r.stderr
         assert r.stdout.startswith(first)
         assert r.stdout.index("Namespace beta-ns") < r.stdout.index("removed")
+
+
+def test_job_pool_with_blocked_drift_is_told_to_roll(tmp_path):
+    text = edit(KARPENTER, "      gpusPerNode: 4\n      nodes: [n3]\n",
+                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260801, "
+                "nodeOverlay: true}\n")
+    text = edit(text, "profile: 1g.10gb, workload: inference", "profile: 1g.10gb, workload: training")
+    old = tree(tmp_path, text, "old.yaml")
+    new = tree(tmp_path, edit(text, "layout: {1g.10gb: 7}", "layout: {1g.10gb: 4, 3g.40gb: 1}"), "new.yaml")
+    [np_] = [d for d in disruptions(old, new) if d.subject == "NodePool infer"]
+    assert "drift is blocked" in np_.message and "delete its NodeClaims" in np_.message
