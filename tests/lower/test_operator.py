@@ -124,10 +124,8 @@ spec:
     ("R535", {"version": "535", "usePrecompiled": True}),
 ])
 def test_driver_version_forms(build, version, want):
-    c = build(fleet(f"""\
-  pools:
-    - {{name: p, gpu: L40S, gpusPerNode: 4, nodes: [n1]}}
-""").replace("    gitops:", f"    gpuOperator: {{driverVersion: \"{version}\"}}\n    gitops:"))
+    c = build(fleet("  pools:\n    - {name: p, gpu: L40S, gpusPerNode: 4, nodes: [n1]}\n")
+              .replace("    gitops:", f"    gpuOperator: {{driverVersion: \"{version}\"}}\n    gitops:"))
     d = one(c, VALUES)["driver"]
     assert {k: d[k] for k in want} == want and d["enabled"] is True
     assert "upgradePolicy" in d
