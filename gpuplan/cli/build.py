@@ -107,7 +107,7 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str) -> None:
     compiled = _compile(fleet, out_dir, "text", False, False)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
-    from gpuplan.output.objdiff import diff_trees, render_markdown, render_text
+    from gpuplan.output.objdiff import diff_objects, render_markdown, render_text, tree_objects
     from gpuplan.output.tree import TreeError, read_tree
 
     try:
@@ -117,8 +117,9 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str) -> None:
         ctx.exit(int(ExitCode.INVALID))
     from gpuplan.report import disruption
 
-    ds = disruption.disruptions(old, compiled.files)
-    d = diff_trees(old, compiled.files)
+    a, b = tree_objects(old), tree_objects(compiled.files)  # parsed once for both reports
+    ds = disruption.disruptions_of(a, b)
+    d = diff_objects(a, b)
     if fmt == "markdown":
         head = disruption.render_markdown(ds)
         click.echo(head + "\n" + render_markdown(d, max_chars=60_000 - len(head)), nl=False)

@@ -47,28 +47,26 @@ class Disruption:
         return SEVERITY_ORDER.index(self.severity)
 
 
-def _objects(files: Mapping[str, bytes]) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """(kind, namespace, name) -> object, for the Kubernetes objects of a tree."""
-    from gpuplan.output.objdiff import tree_objects
+Parsed = Mapping[Any, tuple[str, Any]]  # gpuplan.output.objdiff.tree_objects
 
+
+def _objects(parsed: Parsed) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(kind, namespace, name) -> object, for the Kubernetes objects of a tree."""
     out = {}
-    for key, (_, value) in tree_objects(files).items():
+    for key, (_, value) in parsed.items():
         if key.kind and isinstance(value, dict):
             out[(key.kind, key.namespace, key.name)] = value
     return out
 
 
-def _values(files: Mapping[str, bytes]) -> dict[str, Any]:
-    import yaml
-
-    data = files.get(VALUES_PATH)
-    if data is None:  # Flux: the values live in the HelmRelease
-        for obj in _objects(files).values():
-            if obj.get("kind") == "HelmRelease":
-                return obj.get("spec", {}).get("values") or {}
-        return {}
-    docs = [d for d in yaml.load_all(data, Loader=yaml.CSafeLoader) if isinstance(d, dict)]
-    return docs[0] if docs else {}
+def _values(parsed: Parsed, objs: dict) -> dict[str, Any]:
+    for key, (_, value) in parsed.items():
+        if not key.kind and key.path == VALUES_PATH and isinstance(value, dict):
+            return value
+    for obj in objs.values():  # Flux: the values live in the HelmRelease
+        if obj.get("kind") == "HelmRelease":
+            return obj.get("spec", {}).get("values") or {}
+    return {}
 
 
 def _static_nodes(objs: dict) -> dict[str, tuple[str, dict[str, str], list[dict]]]:
@@ -104,6 +102,14 @@ def _drift_note(nodepool: dict) -> str:
 
 def disruptions(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[Disruption]:
     """The disruptive effects of going from tree ``old`` to tree ``new``, most severe first."""
+    from gpuplan.output.objdiff import tree_objects
+
+    return disruptions_of(tree_objects(old), tree_objects(new))
+
+
+def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
+    """:func:`disruptions` of two trees already parsed by ``objdiff.tree_objects``
+    (``gpuplan diff`` parses each tree once for both reports)."""
     a, b = _objects(old), _objects(new)
     out: list[Disruption] = []
 
@@ -180,7 +186,7 @@ def disruptions(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[Disr
                 "drain", f"node {node} (pool {pool})",
                 f"new NoExecute taint {', '.join(map(_taint, added))}: pods that do not tolerate it are evicted"))
 
-    ov, nv = _values(old), _values(new)
+    ov, nv = _values(old, a), _values(new, b)
     od, nd = ov.get("driver", {}), nv.get("driver", {})
     if od and nd and od.get("enabled") and nd.get("enabled") and (
             od.get("version"), od.get("usePrecompiled")) != (nd.get("version"), nd.get("usePrecompiled")):
