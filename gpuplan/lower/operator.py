@@ -107,8 +107,11 @@ def values(rf: ResolvedFleet) -> dict[str, Any]:
         # toolkit, the device plugin's NVIDIA_CDI_HOOK_PATH points into the toolkit's
         # install dir (NVIDIA/gpu-operator@v26.7.0 controllers/object_controls.go:1527-1535,
         # 2106-2110), so every GPU node must run that toolkit (GP640 refuses a fleet
-        # that mixes). A preinstalled toolkit keeps the runtime the node ships
-        # (EKS NVIDIA AMIs make nvidia the default containerd runtime): no CDI.
+        # that mixes). A preinstalled toolkit keeps the runtime the node ships:
+        # no CDI. (EKS AL2023 NVIDIA AMIs: nodeadm makes nvidia the default
+        # containerd runtime when nvidia-container-runtime is installed,
+        # awslabs/amazon-eks-ami@81fec2e8 nodeadm/internal/containerd/
+        # runtime_config_nvidia.go:25-35, config.template.toml:9.)
         "cdi": {"enabled": managed_toolkit},
         "mig": {"strategy": cluster_mig_strategy(rf)},
         "devicePlugin": {
