@@ -67,11 +67,11 @@ E_BOTTLEROCKET_SHARING = Code(
 )
 E_BOTTLEROCKET_VERSION = Code(
     "GP645", "Bottlerocket release lacks a setting gpuplan writes", Severity.ERROR,
-    "Each `settings.kubelet-device-plugins.nvidia.*` key exists from a Bottlerocket release on: the "
-    "device plugin settings from v1.23.0, `device-sharing-strategy` and `time-slicing.*` from v1.25.0 "
-    "(bottlerocket-os/bottlerocket CHANGELOG.md, sources/settings-migrations/v1.25.0/"
-    "kubelet-device-plugins-time-slicing-settings). An older pinned `amiVersion` rejects the userData "
-    "and the node never joins.",
+    "Each Bottlerocket setting exists from a release on: `settings.kubernetes.cpu-manager-policy` from "
+    "v1.0.8, `topology-manager-policy`/`-scope` from v1.2.0, the NVIDIA device plugin's "
+    "`device-sharing-strategy` and `time-slicing.*` from v1.25.0 (bottlerocket-os/bottlerocket "
+    "CHANGELOG.md, sources/settings-migrations/). An older pinned `amiVersion` rejects the userData and "
+    "the node never joins.",
     bad="karpenter: {amiFamily: Bottlerocket, amiVersion: v1.20.0}\nsharing: {mode: time-slicing, replicas: 4}",
     good="karpenter: {amiFamily: Bottlerocket, amiVersion: v1.40.0}\nsharing: {mode: time-slicing, replicas: 4}",
 )
@@ -83,11 +83,35 @@ CODES = (E_TOOLKIT_MIX, E_DRIVER_VERSION, W_DRIVER_FLOATS, W_DRIVER_VERSION_UNUS
 _BRANCH = re.compile(r"R[0-9]{3}\Z")
 _RELEASE = re.compile(r"[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?\Z")
 
-# The Bottlerocket release that introduced each device-plugin setting gpuplan writes.
+# The Bottlerocket release that introduced each setting gpuplan writes
+# (bottlerocket-os/bottlerocket CHANGELOG.md and sources/settings-migrations/):
+# cpu-manager-policy v1.0.8 (#1388); topology-manager-policy/scope v1.2.0
+# (archived/v1.2.0/kubelet-topology-manager, #1659); the NVIDIA device plugin's
+# sharing settings v1.25.0 (v1.25.0/kubelet-device-plugins-time-slicing-settings,
+# #4230). topology-manager-policy-options is not listed: its release could not be
+# read from the pinned sources, so it is not checked (docs/karpenter.md).
 BOTTLEROCKET_SINCE = {
-    "time-slicing": (1, 25, 0),  # device-sharing-strategy, time-slicing.* (CHANGELOG v1.25.0, #4230)
+    "kubernetes.cpu-manager-policy": (1, 0, 8),
+    "kubernetes.topology-manager-policy": (1, 2, 0),
+    "kubernetes.topology-manager-scope": (1, 2, 0),
+    "kubelet-device-plugins.nvidia.device-sharing-strategy": (1, 25, 0),
+    "kubelet-device-plugins.nvidia.time-slicing.replicas": (1, 25, 0),
+    "kubelet-device-plugins.nvidia.time-slicing.rename-by-default": (1, 25, 0),
+    "kubelet-device-plugins.nvidia.time-slicing.fail-requests-greater-than-one": (1, 25, 0),
 }
 _BR_VERSION = re.compile(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)\Z")
+
+
+def bottlerocket_setting_keys(pv) -> list[str]:
+    """Dotted ``settings.*`` keys (without ``settings.``) the pool's Bottlerocket userData sets."""
+    from gpuplan.lower.karpenter import bottlerocket_device_plugin, bottlerocket_settings
+
+    kube, opts = bottlerocket_settings(pv)
+    plugin, slicing = bottlerocket_device_plugin(pv)
+    return ([f"kubernetes.{k}" for k, _ in kube]
+            + [f"kubernetes.topology-manager-policy-options.{k}" for k, _ in opts]
+            + [f"kubelet-device-plugins.nvidia.{k}" for k, _ in plugin]
+            + [f"kubelet-device-plugins.nvidia.time-slicing.{k}" for k, _ in slicing])
 
 
 def valid_driver_version(v: str) -> bool:
@@ -168,14 +192,18 @@ def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                 hint="use amiFamily: AL2023 for this pool, or sharing exclusive / time-slicing",
             )
             continue
-        since = BOTTLEROCKET_SINCE.get(mode)
         have = bottlerocket_version(k.ami_version)
-        if since is not None and have is not None and have < since:
+        if have is None:
+            continue  # latest: every setting exists
+        missing = [(since, key) for key in bottlerocket_setting_keys(pv)
+                   if (since := BOTTLEROCKET_SINCE.get(key)) is not None and have < since]
+        if missing:
+            since, key = max(missing)
             want = "v" + ".".join(map(str, since))
             yield rf.diag(
                 E_BOTTLEROCKET_VERSION,
-                f"pool {pv.name!r}: {mode} is configured through settings.kubelet-device-plugins.nvidia, "
-                f"which Bottlerocket has from {want} on; amiVersion is {k.ami_version}",
+                f"pool {pv.name!r}: the userData sets settings.{key}, which Bottlerocket has from {want} on; "
+                f"amiVersion is {k.ami_version}",
                 pv.path + ("karpenter", "amiVersion"),
                 hint=f"pin amiVersion {want} or later",
             )

@@ -569,3 +569,16 @@ def test_output_is_deterministic() -> None:
     a = compile_fleet(EXAMPLES[1]).files
     b = compile_fleet(EXAMPLES[1]).files
     assert a == b
+
+
+def test_bottlerocket_topology_settings_are_gated_too(tmp_path: Path) -> None:
+    def codes(ami: str) -> list[str]:
+        p = spec_file(tmp_path,
+                      "    - name: b\n      gpu: L40S\n"
+                      f"      karpenter: {{instanceTypes: [g6e.xlarge], maxGPUs: 4, amiFamily: Bottlerocket, "
+                      f"amiVersion: {ami}}}\n"
+                      "      topology: {policy: single-numa-node, scope: pod}\n")
+        return [d.code for d in compile_fleet(p).diagnostics if d.is_error]
+
+    assert codes("v1.1.0") == ["GP645"]  # topology-manager-* from v1.2.0
+    assert codes("v1.2.0") == []
