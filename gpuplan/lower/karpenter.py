@@ -310,7 +310,7 @@ def bottlerocket_device_plugin(pv: PoolView) -> tuple[list[tuple[str, Any]], lis
     ``device-sharing-strategy = "none"``, sources/shared-defaults/
     nvidia-k8s-device-plugin.toml); time-slicing uses the keys Bottlerocket
     added in v1.25.0 (sources/settings-migrations/v1.25.0/
-    kubelet-device-plugins-time-slicing-settings), which GP645 checks against
+    kubelet-device-plugins-time-slicing-settings), which GP644 checks against
     the pinned AMI. ``enabled = false`` is never written: it exists only from
     Bottlerocket 1.63 and would leave the node with no device plugin at all."""
     s = pv.pool.sharing

@@ -49,15 +49,8 @@ W_DRIVER_FLOATS = Code(
     bad="gpuOperator: {chartVersion: v26.9.0, driver: managed}",
     good="gpuOperator: {chartVersion: v26.9.0, driver: managed, driverVersion: 595.91.07}",
 )
-W_DRIVER_VERSION_UNUSED = Code(
-    "GP643", "driver version of a preinstalled driver", Severity.WARNING,
-    "`driverVersion` only applies to `driver: managed`; with a preinstalled driver the nodes' image "
-    "decides it and gpuplan writes nothing.",
-    bad="gpuOperator: {driver: preinstalled, driverVersion: 535.104.05}",
-    good="gpuOperator: {driver: preinstalled}",
-)
 E_BOTTLEROCKET_SHARING = Code(
-    "GP644", "sharing mode Bottlerocket's device plugin cannot do", Severity.ERROR,
+    "GP643", "sharing mode Bottlerocket's device plugin cannot do", Severity.ERROR,
     "NVIDIA does not support the GPU Operator's operands on Bottlerocket; gpuplan turns them off on "
     "Bottlerocket nodes (`nvidia.com/gpu.deploy.operands: \"false\"`) and configures Bottlerocket's own "
     "device plugin through `settings.kubelet-device-plugins.nvidia`. That plugin does whole GPUs and "
@@ -66,7 +59,7 @@ E_BOTTLEROCKET_SHARING = Code(
     good="karpenter: {amiFamily: AL2023, ...}\nsharing: {mode: mig, layout: {1g.10gb: 7}}",
 )
 E_BOTTLEROCKET_VERSION = Code(
-    "GP645", "Bottlerocket release lacks a setting gpuplan writes", Severity.ERROR,
+    "GP644", "Bottlerocket release lacks a setting gpuplan writes", Severity.ERROR,
     "Each Bottlerocket setting exists from a release on: `settings.kubernetes.cpu-manager-policy` from "
     "v1.0.8, `topology-manager-policy`/`-scope` from v1.2.0, the NVIDIA device plugin's "
     "`device-sharing-strategy` and `time-slicing.*` from v1.25.0 (bottlerocket-os/bottlerocket "
@@ -76,7 +69,7 @@ E_BOTTLEROCKET_VERSION = Code(
     good="karpenter: {amiFamily: Bottlerocket, amiVersion: v1.40.0}\nsharing: {mode: time-slicing, replicas: 4}",
 )
 
-CODES = (E_TOOLKIT_MIX, E_DRIVER_VERSION, W_DRIVER_FLOATS, W_DRIVER_VERSION_UNUSED, E_BOTTLEROCKET_SHARING,
+CODES = (E_TOOLKIT_MIX, E_DRIVER_VERSION, W_DRIVER_FLOATS, E_BOTTLEROCKET_SHARING,
          E_BOTTLEROCKET_VERSION)
 
 # R535 (a branch), or 535.104.05 / 550.54 (a release)
@@ -155,17 +148,13 @@ def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                  "pool to static nodes",
         )
     if op.driver_version is not None:
-        vpath = opath + ("driverVersion",)
-        if op.driver != "managed":
-            yield rf.diag(W_DRIVER_VERSION_UNUSED,
-                          f"driverVersion {op.driver_version!r} is ignored: the driver is preinstalled", vpath,
-                          hint="remove driverVersion, or set driver: managed")
-        elif not valid_driver_version(op.driver_version):
+        # checked whatever `driver` says: the MIG rules read it too (profiles per driver branch)
+        if not valid_driver_version(op.driver_version):
             yield rf.diag(
                 E_DRIVER_VERSION,
                 f"driverVersion {op.driver_version!r} is neither a driver branch (R535) nor a driver release "
                 "(535.104.05)",
-                vpath,
+                opath + ("driverVersion",),
                 hint="use a release such as 595.91.07 (the chart's default in v26.7.0), or a branch such as R580",
             )
     elif op.driver == "managed" and op.chart_version not in CHART_DEFAULT_DRIVER:

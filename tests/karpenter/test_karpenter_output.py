@@ -428,7 +428,7 @@ def test_bottlerocket_time_slicing_through_its_own_plugin(tmp_path: Path) -> Non
     assert _bottlerocket_accepts(ud, (1, 40, 0))
     old = compile_fleet(spec_file(tmp_path, pool("v1.20.0")))
     [d] = [d for d in old.diagnostics if d.is_error]
-    assert d.code == "GP645" and d.path == "spec.pools[0].karpenter.amiVersion" and not old.files
+    assert d.code == "GP644" and d.path == "spec.pools[0].karpenter.amiVersion" and not old.files
 
 
 def test_bottlerocket_userdata_runs_on_the_pinned_release() -> None:
@@ -445,7 +445,7 @@ def test_bottlerocket_refuses_mig_and_mps(tmp_path: Path) -> None:
                       "amiVersion: v1.40.0}\n"
                       f"      sharing: {sharing}\n")
         r = compile_fleet(p)
-        assert "GP644" in {d.code for d in r.diagnostics if d.is_error}
+        assert "GP643" in {d.code for d in r.diagnostics if d.is_error}
 
 
 def test_no_userdata_without_topology(tmp_path: Path) -> None:
@@ -580,5 +580,5 @@ def test_bottlerocket_topology_settings_are_gated_too(tmp_path: Path) -> None:
                       "      topology: {policy: single-numa-node, scope: pod}\n")
         return [d.code for d in compile_fleet(p).diagnostics if d.is_error]
 
-    assert codes("v1.1.0") == ["GP645"]  # topology-manager-* from v1.2.0
+    assert codes("v1.1.0") == ["GP644"]  # topology-manager-* from v1.2.0
     assert codes("v1.2.0") == []

@@ -209,10 +209,26 @@ def test_driver_pin_warnings(tmp_path):
     assert _codes(tmp_path, "{chartVersion: v26.9.0, driverVersion: 595.91.07}") == []
     # the known chart: its default is written out, nothing to say
     assert _codes(tmp_path, "{chartVersion: v26.7.0}") == []
-    assert _codes(tmp_path, "{driver: preinstalled, driverVersion: 595.91.07}") == ["GP643"]
+    # with a preinstalled driver the version only informs the MIG checks, and is still validated
+    assert _codes(tmp_path, "{driver: preinstalled, driverVersion: 595.91.07}") == []
+    assert _codes(tmp_path, "{driver: preinstalled, driverVersion: latest}") == ["GP641"]
 
 
 def test_unknown_chart_leaves_the_driver_to_the_chart(build):
     c = build(fleet("  pools:\n    - {name: p, gpu: L40S, gpusPerNode: 4, nodes: [n1]}\n")
               .replace("    gitops:", "    gpuOperator: {chartVersion: v26.9.0}\n    gitops:"))
     assert "version" not in one(c, VALUES)["driver"]
+
+
+def test_latest_driver_with_a_mig_pool_is_a_diagnostic_not_a_crash(tmp_path):
+    """The MIG checks read driverVersion too (profiles per driver branch); an
+    unreadable one is reported once, at its line, and never reaches them."""
+    from gpuplan.compiler import compile_fleet
+    from tests.outputkit import REPO
+
+    text = (REPO / "examples" / "fleet.yaml").read_text()
+    assert 'driverVersion: "595.91.07"' in text
+    p = tmp_path / "fleet.yaml"
+    p.write_text(text.replace('driverVersion: "595.91.07"', "driverVersion: latest"))
+    c = compile_fleet(p)
+    assert [d.code for d in c.diagnostics if d.is_error] == ["GP641"] and not c.files
