@@ -84,6 +84,34 @@ def _static_nodes(objs: dict) -> dict[str, tuple[str, dict[str, str], list[dict]
     return out
 
 
+def _configs(objs: dict) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(device-plugin configs by key, mig-parted configs by name) of a tree."""
+    import yaml
+
+    from gpuplan.lower.device_plugin import CONFIGMAP_NAME as PLUGIN_CM
+    from gpuplan.lower.mig_parted import CONFIG_KEY
+    from gpuplan.lower.mig_parted import CONFIGMAP_NAME as MIG_CM
+
+    plugin: dict[str, Any] = {}
+    mig: dict[str, Any] = {}
+    for (kind, _, name), obj in objs.items():
+        if kind != "ConfigMap":
+            continue
+        data = obj.get("data") or {}
+        try:
+            if name == PLUGIN_CM:
+                plugin = {k: yaml.load(v, Loader=yaml.CSafeLoader) for k, v in data.items()}
+            elif name == MIG_CM and CONFIG_KEY in data:
+                mig = (yaml.load(data[CONFIG_KEY], Loader=yaml.CSafeLoader) or {}).get("mig-configs") or {}
+        except yaml.YAMLError:  # a hand-edited tree: compare by name only
+            continue
+    return plugin, mig
+
+
+def _same(old_cfgs: dict, new_cfgs: dict, old_name: str | None, new_name: str | None) -> bool:
+    return old_name in old_cfgs and new_name in new_cfgs and old_cfgs[old_name] == new_cfgs[new_name]
+
+
 def _taint(t: dict) -> str:
     return f"{t['key']}={t['value']}:{t['effect']}" if t.get("value") else f"{t['key']}:{t['effect']}"
 
@@ -167,19 +195,31 @@ def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
                     + (_drift_note(pool) if pool else "Karpenter replaces them")))
 
     on, nn = _static_nodes(a), _static_nodes(b)
+    (op_, om), (np_, nm) = _configs(a), _configs(b)
     for node in sorted(set(on) & set(nn)):
         (_, ol, ot), (pool, nl, nt) = on[node], nn[node]
-        if ol.get(MIG_LABEL) != nl.get(MIG_LABEL):
-            out.append(Disruption(
-                "drain", f"node {node} (pool {pool})",
-                f"{MIG_LABEL} {ol.get(MIG_LABEL)} -> {nl.get(MIG_LABEL)}: mig-manager repartitions its GPUs; "
-                "drain its GPU pods first (it cannot change GPUs in use)"))
-        elif ol.get(PLUGIN_LABEL) != nl.get(PLUGIN_LABEL):
+        o_mig, n_mig = ol.get(MIG_LABEL), nl.get(MIG_LABEL)
+        o_dp, n_dp = ol.get(PLUGIN_LABEL), nl.get(PLUGIN_LABEL)
+        if o_mig != n_mig and _same(om, nm, o_mig, n_mig):
+            # mig-manager asserts the selected config first and leaves GPUs that
+            # already have it alone (mig-parted@v0.15.0 pkg/mig/reconfigure/reconfigure.go:142-146)
             out.append(Disruption(
                 "reconfigure", f"node {node} (pool {pool})",
-                f"{PLUGIN_LABEL} {ol.get(PLUGIN_LABEL)} -> {nl.get(PLUGIN_LABEL)}: the device plugin restarts "
-                "with the new sharing config; running GPU pods keep their devices, drain them if the "
-                "advertised resources shrink"))
+                f"{MIG_LABEL} {o_mig} -> {n_mig}, the same layout under a new name: mig-manager finds it "
+                "applied and leaves the GPUs as they are"))
+        elif o_mig != n_mig:
+            out.append(Disruption(
+                "drain", f"node {node} (pool {pool})",
+                f"{MIG_LABEL} {o_mig} -> {n_mig}: mig-manager repartitions its GPUs; "
+                "drain its GPU pods first (it cannot change GPUs in use)"))
+        elif o_dp != n_dp:
+            same = _same(op_, np_, o_dp, n_dp)
+            out.append(Disruption(
+                "reconfigure", f"node {node} (pool {pool})",
+                f"{PLUGIN_LABEL} {o_dp} -> {n_dp}" + (
+                    ", the same config under a new name: the device plugin restarts once" if same else
+                    ": the device plugin restarts with the new sharing config; running GPU pods keep their "
+                    "devices, drain them if the advertised resources shrink")))
         added = [t for t in nt if t not in ot and t.get("effect") == "NoExecute"]
         if added:
             out.append(Disruption(

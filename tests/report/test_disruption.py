@@ -115,3 +115,22 @@ def test_job_pool_with_blocked_drift_is_told_to_roll(tmp_path):
     new = tree(tmp_path, edit(text, "layout: {1g.10gb: 7}", "layout: {1g.10gb: 4, 3g.40gb: 1}"), "new.yaml")
     [np_] = [d for d in disruptions(old, new) if d.subject == "NodePool infer"]
     assert "drift is blocked" in np_.message and "delete its NodeClaims" in np_.message
+
+
+def test_renamed_config_with_the_same_layout_is_not_a_drain(tmp_path):
+    """Upgrading from a gpuplan that named configs gpuplan-<pool> renames every
+    config; mig-manager finds the same layout applied and leaves the GPUs alone
+    (mig-parted@v0.15.0 pkg/mig/reconfigure/reconfigure.go:142-146)."""
+    import yaml as _yaml
+
+    old = tree(tmp_path, BASE, "old.yaml")
+    new = dict(old)
+    text = new["gpu-operator/mig-parted-config.yaml"].decode()
+    cm = [d for d in _yaml.safe_load_all(text) if d][0]
+    configs = _yaml.safe_load(cm["data"]["config.yaml"])
+    [name] = [n for n in configs["mig-configs"] if n != "all-disabled"]
+    legacy = "gpuplan-infer"
+    old["gpu-operator/mig-parted-config.yaml"] = text.replace(name, legacy).encode()
+    old["pools/infer/node-labels.yaml"] = new["pools/infer/node-labels.yaml"].decode().replace(name, legacy).encode()
+    [d] = disruptions(old, new)
+    assert d.severity == "reconfigure" and "same layout" in d.message and d.subject == "node n3 (pool infer)"
