@@ -72,6 +72,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.tenancy",
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",
+    "gpuplan.rules.operator",
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",
     "gpuplan.probe.codes",

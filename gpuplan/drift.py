@@ -25,6 +25,7 @@ from typing import Any, Iterable
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.lower.mig_parted import config_name as mig_config_name
 from gpuplan.resolve import PoolView, ResolvedFleet
 
 KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
@@ -238,7 +239,7 @@ def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[D
             sev = Severity.ERROR if state == "failed" else Severity.WARNING
             out.append(rf.diag(E_MIG_STATE, f"node {name} (pool {pv.name}) {MIG_STATE_LABEL}="
                                f"{state if state is not None else '(absent)'}; planned layout "
-                               f"{pv.mig_config_name} is not applied", ("spec", "pools", pv.index, "sharing"),
+                               f"{mig_config_name(pv)} is not applied", ("spec", "pools", pv.index, "sharing"),
                                key=True, severity=sev,
                                hint="see the nvidia-mig-manager pod's log on that node"))
     return out

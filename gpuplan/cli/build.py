@@ -103,11 +103,14 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool)
 @click.pass_context
 def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str, old_dir: str | None) -> None:
     """Object-level changes FLEET makes to the generated tree (added, removed,
-    changed objects with their changed fields), fit for a pull-request comment."""
+    changed objects with their changed fields), fit for a pull-request comment.
+    Disruptive changes come first: namespaces that leave the tree, nodes that
+    are repartitioned or reconfigured, pools whose nodes are replaced,
+    PriorityClasses that are recreated, driver upgrades."""
     compiled = _compile(fleet, out_dir, "text", False, False)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
-    from gpuplan.output.objdiff import diff_trees, render_markdown, render_text
+    from gpuplan.output.objdiff import diff_objects, render_markdown, render_text, tree_objects
     from gpuplan.output.tree import TreeError, read_tree
 
     try:
@@ -115,5 +118,13 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str, old_dir: str | 
     except TreeError as exc:
         emit([exc.diagnostic], "text")
         ctx.exit(int(ExitCode.INVALID))
-    d = diff_trees(old, compiled.files)
-    click.echo((render_markdown if fmt == "markdown" else render_text)(d), nl=False)
+    from gpuplan.report import disruption
+
+    a, b = tree_objects(old), tree_objects(compiled.files)  # parsed once for both reports
+    ds = disruption.disruptions_of(a, b)
+    d = diff_objects(a, b)
+    if fmt == "markdown":
+        head = disruption.render_markdown(ds)
+        click.echo(head + "\n" + render_markdown(d, max_chars=60_000 - len(head)), nl=False)
+    else:
+        click.echo(disruption.render_text(ds) + "\n" + render_text(d), nl=False)

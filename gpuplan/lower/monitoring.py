@@ -60,6 +60,7 @@ from typing import Any, Sequence
 
 from gpuplan.lower import Artifact
 from gpuplan.lower.common import POOL_LABEL, TENANT_LABEL, metadata, obj
+from gpuplan.lower.mig_parted import config_name as mig_config_name
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet, mig_resource
 from gpuplan.spec.models import Monitoring, Tier
 
@@ -349,7 +350,7 @@ def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
             rf, "MIGConfigFailed",
             f"kube_node_labels{{{POOL_KSM}={q(pv.name)}, {MIG_STATE_KSM}=\"failed\"}}",
             th.mig_failed_for, pool,
-            f"MIG layout {pv.mig_config_name} failed on node {{{{ $labels.node }}}} (pool {pv.name})",
+            f"MIG layout {mig_config_name(pv)} failed on node {{{{ $labels.node }}}} (pool {pv.name})",
             "mig-manager set nvidia.com/mig.config.state=failed on node {{ $labels.node }}; "
             "the pool's MIG resources are missing there.",
         ))

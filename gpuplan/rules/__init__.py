@@ -22,6 +22,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.tenancy",
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",
+    "gpuplan.rules.operator",
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",
 )

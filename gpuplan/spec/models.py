@@ -129,7 +129,11 @@ class GitOps(Model):
     namespace: Name | None = Field(
         default=None, description="Namespace of the Argo CD / Flux objects (argocd or flux-system)."
     )
-    project: Name = Field(default="default", description="Argo CD project.")
+    project: Name | None = Field(
+        default=None,
+        description="Argo CD project of the Applications. Default: gpuplan emits an AppProject "
+        "gpuplan-<fleet> scoped to what it manages.",
+    )
 
 
 class DcgmExporter(Model):
@@ -138,6 +142,23 @@ class DcgmExporter(Model):
     enabled: bool = Field(default=True, description="Run DCGM Exporter on GPU nodes.")
     service_monitor: bool = Field(
         default=True, description="Create its Prometheus Operator ServiceMonitor (when `enabled`)."
+    )
+
+
+class DriverUpgrade(Model):
+    """How the GPU Operator rolls a changed ``driverVersion`` onto nodes
+    (chart ``driver.upgradePolicy``)."""
+
+    auto_upgrade: bool = Field(
+        default=True,
+        description="The operator's upgrade controller replaces the driver node by node, evicting GPU pods.",
+    )
+    max_parallel_upgrades: Annotated[int, Field(ge=0)] = Field(
+        default=1, description="Nodes upgraded at once (0: all)."
+    )
+    max_unavailable: str = Field(
+        default="25%", pattern=r"^([0-9]+|(100|[1-9]?[0-9])%)$",
+        description="Nodes that may be unavailable during an upgrade: a count or a percentage.",
     )
 
 
@@ -157,12 +178,18 @@ class GpuOperator(Model):
         description="`preinstalled` on images that ship the driver (EKS AL2023/Bottlerocket NVIDIA AMIs).",
     )
     driver_version: str | None = Field(
-        default=None, description="Driver version the operator installs (`driver: managed`); default: the chart's."
+        default=None,
+        description="Managed driver: a branch (`R535`, precompiled driver images) or a full version "
+        "(`535.104.05`).",
     )
-    toolkit: Literal["managed", "preinstalled"] = Field(
-        default="managed",
-        description="`preinstalled` when the node image ships the NVIDIA Container Toolkit; "
-        "`managed`: the operator installs it.",
+    driver_upgrade: DriverUpgrade = Field(
+        default_factory=DriverUpgrade, description="How the operator rolls a changed driver onto nodes."
+    )
+    toolkit: Literal["managed", "preinstalled"] | None = Field(
+        default=None,
+        description="NVIDIA Container Toolkit, one choice for the fleet: `managed` (the operator's, with CDI) "
+        "or `preinstalled` (every GPU node ships one). Default: preinstalled when every pool is a Karpenter "
+        "pool on an EKS NVIDIA AMI, managed when no pool is; a fleet with both must choose.",
     )
     dcgm_exporter: DcgmExporter = Field(default_factory=DcgmExporter, description="GPU metrics.")
 
@@ -179,13 +206,6 @@ class Aws(Model):
     )
     security_group_tags: dict[str, str] | None = Field(
         default=None, description="Default: `{karpenter.sh/discovery: <clusterName>}`."
-    )
-    mig_ready_image: str | None = Field(
-        default=None,
-        alias="migReadyImage",
-        min_length=1,
-        description="Image (bash + kubectl) of the DaemonSet that removes the MIG startup taint from "
-        "Karpenter nodes; default `registry.k8s.io/kubectl:v<kubernetesVersion>.0`.",
     )
 
 

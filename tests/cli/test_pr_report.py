@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -90,7 +91,11 @@ def test_report_shows_disruption_and_objects(pr_repo):
     assert "| ResourceQuota | `research-notebooks` | `gpuplan-gpus` |" in objects
     assert "| PriorityClass.scheduling.k8s.io |  | `gpuplan-inference-medium` |" in objects
     assert "| ConfigMap | `gpu-operator` | `gpuplan-mig-parted-config` |" in objects
-    assert '.mig-configs.gpuplan-infer-a100[0].mig-devices["1g.10gb"]: 2 → 4' in objects
+    # the layout change renames the content-addressed mig-parted config: old key out, new key in
+    assert re.search(r'\.mig-configs\.gpuplan-infer-a100-[0-9a-f]{8}: - \[', objects)
+    assert re.search(r'\.mig-configs\.gpuplan-infer-a100-[0-9a-f]{8}: \+ \[', objects)
+    assert "| **drain** | node gpu-a100-05 (pool infer-a100) |" in objects
+    assert "| **destructive** | Namespace research-notebooks |" in objects
     # headers name the spec as the PR's tree does: unchanged files are not reported changed
     assert "50-gpuplan-topology.conf" not in objects
     # the base worktree is gone again

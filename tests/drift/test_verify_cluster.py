@@ -76,7 +76,7 @@ def test_drift_is_reported_per_node_at_the_planning_line():
 def test_text_output_points_at_fleet_yaml_and_summarises_pools():
     r = run_gpuplan("verify-cluster", SPEC, "--live", str(FIX / "fleet-live-drift.json"))
     assert r.returncode == 6
-    assert f"{SPEC}:32:28: error[GP871]: node gpu-a100-02 of pool train-a100 is not in the cluster" in r.stderr
+    assert f"{SPEC}:37:28: error[GP871]: node gpu-a100-02 of pool train-a100 is not in the cluster" in r.stderr
     assert "Traceback" not in r.stderr
     assert "pool train-a100: 2/3 nodes as planned (4 planned)" in r.stdout
 
@@ -93,7 +93,7 @@ def test_warnings_fail_only_with_strict(rf):
         if item["metadata"]["name"] == "gpu-a100-06":
             del item["metadata"]["labels"]["nvidia.com/mig.config.state"]
     assert findings(rf, doc) == [("GP875", "warning", "node gpu-a100-06 (pool infer-a100) "
-                                  "nvidia.com/mig.config.state=(absent); planned layout gpuplan-infer-a100 "
+                                  "nvidia.com/mig.config.state=(absent); planned layout gpuplan-infer-a100-08b64895 "
                                   "is not applied")]
     text = json.dumps(doc)
     assert run_gpuplan("verify-cluster", SPEC, "--live", "-", input=text).returncode == 0
