@@ -17,7 +17,10 @@ Labels set (reference/k8s/facts.md §c, §k):
   a node that once ran a MIG layout (or was labelled by hand) is returned to
   whole GPUs when its pool says so. GPUs that cannot do MIG get no
   ``mig.config`` label: mig-manager does not run there;
-- the pool's own ``labels`` from the spec (they never override the three above).
+- ``nvidia.com/gpu.deploy.device-plugin=false`` on pools with ``allocation.backend: dra``:
+  the GPU Operator's device plugin stays off those nodes and the DRA driver's
+  kubelet plugin runs there instead (:mod:`gpuplan.lower.dra`);
+- the pool's own ``labels`` from the spec (they never override the labels above).
 
 Taints are *not* set through NFD: that needs nfd-master ``--enable-taints``,
 which the GPU Operator's bundled NFD does not turn on; static nodes are tainted
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
 from gpuplan.lower import Artifact
 from gpuplan.lower.common import POOL_LABEL, metadata, obj
 from gpuplan.lower.gitops import object_annotations
@@ -53,11 +57,13 @@ def pool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
 
     Used for static pools (NodeFeatureRule) and Karpenter pools (NodePool
     ``spec.template.metadata.labels``) alike."""
-    del rf  # part of the signature so that fleet-wide choices can join later
     out: dict[str, str] = {POOL_LABEL: pv.name, DEVICE_PLUGIN_CONFIG_LABEL: pv.device_plugin_config_name}
     mig = pool_mig_config(pv)
     if mig is not None:
         out[MIG_CONFIG_LABEL] = mig
+    if is_dra(rf, pv):
+        # the operator's device plugin off, the DRA kubelet plugin on (gpuplan.lower.dra)
+        out[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
     for key in sorted(pv.pool.labels):
         if key not in out:
             out[key] = pv.pool.labels[key]
