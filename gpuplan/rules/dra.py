@@ -76,7 +76,7 @@ E_BOTH = Code(
     "A GPU node must be served by one back-end only: the device plugin and the DRA driver would both "
     "hand out the same GPUs. gpuplan switches back-ends per pool with the label "
     "`nvidia.com/gpu.deploy.device-plugin` (\"false\" on DRA pools). It cannot do so when a pool sets that "
-    "label itself, when one node sits in pools of both back-ends, or on Bottlerocket NVIDIA images, "
+    "label itself, or on Bottlerocket NVIDIA images, "
     "which run their own device plugin (`settings.kubelet-device-plugins.nvidia.enabled`).",
     bad="allocation: {backend: dra}\nkarpenter: {amiFamily: Bottlerocket, ...}",
     good="allocation: {backend: dra}\nkarpenter: {amiFamily: AL2023, ...}",
@@ -221,7 +221,7 @@ def _templates(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
 
 def _pools(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    node_backend: dict[str, tuple[str, str]] = {}
+    # a node listed in two pools is already GP106 (the spec is not checked further)
     for pv in rf.pools:
         backend = pool_backend(rf, pv)
         label = pv.pool.labels.get(DEVICE_PLUGIN_DEPLOY_LABEL)
@@ -241,12 +241,6 @@ def _pools(rf: ResolvedFleet) -> Iterator[Diagnostic]:
             yield rf.diag(E_DRA_SHARING, f"pool {pv.name} shares GPUs by {pv.pool.sharing.mode}, which gpuplan "
                           "writes for the device plugin only", (*pv.path, "sharing", "mode"),
                           hint="keep this pool on the device plugin, or use exclusive GPUs or MIG on DRA")
-        for node in pv.pool.nodes or ():
-            other = node_backend.setdefault(node, (pv.name, backend))
-            if other[1] != backend:
-                yield rf.diag(E_BOTH, f"node {node} is in pool {other[0]} ({other[1]}) and pool {pv.name} "
-                              f"({backend})", (*pv.path, "nodes"),
-                              hint="a node belongs to one pool and one allocation back-end")
 
 
 def _proof(rf: ResolvedFleet) -> Iterator[Diagnostic]:
