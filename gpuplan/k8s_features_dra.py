@@ -134,3 +134,11 @@ def maturity_table(minors: range = range(32, 38)) -> list[list[str]]:
         cells.append(f.used_for)
         rows.append(cells)
     return rows
+
+
+def maturity_markdown(minors: range = range(32, 38)) -> str:
+    """The gates table of docs/dra.md (a test keeps the page in step with this module)."""
+    head = ["gate", "KEP", *(f"1.{m}" for m in minors), "gpuplan uses it for"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in maturity_table(minors)]
+    return "\n".join(lines) + "\n"

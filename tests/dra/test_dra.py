@@ -308,3 +308,9 @@ def test_a_selector_that_errors_on_a_device_is_an_error_not_a_miss(compiled):
     with pytest.raises(SelectorError):
         matches("device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", h100[0])
     assert matches("device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", devs[1]) in (True, False)
+
+
+def test_docs_gates_table_is_the_modules_table():
+    from gpuplan.k8s_features_dra import maturity_markdown
+
+    assert maturity_markdown() in (REPO / "docs" / "dra.md").read_text(encoding="utf-8")
