@@ -122,8 +122,18 @@ W_DRIVER_VERSION = Code(
     bad="allocation: {draDriverVersion: v0.7.0}",
     good="allocation: {draDriverVersion: v0.5.0}",
 )
+W_KARPENTER = Code(
+    "GP690", "Karpenter does not schedule for DRA", Severity.WARNING,
+    "Karpenter v1.14 ignores pods' DRA requests in its scheduling simulation (`--ignore-dra-requests`, "
+    "default true: kubernetes-sigs/karpenter@v1.14.1 pkg/operator/options/options.go L133) and knows no "
+    "instance type that offers a DRA-served extended resource; the NodePool's `nvidia.com/gpu` limit "
+    "counts no DRA GPU either. A Karpenter pool on DRA may launch nodes for the wrong pods, or none, "
+    "and grows past maxGPUs.",
+    bad="karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 32}\nallocation: {backend: dra}",
+    good="nodes: [gpu-01, gpu-02]\nallocation: {backend: dra}",
+)
 CODES = (E_DRA_VERSION, E_EXT_GATE, E_DUP_EXT, E_NO_PARENT, E_BOTH, E_DRA_SHARING, E_ELSEWHERE, E_UNSAT,
-         W_CHART_CLASS, W_DRIVER_VERSION)
+         W_CHART_CLASS, W_DRIVER_VERSION, W_KARPENTER)
 
 CLUSTER_ALLOCATION = ("spec", "cluster", "allocation")
 
@@ -237,6 +247,11 @@ def _pools(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                           (*pv.path, "karpenter", "amiFamily"),
                           hint="use amiFamily: AL2023 for DRA pools (gpuplan cannot set Bottlerocket's "
                                "settings.kubelet-device-plugins.nvidia.enabled=false)")
+        if backend == DRA and pv.pool.karpenter is not None:
+            yield rf.diag(W_KARPENTER, f"pool {pv.name} is a Karpenter pool on DRA: Karpenter ignores DRA requests "
+                          "when it decides which nodes to launch, and its nvidia.com/gpu limit counts no DRA GPU",
+                          _backend_path(pv),
+                          hint="keep Karpenter pools on the device plugin until Karpenter schedules DRA claims")
         if backend == DRA and pv.pool.sharing.mode in ("time-slicing", "mps"):
             yield rf.diag(E_DRA_SHARING, f"pool {pv.name} shares GPUs by {pv.pool.sharing.mode}, which gpuplan "
                           "writes for the device plugin only", (*pv.path, "sharing", "mode"),

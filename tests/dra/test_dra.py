@@ -225,7 +225,9 @@ def test_dra_on_bottlerocket_is_gp684(tmp_path):
       nodes: [gpu-a100-01, gpu-a100-02]""", """      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiFamily: Bottlerocket}""")
     text = text.replace("    allocation:\n", "    aws: {clusterName: c, nodeRole: r}\n    allocation:\n")
     assert "GP684" in codes(tmp_path, text)
-    assert "GP684" not in codes(tmp_path, text.replace("amiFamily: Bottlerocket", "amiFamily: AL2023"))
+    al2023 = codes(tmp_path, text.replace("amiFamily: Bottlerocket", "amiFamily: AL2023"))
+    assert "GP684" not in al2023
+    assert "GP690" in al2023  # Karpenter does not schedule for DRA
 
 
 def test_time_slicing_on_dra_is_gp685(tmp_path):
@@ -314,3 +316,30 @@ def test_docs_gates_table_is_the_modules_table():
     from gpuplan.k8s_features_dra import maturity_markdown
 
     assert maturity_markdown() in (REPO / "docs" / "dra.md").read_text(encoding="utf-8")
+
+
+def test_validate_without_dra_pools_never_loads_the_cel_engine():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom gpuplan.cli.main import main\n"
+            "try:\n    main(['validate', 'examples/fleet.yaml'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+            "print('CEL=' + str('celpy' in sys.modules))\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "CEL=False"
+
+
+def test_kubernetes_validate_cli_strict_on_the_committed_dra_tree():
+    import shutil
+    import subprocess
+
+    exe = shutil.which("kubernetes-validate")
+    assert exe, "kubernetes-validate (a test dependency) is not on PATH"
+    tree = REPO / "tests" / "golden" / "dra"
+    files = [str(p) for p in sorted(tree.rglob("*.yaml"))
+             if "delivery" not in p.parts and "pools" not in p.parts and p.name not in ("values.yaml", "kustomization.yaml")]
+    assert any(f.endswith("deviceclasses.yaml") for f in files)
+    r = subprocess.run([exe, "-k", "1.36.0", "--strict", *files], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "deviceclass/gpuplan-inference-small" in r.stdout + r.stderr
