@@ -70,13 +70,14 @@ def _cel_device(d: Device) -> Any:
     })
 
 
-def matches(expression: str, device: Device, _cache: dict | None = None) -> bool:
-    """Evaluate one selector on one device; a CEL error raises SelectorError."""
+def matches(expression: str, device: Device, cel_device: Any = None) -> bool:
+    """Evaluate one selector on one device (``cel_device``: its CEL value, when
+    already converted); a CEL error raises SelectorError."""
     from celpy.celtypes import BoolType
 
     prog = _program(expression)
     try:
-        result = prog.evaluate({"device": _cel_device(device)})
+        result = prog.evaluate({"device": cel_device if cel_device is not None else _cel_device(device)})
     except Exception as exc:
         raise SelectorError(f"fails on device {device.name} of pool {device.pool}: {exc}") from exc
     if not isinstance(result, BoolType):
@@ -113,11 +114,14 @@ class Proof:
     devices: dict[str, list[Device]]  # pool -> modelled devices
 
 
-def evaluate_class(name: str, selector: str, devices: dict[str, list[Device]]) -> ClassResult:
+def evaluate_class(name: str, selector: str, devices: dict[str, list[Device]],
+                   cel: dict[int, Any] | None = None) -> ClassResult:
+    """``cel``: id(device) -> its CEL value, converted once for every class."""
     res = ClassResult(name, selector)
+    cel = cel or {}
     try:
         for pool, devs in devices.items():
-            hit = [d for d in devs if matches(selector, d)]
+            hit = [d for d in devs if matches(selector, d, cel.get(id(d)))]
             if hit:
                 res.matched[pool] = hit
     except SelectorError as exc:
@@ -139,10 +143,11 @@ def allocatable(devs: list[Device], count: int, constraint: str | None) -> bool:
 
 def prove(rf: "ResolvedFleet") -> Proof:
     devices = {pv.name: pool_devices(pv) for pv in dra_pools(rf)}
-    chart = {name: evaluate_class(name, sel, devices) for name, sel in CHART_SELECTORS.items()}
+    cel = {id(d): _cel_device(d) for devs in devices.values() for d in devs}
+    chart = {name: evaluate_class(name, sel, devices, cel) for name, sel in CHART_SELECTORS.items()}
     out = []
     for claim in tier_claims(rf):
-        cls = evaluate_class(claim.class_name, claim.selector, devices)
+        cls = evaluate_class(claim.class_name, claim.selector, devices, cel)
         tp = TierProof(claim, cls)
         if cls.error is None:
             own = cls.matched.get(claim.pool, [])

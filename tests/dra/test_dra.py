@@ -343,3 +343,36 @@ def test_kubernetes_validate_cli_strict_on_the_committed_dra_tree():
     r = subprocess.run([exe, "-k", "1.36.0", "--strict", *files], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "deviceclass/gpuplan-inference-small" in r.stdout + r.stderr
+
+
+def test_kubectl_kustomize_builds_the_dra_tree_in_both_engines(tmp_path):
+    import shutil
+    import subprocess
+
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: `kubectl kustomize` cannot run")
+    for engine in ("argocd", "flux"):
+        c = compile_fleet(spec(tmp_path, example_text().replace("engine: argocd", f"engine: {engine}")),
+                          out_dir=tmp_path / "generated")
+        root = tmp_path / engine
+        for rel, data in c.files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+        r = subprocess.run([kubectl, "kustomize", str(root)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        kinds = [d["kind"] for d in yaml.safe_load_all(r.stdout) if d]
+        assert kinds.count("DeviceClass") == 2 and kinds.count("ResourceClaimTemplate") == 6
+
+
+def test_flux_variant_objects_validate_against_the_upstream_crd_schemas(tmp_path):
+    from tests.conformance.test_conformance_schemas import validate
+
+    c = compile_fleet(spec(tmp_path, example_text().replace("engine: argocd", "engine: flux")),
+                      out_dir=tmp_path / "generated")
+    objs = docs(c.files["delivery/gpu-operator/dra-driver.yaml"])
+    assert {o["kind"] for o in objs} == {"Namespace", "HelmRepository", "HelmRelease"}
+    for o in objs:
+        validate(o, "1.36.0")
+    app = one(compile_fleet(EXAMPLE, out_dir=tmp_path / "g2"), "delivery/dra-driver.yaml")
+    validate(app, "1.36.0")
