@@ -376,3 +376,34 @@ def test_flux_variant_objects_validate_against_the_upstream_crd_schemas(tmp_path
         validate(o, "1.36.0")
     app = one(compile_fleet(EXAMPLE, out_dir=tmp_path / "g2"), "delivery/dra-driver.yaml")
     validate(app, "1.36.0")
+
+
+def test_whole_gpus_on_a_dra_pool_warn_device_plugin_gpu_tiers_gp688(tmp_path):
+    text = example_text().replace("""        layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}""", """        devices:
+          - {devices: [0, 1, 2], layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}}
+          - {devices: [3]}""")
+    diags = [d for d in check_fleet(spec(tmp_path, text)).diagnostics if d.code == "GP688"]
+    assert len(diags) == 1 and "tier training" in diags[0].message and "1 whole GPU" in diags[0].message
+    # the modelled slice: three GPUs of MIG devices, one whole GPU
+    pv = check_fleet(spec(tmp_path, text)).resolved.pool_by_name["infer-a100"]
+    types = [d.attr("type") for d in pool_devices(pv)]
+    assert types.count("gpu") == 1 and types.count("mig") == 12
+
+
+def test_all_pools_on_dra_turn_the_operators_device_plugin_off(tmp_path):
+    text = example_text().replace("      backend: device-plugin\n", "      backend: dra\n").replace(
+        "allocation: {backend: dra}", "allocation: {backend: dra}").replace(
+        "    - name: training\n      pool: train-h100\n      workload: training\n      priority: 100000\n      maxGPUsPerPod: 8\n", "")
+    text = text.replace("        vision-train: {training: 8}\n", "")
+    text = text.replace("""    - name: train-h100
+      gpu: H100-SXM5-80GB
+      gpusPerNode: 8
+      nodes: [gpu-h100-01, gpu-h100-02]
+      sharing: {mode: exclusive}
+      topology: {policy: restricted, scope: pod, reservedSystemCPUs: "0,1"}
+      taints:
+        - {key: nvidia.com/gpu, value: present, effect: NoSchedule}
+""", "")
+    c = compile_fleet(spec(tmp_path, text), out_dir=tmp_path / "generated")
+    assert not [d for d in c.diagnostics if d.is_error], c.diagnostics
+    assert one(c, "gpu-operator/values.yaml")["devicePlugin"]["enabled"] is False

@@ -104,3 +104,25 @@ def test_plan_cli_prints_the_migration(tmp_path):
 def test_no_section_without_a_back_end_change():
     r = CliRunner().invoke(cli, ["plan", str(OLD), "--base", str(OLD)])
     assert r.exit_code == 0 and "back-end migration" not in r.output
+
+
+def test_moving_back_to_the_device_plugin_is_planned_too():
+    m = migration_plan(resolved(NEW), resolved(OLD))
+    assert [(p.pool, p.old, p.new) for p in m.moves] == [("infer-a100", "dra", "device-plugin")]
+    assert any("device plugin" in s for s in m.moves[0].steps)
+    assert m.overlaps == []
+    assert {(q.key, q.old, q.new) for q in m.quotas if q.namespace == "nlp-serve"} >= {
+        ("gpuplan-inference-small.deviceclass.resource.k8s.io/devices", "10", None)}
+
+
+def test_karpenter_pools_move_by_drift(tmp_path):
+    def karp(text):
+        text = text.replace("""      gpusPerNode: 4
+      nodes: [gpu-a100-01, gpu-a100-02]""", """      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16}""")
+        return text.replace("    allocation:\n", "    aws: {clusterName: c, nodeRole: r}\n    allocation:\n")
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(karp(OLD.read_text()))
+    b.write_text(karp(NEW.read_text()))
+    m = migration_plan(resolved(a), resolved(b))
+    assert m.moves[0].karpenter and any("drift" in s for s in m.moves[0].steps)
+    assert m.overlaps == []
