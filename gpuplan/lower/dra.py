@@ -18,7 +18,7 @@ at ``allocation.draDriverVersion``, values in ``dra-driver/values.yaml``:
 - ``gpuResourcesEnabledOverride: true`` (GPU allocation is off without it),
   ``resources.computeDomains.enabled: false`` (no multi-node NVLink);
 - ``nvidiaDriverRoot: /run/nvidia/driver`` when the operator installs the
-  driver, ``/`` when the image ships it (install.md, Helm values table);
+  driver, ``/`` when the image ships it (``values.yaml`` L19-23; install.md);
 - ``kubeletPlugin.nodeSelector: {nvidia.com/gpu.deploy.device-plugin: "false"}``.
   The chart's default affinity puts the kubelet plugin on *every* NVIDIA node
   (``values.yaml`` L319-345); the selector narrows it to the nodes where the
