@@ -164,7 +164,11 @@ def _steps(pv: "PoolView", old: str, new: str) -> tuple[str, ...]:
     to_dra = new == "dra"
     label = f"{DEVICE_PLUGIN_DEPLOY_LABEL}={'false' if to_dra else '(removed)'}"
     target = "the DRA driver's kubelet plugin" if to_dra else "the GPU Operator's device plugin"
-    check = ("no nvidia.com/* in the node's allocatable, and its devices in "
+    # the kubelet drops a stopped device plugin's resources from the node only after
+    # endpointStopGracePeriod (5 minutes, pkg/kubelet/cm/devicemanager/types.go); until then
+    # the node still lists them and the scheduler will not serve them through DRA
+    check = ("no nvidia.com/* left in the node's capacity (the kubelet removes a stopped device "
+             "plugin's resources about 5 minutes after it stops), and its devices in "
              "`kubectl get resourceslices --field-selector spec.nodeName=<node>`" if to_dra else
              "the pool's resources in the node's allocatable, and no ResourceSlice of driver gpu.nvidia.com "
              "for the node")
