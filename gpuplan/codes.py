@@ -75,6 +75,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.operator",
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",
+    "gpuplan.rules.dra",
     "gpuplan.probe.codes",
     "gpuplan.output.tree",
     "gpuplan.drift",

@@ -76,6 +76,10 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
         opt = run_optimise(rf, read_source(fleet))
 
     text = render(fmt, capacity(rf), diff=diff, optimise=opt, disruption=disruptive)
+    if base is not None:
+        from gpuplan.report.migration import append_to_report, migration_plan
+
+        text = append_to_report(fmt, text, migration_plan(old_rf, rf))
     if output:
         with open(output, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)

@@ -105,8 +105,11 @@ def namespace_quotas(rf: ResolvedFleet, tenant: Tenant, ns: str) -> list[dict[st
         totals[res] = totals.get(res, 0) + units
     ann = object_annotations(rf, "ResourceQuota")
     extra = {TENANT_LABEL: tenant.name}
+    from gpuplan.lower.dra import quota_hard as dra_quota_hard
+
+    hard = {**_hard(totals), **dra_quota_hard(rf, tenant, ns)}
     out = [obj("v1", "ResourceQuota", metadata(rf, QUOTA_NAME, namespace=ns, extra_labels=extra, annotations=ann),
-               spec={"hard": _hard(totals)})]
+               spec={"hard": dict(sorted(hard.items()))})]
     enforced = [(t, r, u) for t, r, u in grants if t.enforce_priority]
     if not enforced:
         return out

@@ -25,6 +25,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.operator",
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",
+    "gpuplan.rules.dra",
 )
 
 W_DISABLE_UNKNOWN = Code(

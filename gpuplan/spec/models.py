@@ -194,6 +194,47 @@ class GpuOperator(Model):
     dcgm_exporter: DcgmExporter = Field(default_factory=DcgmExporter, description="GPU metrics.")
 
 
+# --- allocation back-end (device plugin or DRA) -------------------------------
+
+
+AllocationBackend = Literal["device-plugin", "dra"]
+
+
+class Allocation(Model):
+    """How GPUs reach pods, for every pool that does not say otherwise."""
+
+    backend: AllocationBackend = Field(
+        default="device-plugin",
+        description="`device-plugin`: NVIDIA's device plugin advertises extended resources; `dra`: NVIDIA's DRA "
+        "driver publishes ResourceSlices and pods claim devices through DeviceClasses (Kubernetes >= 1.34).",
+    )
+    dra_driver_version: str = Field(
+        default="v0.5.0", alias="draDriverVersion", pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$",
+        description="Version of NVIDIA's DRA driver (chart `dra-driver-nvidia-gpu`) installed for `dra` pools.",
+    )
+    extended_resources: bool = Field(
+        default=True,
+        description="On `dra` pools, give each tier's DeviceClass the tier's device-plugin resource name as "
+        "`extendedResourceName`, so pod specs that request it keep working (feature gate DRAExtendedResource).",
+    )
+    feature_gates: dict[str, bool] = Field(
+        default={},
+        description="Kubernetes feature gates the cluster sets away from its version's defaults, e.g. "
+        "`{DRAExtendedResource: true}` on 1.34 or 1.35.",
+    )
+
+
+class PoolAllocation(Model):
+    """The pool's allocation back-end, when it differs from the cluster's."""
+
+    backend: AllocationBackend | None = Field(
+        default=None, description="`device-plugin` or `dra`; default: `cluster.allocation.backend`."
+    )
+    extended_resources: bool | None = Field(
+        default=None, description="Default: `cluster.allocation.extendedResources`."
+    )
+
+
 class Aws(Model):
     """Cluster-wide settings for Karpenter pools on AWS."""
 
@@ -219,6 +260,9 @@ class Cluster(Model):
     gitops: GitOps = Field(description="The GitOps engine and repository that deliver the generated tree.")
     gpu_operator: GpuOperator = Field(default_factory=GpuOperator, description="NVIDIA GPU Operator settings.")
     aws: Aws | None = Field(default=None, description="AWS settings; required when a pool uses `karpenter`.")
+    allocation: Allocation = Field(
+        default_factory=Allocation, description="How GPUs reach pods: device plugin (default) or DRA."
+    )
 
 
 # --- pools -------------------------------------------------------------------
@@ -401,6 +445,9 @@ class Pool(Model):
     )
     interconnect: Literal["nvlink", "pcie"] | None = Field(
         default=None, description="GPU-to-GPU paths when no inventory says; default from the GPU model."
+    )
+    allocation: PoolAllocation | None = Field(
+        default=None, description="The pool's allocation back-end; default: `cluster.allocation`."
     )
 
     @model_validator(mode="after")
