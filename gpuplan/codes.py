@@ -74,8 +74,10 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.karpenter",
     "gpuplan.rules.inventory",
     "gpuplan.probe.codes",
+    "gpuplan.probe.paths",
     "gpuplan.output.tree",
     "gpuplan.internal",
+    "gpuplan.reporters",
 )
 
 

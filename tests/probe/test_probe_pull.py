@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 from probe_support import REPO, probe_fixture
-from gpuplan.probe.inventory import dump_yaml, load_inventory
+from gpuplan.probe.inventory import dump_yaml
+from gpuplan.probe.reader import load_inventory
 from gpuplan.probe.publish import configmap_body
 
 FAKE_KUBECTL = """#!{python}
