@@ -58,6 +58,7 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
         ctx.exit(int(ExitCode.INVALID))
     if result.diagnostics:
         emit(result.diagnostics, fmt, verbose=verbose)
+    if not result.ok:  # refused: nothing changed (GP806 leftovers are a warning: the tree is written)
         ctx.exit(int(ExitCode.INVALID))
     if fmt == "text":
         click.echo(

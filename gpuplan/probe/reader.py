@@ -29,9 +29,11 @@ MAX_DIAGS_PER_DOCUMENT = 20
 
 
 def inventory_files(directory: Path) -> list[Path]:
-    """The inventory files of a directory (not recursive), sorted."""
+    """The inventory files of a directory (not recursive, no hidden files),
+    sorted. A FIFO or device with such a name is listed too, so that reading
+    it is refused with a message instead of skipped in silence."""
     return sorted(f for f in directory.iterdir()
-                  if f.suffix in INVENTORY_SUFFIXES and f.is_file() and not f.name.startswith("."))
+                  if f.suffix in INVENTORY_SUFFIXES and not f.name.startswith(".") and not f.is_dir())
 
 
 def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[Diagnostic]]:

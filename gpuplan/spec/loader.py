@@ -405,6 +405,21 @@ def load_all(text: str, file: str, limits: Limits = SPEC_LIMITS) -> list[Documen
 
 
 def _load(text: str, file: str, limits: Limits, *, multi: bool) -> list[Document]:
+    import gc
+
+    # Only acyclic trees of dicts and lists are built; the cyclic GC would
+    # rescan them again and again as they grow (a third of the time on a
+    # large file), so it is paused and restored.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load_events(text, file, limits, multi=multi)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _load_events(text: str, file: str, limits: Limits, *, multi: bool) -> list[Document]:
     from ruamel.yaml import events as ev
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 

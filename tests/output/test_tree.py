@@ -381,11 +381,13 @@ def test_killed_writer_is_recovered(out: Path, point: str, use_exchange: bool, e
     # check/read never see a half tree; the next write recovers first.
     done = recover(out)
     assert done
-    assert sorted(os.listdir(out.parent)) == ["generated"]
+    # the killed writer's (empty) lock file stays until the next write
+    assert sorted(os.listdir(out.parent)) in (["generated"], [".generated.gpuplan-lock", "generated"])
     assert snapshot(out) == (new_snap if expect_after_kill == "new" else old_snap)
     r = write_tree(out, NEW)
     assert r.ok
     assert snapshot(out) == new_snap
+    assert sorted(os.listdir(out.parent)) == ["generated"]
 
 
 def test_write_tree_recovers_a_leftover_temp_dir_itself(out: Path) -> None:
@@ -402,7 +404,7 @@ def test_concurrent_writer_is_refused(out: Path) -> None:
     import fcntl
 
     out.parent.mkdir(parents=True)
-    fd = os.open(out.parent, os.O_RDONLY)
+    fd = os.open(out.parent / ".generated.gpuplan-lock", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         r = write_tree(out, NEW)
@@ -412,6 +414,21 @@ def test_concurrent_writer_is_refused(out: Path) -> None:
     finally:
         os.close(fd)
     assert write_tree(out, NEW).ok
+
+
+def test_builds_into_sibling_directories_do_not_refuse_each_other(out: Path) -> None:
+    """The lock is the tree's own: another tree in the same parent is written
+    while the first one's lock is held."""
+    from gpuplan.output.tree import _locked
+
+    out.parent.mkdir(parents=True)
+    with _locked(out.resolve()) as got:
+        assert got
+        r = write_tree(out.parent / "generated-eu", NEW)
+        assert r.ok and r.diagnostics == ()
+        assert not write_tree(out, NEW).ok  # the held tree itself is refused
+    assert write_tree(out, NEW).ok
+    assert sorted(os.listdir(out.parent)) == ["generated", "generated-eu"]
 
 
 # ------------------------------------------------------------------- check_tree
