@@ -61,6 +61,20 @@ def kubectl_command(
     return cmd
 
 
+def nodes_command(*, kubectl: str = "kubectl", context: str | None = None, chunk_size: int = 500) -> list[str]:
+    """The cluster's Node objects (names only are used): with ``--prune``,
+    the ConfigMaps of deleted nodes are left out. This is the puller's read,
+    so the probe pods on every node need no cluster-wide rights."""
+    cmd = [kubectl]
+    if context:
+        cmd += ["--context", context]
+    return cmd + ["get", "nodes", "--output", "json", f"--chunk-size={int(chunk_size)}"]
+
+
+def node_names(obj: dict[str, Any]) -> set[str]:
+    return {(i.get("metadata") or {}).get("name") for i in obj.get("items", []) if isinstance(i, dict)} - {None}
+
+
 def run_kubectl(cmd: Sequence[str], *, timeout: float = 300) -> dict[str, Any]:
     try:
         proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, check=False)
@@ -90,13 +104,14 @@ def _text(value: Any, limit: int = 120) -> str:
     return r if len(r) <= limit else r[: limit - 3] + "..."
 
 
-def inventories_from_list(obj: dict[str, Any]) -> tuple[list[NodeInventory], list[str]]:
+def inventories_from_list(obj: dict[str, Any], *, nodes: set[str] | None = None) -> tuple[list[NodeInventory], list[str]]:
     """Valid inventories (sorted by node) and one warning per ConfigMap skipped.
 
     Each ConfigMap is written by one node, and a node can be compromised: its
     text goes through the bounded loader (size, depth, values, alias
     expansion: ``gpuplan.probe.reader``), and whatever is wrong with it is a
-    warning that names the node, never a stop for the other nodes."""
+    warning that names the node, never a stop for the other nodes. ``nodes``:
+    the cluster's node names; a ConfigMap of a node not among them is skipped."""
     from gpuplan.probe.reader import parse_documents, validate_document
     from gpuplan.spec.loader import INVENTORY_LIMITS
 
@@ -146,6 +161,12 @@ def inventories_from_list(obj: dict[str, Any]) -> tuple[list[NodeInventory], lis
             continue
         if node in invs:
             warnings.append(f"{where}: second inventory for node {node!r}; skipped")
+            continue
+        if nodes is not None and node not in nodes:
+            name = _text(meta.get("name", "?"), 260)[1:-1]
+            namespace = _text(meta.get("namespace", "?"), 80)[1:-1]
+            warnings.append(f"{where}: node {node!r} is not in the cluster any more; skipped "
+                            f"(remove the ConfigMap: kubectl delete configmap -n {namespace} {name})")
             continue
         invs[node] = inv
     return [invs[k] for k in sorted(invs)], warnings
