@@ -325,16 +325,70 @@ MAX_SCHEMA_DIAGS = 100
 def _schema_diags(doc: Document, exc: ValidationError) -> list[Diagnostic]:
     from gpuplan.reporters import E_MORE
 
-    errors = exc.errors(include_url=False)
+    total = exc.error_count()
+    if total <= 10 * MAX_SCHEMA_DIAGS:
+        errors = exc.errors(include_url=False)
+    else:
+        # Turning a million pydantic errors into dicts costs gigabytes; the
+        # first ones come as well from the data with every long list and
+        # mapping cut short (the keys any model knows are kept, so a required
+        # key is never cut off). The count stays the full one.
+        del exc
+        errors = _first_errors(doc.data)
     shown = _drop_misspelt_missing(errors[:MAX_SCHEMA_DIAGS])
     out = [_diag_for(doc, e) for e in shown]
-    rest = len(errors) - MAX_SCHEMA_DIAGS
+    rest = total - min(total, MAX_SCHEMA_DIAGS)  # errors never looked at
     if rest > 0:
-        first = _diag_for(doc, errors[MAX_SCHEMA_DIAGS])
+        first = out[-1] if len(errors) <= MAX_SCHEMA_DIAGS else _diag_for(doc, errors[MAX_SCHEMA_DIAGS])
         out.append(E_MORE.diag(
             f"{rest:,} more schema errors not listed", file=doc.file, line=first.line, col=first.col,
             severity=Severity.ERROR, hint="fix the errors shown and run again"))
     return out
+
+
+def _first_errors(data: Any) -> list[dict]:
+    keep = _all_field_keys()
+    limit = MAX_SCHEMA_DIAGS + 1
+
+    def cut(node: Any) -> Any:
+        if isinstance(node, list):
+            return [cut(v) for v in node[:limit]]
+        if isinstance(node, dict):
+            out = {}
+            others = 0
+            for k, v in node.items():
+                if k in keep:
+                    out[k] = cut(v)
+                elif others < limit:
+                    out[k] = cut(v)
+                    others += 1
+            return out
+        return node
+
+    try:
+        validator(Fleet).validate_python(cut(data))
+    except ValidationError as exc:
+        return exc.errors(include_url=False)[: MAX_SCHEMA_DIAGS + 1]
+    return []
+
+
+def _all_field_keys() -> set[str]:
+    """Every key (alias or name) of every model the spec can hold."""
+    seen: set[type] = set()
+    keys: set[str] = set()
+    stack: list[Any] = [Fleet]
+    while stack:
+        tp = stack.pop()
+        for t in _unwrap(tp):
+            origin = typing.get_origin(t)
+            if origin in (list, dict, tuple, set, frozenset):
+                stack.extend(typing.get_args(t))
+            elif isinstance(t, type) and issubclass(t, BaseModel) and t not in seen:
+                seen.add(t)
+                for name, f in t.model_fields.items():
+                    keys.update(k for k in (name, f.alias) if k)
+                    stack.append(f.annotation)
+    return keys
 
 
 def _dupes(items: Iterable[tuple[str, tuple]]) -> Iterator[tuple[str, tuple, tuple]]:
