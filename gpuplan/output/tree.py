@@ -297,12 +297,29 @@ def _scan(root: Path) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+# No file gpuplan writes comes near this; a bigger one in the tree was put there.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
 def _read(root: Path, rel: str) -> bytes:
     # O_NOFOLLOW: the last component is re-checked at open time; the parents
-    # were seen as real directories by _scan.
-    fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    # were seen as real directories by _scan. O_NONBLOCK and fstat: a FIFO
+    # swapped in since the scan is refused instead of waited on; reads are capped.
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(root / rel, flags)
     with os.fdopen(fd, "rb") as f:
-        return f.read()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            raise TreeError(OUTPUT_DIR.diag(
+                f"{rel} is not a regular file of at most {MAX_FILE_BYTES // (1024 * 1024)} MiB; "
+                "gpuplan never wrote it", file=str(root / rel),
+                hint="remove it from the output tree"))
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise TreeError(OUTPUT_DIR.diag(f"{rel} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; "
+                                        "gpuplan never wrote it", file=str(root / rel),
+                                        hint="remove it from the output tree"))
+    return data
 
 
 @dataclass(frozen=True)
@@ -586,6 +603,8 @@ def write_tree(out_dir: Path | str, files: Mapping[str, bytes], *, force: bool =
                 return _refuse(OUTPUT_DIR.diag("another gpuplan is writing this tree", file=display))
             recover(target)
             return _write_locked(target, display, files, force)
+    except TreeError as exc:  # a file in the tree that gpuplan cannot have written
+        return _refuse(exc.diagnostic)
     except OSError as exc:
         return _refuse(OUTPUT_DIR.diag(f"cannot write the output tree: {exc}", file=display))
 

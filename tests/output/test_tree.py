@@ -595,3 +595,17 @@ def test_build_cli_exits_0_with_a_leftover_warning(tmp_path):
                            capture_output=True, text=True, env=env, timeout=300)
     assert again.returncode == 0 and "GP806" not in again.stderr
     assert sorted(os.listdir(tmp_path)) == ["generated"]  # cleared once removable
+
+
+def test_reads_of_the_tree_are_bounded(out, monkeypatch):
+    """A generated file grown past any size gpuplan writes (planted in a pull
+    request, say) is refused, not read into memory."""
+    write_tree(out, OLD)
+    monkeypatch.setattr(tree_mod, "MAX_FILE_BYTES", 1024)
+    with open(out / "kustomization.yaml", "ab") as fh:
+        fh.truncate(1 << 30)  # 1 GiB, sparse
+    r = write_tree(out, NEW)
+    assert [d.code for d in r.diagnostics] == ["GP804"]
+    assert "kustomization.yaml is not a regular file of at most" in r.diagnostics[0].message
+    with pytest.raises(tree_mod.TreeError):
+        check_tree(out, NEW)
