@@ -17,10 +17,7 @@ import json
 import re
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from gpuplan.diagnostics import Diagnostic
-from gpuplan.spec.validator_cache import validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 API_VERSION = "gpuplan.dev/v1alpha1"
 KIND = "NodeInventory"

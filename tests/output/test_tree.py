@@ -511,7 +511,7 @@ def test_undeletable_old_tree_is_reported_once_and_does_not_wedge_later_builds(o
     assert d.code == "GP806" and d.severity.value == "warning"
     stale = [n for n in os.listdir(out.parent) if ".gpuplan-stale-" in n]
     assert len(stale) == 1 and stale[0].startswith(".generated.gpuplan-stale-")
-    assert stale[0] in d.message and f"sudo rm -rf " in d.hint and stale[0] in d.hint
+    assert stale[0] in d.message and "sudo rm -rf " in d.hint and stale[0] in d.hint
     # later builds work and say nothing more about it
     for files in (OLD, NEW):
         r = write_tree(out, files)
