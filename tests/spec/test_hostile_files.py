@@ -235,3 +235,12 @@ def test_validate_takes_several_specs(tmp_path):
     assert f"{b}:11:" in r.stderr
     r = run_gpuplan("validate", str(a), str(a))
     assert r.returncode == 0 and r.stdout.count(": valid (") == 2
+
+
+def test_mig_parted_check_refuses_non_regular_files(tmp_path):
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    for path, what in (("/dev/zero", "a device"), (str(fifo), "a FIFO (named pipe)")):
+        r = run_gpuplan("mig", "check", "--mig-parted", path, timeout=20)
+        assert r.returncode == 2
+        assert r.stderr == f"gpuplan mig check: error: cannot read {path}: {path} is {what}, not a regular file\n"
