@@ -25,13 +25,19 @@ def validate(ctx: click.Context, fleets: tuple[str, ...], fmt: str, strict: bool
     from gpuplan.reporters import escape
 
     worst = 0
+    collected = []  # machine formats print one document for all specs
     for fleet in fleets:
         checked = check_fleet(fleet, options=Options(allow_inventory_outside=allow_outside))
-        emit(checked.diagnostics, fmt, verbose=verbose, sources=checked.sources)
+        if fmt == "text":
+            emit(checked.diagnostics, fmt, verbose=verbose, sources=checked.sources)
+        else:
+            collected.extend(checked.diagnostics)
         code = exit_code(checked.diagnostics, strict) if checked.resolved is not None else 1
         if fmt == "text" and not code:
             spec = checked.resolved.fleet.spec  # type: ignore[union-attr]
             click.echo(f"{escape(fleet)}: valid ({len(spec.pools)} pools, {len(spec.tiers)} tiers, "
                        f"{len(spec.tenants)} tenants)")
         worst = max(worst, int(code))
+    if fmt != "text":
+        emit(collected, fmt)
     ctx.exit(worst)

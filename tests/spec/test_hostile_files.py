@@ -235,6 +235,8 @@ def test_validate_takes_several_specs(tmp_path):
     assert f"{b}:11:" in r.stderr
     r = run_gpuplan("validate", str(a), str(a))
     assert r.returncode == 0 and r.stdout.count(": valid (") == 2
+    r = run_gpuplan("validate", "--format", "json", str(b), str(b))  # one document for all specs
+    assert r.returncode == 1 and len(json.loads(r.stdout)["diagnostics"]) == 2
 
 
 def test_mig_parted_check_refuses_non_regular_files(tmp_path):
