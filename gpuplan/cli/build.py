@@ -90,7 +90,11 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool,
         if fmt == "text":
             click.echo(f"{out_dir}: up to date ({len(compiled.files)} files)")
         return
-    click.echo(result.diff, nl=False)
+    from gpuplan.reporters import escape
+
+    # line by line, so a value in a generated or committed file cannot pass
+    # for a workflow command in a CI log (the diff stays one line per line)
+    click.echo("\n".join(escape(line) for line in result.diff.split("\n")), nl=False)
     if fmt != "text":  # per-file annotations for CI (text users read the diff)
         emit(result.diagnostics, fmt)
     click.echo(f"{out_dir}: stale; run `gpuplan build {fleet}" + (f" -o {out_dir}" if out_dir != "generated" else "")

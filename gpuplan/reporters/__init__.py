@@ -6,7 +6,13 @@ Two guarantees every format keeps, whatever the input held:
   that may be hostile. ``escape`` turns every control character, including
   newlines, into a visible escape, so a value cannot start a line of its own
   (a fake ``::warning::`` workflow command, a fake "valid" line) or move the
-  terminal's cursor.
+  terminal's cursor; and it breaks ``##[``, the runner's legacy command form,
+  which is recognised anywhere in a line. (actions/runner at 258d6c85,
+  src/Runner.Common/ActionCommand.cs: ``TryParseV2`` takes a line whose
+  ``TrimStart()`` starts with ``::``; ``TryParse`` finds ``##[`` by
+  ``IndexOf`` anywhere; src/Runner.Worker/ActionCommandManager.cs tries both
+  on every output line, for commands such as warning, error, add-mask,
+  set-output.)
 * **Bounded output.** At most ``MAX_SHOWN`` diagnostics are rendered; the rest
   are counted in one "N more" line (code GP016).
 """
@@ -44,10 +50,11 @@ def _esc(m: re.Match) -> str:
 
 
 def escape(text: str | None) -> str:
-    """``text`` on one line with every control character made visible."""
+    """``text`` on one line with every control character made visible, and
+    no ``##[`` (a workflow command wherever it appears in a line)."""
     if not text:
         return text or ""
-    return _CONTROL.sub(_esc, text)
+    return _CONTROL.sub(_esc, text).replace("##[", "##\\x5b")
 
 
 def cap(diags: Sequence[Diagnostic], limit: int = MAX_SHOWN) -> list[Diagnostic]:

@@ -160,7 +160,7 @@ def test_pattern_matching_nothing_is_a_warning_at_its_line(tmp_path):
 
 # --- values cannot forge output lines ----------------------------------------
 
-FORGED = "x\n::warning::all checks passed\r\x1b[2K"
+FORGED = "x\n::warning::all checks passed\r\x1b[2K ##[add-mask]x"
 
 
 @pytest.mark.parametrize("fmt", ["text", "github", "sarif"])
@@ -177,7 +177,8 @@ def test_a_value_with_a_workflow_command_is_escaped(fmt):
         assert not any(line.lstrip().startswith("::warning") for line in lines), out
         if fmt == "github":
             assert len(lines) == 1 and lines[0].startswith("::error ")
-        assert "\\n::warning::all checks passed\\r\\x1b[2K" in out
+        assert "\\n::warning::all checks passed\\r\\x1b[2K ##\\x5badd-mask]x" in out
+    assert "##[" not in out  # the runner's legacy form counts anywhere in a line
 
 
 def test_hostile_key_in_a_spec_cannot_forge_a_line_in_any_format(tmp_path):
@@ -246,3 +247,17 @@ def test_mig_parted_check_refuses_non_regular_files(tmp_path):
         r = run_gpuplan("mig", "check", "--mig-parted", path, timeout=20)
         assert r.returncode == 2
         assert r.stderr == f"gpuplan mig check: error: cannot read {path}: {path} is {what}, not a regular file\n"
+
+
+def test_check_diff_cannot_carry_a_workflow_command(tmp_path):
+    import shutil
+
+    spec = tmp_path / "fleet.yaml"
+    shutil.copy(REPO / "examples" / "fleet.yaml", spec)
+    assert run_gpuplan("build", str(spec), "-o", str(tmp_path / "generated")).returncode == 0
+    kust = tmp_path / "generated" / "kustomization.yaml"
+    kust.write_text(kust.read_text() + "# ##[warning]forged\n# \x1b[2Kclean\n")
+    r = run_gpuplan("check", str(spec), "-o", str(tmp_path / "generated"))
+    assert r.returncode == 3
+    assert "##[" not in r.stdout and "\x1b" not in r.stdout
+    assert "-# ##\\x5bwarning]forged" in r.stdout and "-# \\x1b[2Kclean" in r.stdout
