@@ -77,9 +77,11 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.monitoring",
     "gpuplan.rules.dra",
     "gpuplan.probe.codes",
+    "gpuplan.probe.paths",
     "gpuplan.output.tree",
     "gpuplan.drift",
     "gpuplan.internal",
+    "gpuplan.reporters",
 )
 
 

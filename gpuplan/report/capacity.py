@@ -395,13 +395,16 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
             cost_per_month=cost, grants=grants, priority=t.priority, preemption=t.preemption,
         ))
 
+    tiers_of_pool: dict[str, list[TierReport]] = {}  # grouped once: linear in pools + tiers
+    for tr in tiers:
+        tiers_of_pool.setdefault(tr.pool, []).append(tr)
     pools = []
     for pv in rf.pools:
         res = pool_resources(pv)
         quota: dict[str, int] = {}
         allocated: float | None = 0.0
-        for tr in tiers:
-            if tr.pool != pv.name or tr.resource is None:
+        for tr in tiers_of_pool.get(pv.name, ()):
+            if tr.resource is None:
                 continue
             quota[tr.resource] = quota.get(tr.resource, 0) + tr.quota
             if tr.cost_per_month is None:
