@@ -74,6 +74,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.karpenter",
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",
+    "gpuplan.rules.queueing",
     "gpuplan.probe.codes",
     "gpuplan.output.tree",
     "gpuplan.drift",

@@ -24,6 +24,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.karpenter",
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",
+    "gpuplan.rules.queueing",
 )
 
 W_DISABLE_UNKNOWN = Code(

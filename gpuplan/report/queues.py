@@ -1,0 +1,276 @@
+"""The Kueue ledger: the tiers' quotas as ClusterQueue quotas, on the capacity report's numbers.
+
+``queue_ledger(rf)`` is a pure function of a resolved fleet with ``spec.queueing``.
+It reads the grants from the capacity report (``rf.capacity``), so the ResourceQuotas,
+the capacity rules (GP410) and the ClusterQueues count the same units of the same
+resource names:
+
+- a *flavor* is a pool (``ResourceFlavor`` ``gpuplan-<pool>``); its resources are the
+  resources of the queued tiers on that pool;
+- a *ClusterQueue* per tenant that holds quota on a queued tier (or declares
+  ``queueing``); ``nominalQuota`` of (flavor, resource) = the sum of the tenant's
+  grants on the tiers that hand out that resource on that pool. Every queue covers
+  every queued (flavor, resource) — with nominal 0 where the tenant has no grant —
+  because Kueue lets a ClusterQueue borrow only resources it lists
+  (kueue v0.19.2 ``pkg/scheduler/flavorassigner/flavorassigner.go:1069-1071``:
+  "resource %s unavailable in ClusterQueue");
+- per flavor and resource the nominal quotas of all queues add up to exactly the
+  tier report's ``pool_resource_quota`` (the number GP410 holds against capacity);
+- ``potential``: the most a queue can ever be admitted on (flavor, resource), Kueue's
+  ``potentialAvailable`` with no usage (kueue v0.19.2
+  ``pkg/cache/scheduler/resource_node.go:64-71,129-141,217-222``): a queue keeps
+  ``nominal - lendingLimit`` to itself, puts ``min(nominal, lendingLimit)`` into its
+  cohort, and may take from the cohort at most ``nominal + borrowingLimit``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpuplan.resolve import ResolvedFleet
+    from gpuplan.spec.models import Tenant, Tier
+
+QUEUED_WORKLOADS = ("training", "batch")
+
+
+def flavor_name(pool: str) -> str:
+    return f"gpuplan-{pool}"
+
+
+def cluster_queue_name(tenant: str) -> str:
+    return f"gpuplan-{tenant}"
+
+
+@dataclass(frozen=True)
+class FlavorQuota:
+    """One (flavor, resource) of one ClusterQueue."""
+
+    pool: str
+    resource: str
+    tiers: tuple[str, ...]  # the tenant's queued tiers behind it
+    nominal: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+    potential: int = 0  # the most Kueue can admit here, with the cohort idle
+
+    @property
+    def flavor(self) -> str:
+        return flavor_name(self.pool)
+
+    @property
+    def lendable(self) -> int:
+        return self.nominal if self.lending_limit is None else min(self.nominal, self.lending_limit)
+
+
+@dataclass(frozen=True)
+class QueuePlan:
+    tenant: str
+    namespaces: tuple[str, ...]
+    cohort: str  # the cohort the ClusterQueue names (root or the tenant's child cohort)
+    weight: int
+    preemption: str  # withinClusterQueue
+    quotas: tuple[FlavorQuota, ...]
+
+    @property
+    def name(self) -> str:
+        return cluster_queue_name(self.tenant)
+
+    def quota(self, pool: str, resource: str) -> FlavorQuota | None:
+        return next((q for q in self.quotas if (q.pool, q.resource) == (pool, resource)), None)
+
+
+@dataclass(frozen=True)
+class FlavorLedger:
+    """One queued (flavor, resource): the cohort's nominal quota against the pool."""
+
+    pool: str
+    resource: str
+    capacity: int
+    max_oversubscription: float
+    nominal: int  # sum over every ClusterQueue
+    resource_quota: int  # the same number as the ResourceQuotas (capacity report)
+
+    @property
+    def flavor(self) -> str:
+        return flavor_name(self.pool)
+
+
+@dataclass(frozen=True)
+class QueueLedger:
+    cohort: str
+    child_cohorts: tuple[str, ...]
+    queued_tiers: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...]  # queued (pool, resource), in spec order
+    queues: tuple[QueuePlan, ...]
+    flavors: tuple[FlavorLedger, ...]
+
+    def queue(self, tenant: str) -> QueuePlan | None:
+        return next((q for q in self.queues if q.tenant == tenant), None)
+
+    def pools(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p for p, _ in self.pairs))
+
+
+def queued_tiers(rf: "ResolvedFleet") -> tuple[str, ...]:
+    """Tiers whose quota Kueue manages, in spec order."""
+    q = rf.fleet.spec.queueing
+    if q is None:
+        return ()
+    tiers = rf.fleet.spec.tiers
+    if q.tiers is not None:
+        chosen = set(q.tiers)
+        return tuple(t.name for t in tiers if t.name in chosen)
+    return tuple(t.name for t in tiers if t.workload in QUEUED_WORKLOADS or t.gang is not None)
+
+
+def cohort_name(rf: "ResolvedFleet") -> str:
+    q = rf.fleet.spec.queueing
+    assert q is not None
+    return q.cohort or f"gpuplan-{rf.fleet.metadata.name}"
+
+
+def _preemption(tiers: list["Tier"]) -> str:
+    # withinClusterQueue from the tiers' PriorityClass preemption: a queue whose tiers
+    # may all preempt lets a higher-priority job evict a lower one of the same tenant.
+    if tiers and all(t.preemption == "PreemptLowerPriority" for t in tiers):
+        return "LowerPriority"
+    return "Never"
+
+
+def _has_queue(tn: "Tenant", queued: set[str]) -> bool:
+    if tn.queueing is not None:
+        return True
+    return any(tier in queued for per_tier in tn.quotas.values() for tier in per_tier)
+
+
+def _potentials(queues: list[QueuePlan]) -> list[QueuePlan]:
+    """Kueue's potentialAvailable per queue and (flavor, resource), for a root cohort
+    with optional child cohorts (resource_node.go: accumulateFromChild, localQuota)."""
+    from dataclasses import replace
+
+    out = []
+    for qp in queues:
+        quotas = []
+        for fq in qp.quotas:
+            key = (fq.pool, fq.resource)
+
+            def lent(q: QueuePlan) -> int:
+                x = q.quota(*key)
+                return 0 if x is None else x.lendable
+
+            # the root's subtree quota is every queue's lendable part; a child cohort has no
+            # quota or limits of its own, so all of its subtree reaches the root and a queue
+            # sees its own local part plus the whole root subtree, wherever it hangs
+            root_subtree = sum(lent(q) for q in queues)
+            avail = fq.nominal - fq.lendable + root_subtree
+            if fq.borrowing_limit is not None:
+                avail = min(avail, fq.nominal + fq.borrowing_limit)
+            quotas.append(replace(fq, potential=avail))
+        out.append(replace(qp, quotas=tuple(quotas)))
+    return out
+
+
+def queue_ledger(rf: "ResolvedFleet") -> QueueLedger | None:
+    """The ledger of a fleet with ``spec.queueing`` (None without it). Memoised on ``rf``."""
+    if rf.fleet.spec.queueing is None:
+        return None
+    cached = rf.__dict__.get("_queue_ledger")
+    if cached is None:
+        cached = rf.__dict__["_queue_ledger"] = _ledger(rf)
+    return cached
+
+
+def _ledger(rf: "ResolvedFleet") -> QueueLedger:
+    spec = rf.fleet.spec
+    report = rf.capacity
+    root = cohort_name(rf)
+    queued = queued_tiers(rf)
+    qset = set(queued)
+    pairs: list[tuple[str, str]] = []
+    tier_pair: dict[str, tuple[str, str]] = {}
+    for name in queued:
+        t = rf.tier_by_name[name]
+        res = rf.tier_resource(t)
+        if res is None or t.pool not in rf.pool_by_name:
+            continue  # GP401 / reference rules report these
+        tier_pair[name] = (t.pool, res)
+        if (t.pool, res) not in pairs:
+            pairs.append((t.pool, res))
+
+    queues: list[QueuePlan] = []
+    for tn in spec.tenants:
+        if not _has_queue(tn, qset):
+            continue
+        tq = tn.queueing
+        nominal = {p: 0 for p in pairs}
+        tiers_of: dict[tuple[str, str], list[str]] = {p: [] for p in pairs}
+        for tr in report.tiers:
+            if tr.name not in tier_pair:
+                continue
+            for g in tr.grants:
+                if g.tenant == tn.name:
+                    nominal[tier_pair[tr.name]] += g.units
+                    if tr.name not in tiers_of[tier_pair[tr.name]]:
+                        tiers_of[tier_pair[tr.name]].append(tr.name)
+        quotas = []
+        for p in pairs:
+            tiers_here = [n for n, tp in tier_pair.items() if tp == p]
+            borrow = lend = None
+            if tq is not None:
+                bl = [tq.borrowing_limit[n] for n in tiers_here if tq.borrowing_limit and n in tq.borrowing_limit]
+                ll = [tq.lending_limit[n] for n in tiers_here if tq.lending_limit and n in tq.lending_limit]
+                borrow = sum(bl) if bl else None
+                lend = sum(ll) if ll else None
+            quotas.append(FlavorQuota(p[0], p[1], tuple(tiers_of[p]), nominal[p], borrow, lend))
+        granted = [rf.tier_by_name[n] for ns in tn.quotas.values() for n in ns if n in tier_pair]
+        queues.append(QueuePlan(
+            tenant=tn.name, namespaces=tuple(tn.namespaces),
+            cohort=(tq.cohort if tq is not None and tq.cohort else root),
+            weight=tq.fair_sharing_weight if tq is not None else 1,
+            preemption=_preemption(granted or [rf.tier_by_name[n] for n in tier_pair]),
+            quotas=tuple(quotas),
+        ))
+    queues = _potentials(queues)
+
+    flavors = []
+    for pool, res in pairs:
+        trs = [tr for tr in report.tiers if (tr.pool, tr.resource) == (pool, res)]
+        flavors.append(FlavorLedger(
+            pool=pool, resource=res, capacity=trs[0].capacity if trs else 0,
+            max_oversubscription=min((tr.max_oversubscription for tr in trs), default=1.0),
+            nominal=sum(q.nominal for qp in queues for q in qp.quotas if (q.pool, q.resource) == (pool, res)),
+            resource_quota=trs[0].pool_resource_quota if trs else 0,
+        ))
+    children = tuple(dict.fromkeys(qp.cohort for qp in queues if qp.cohort != root))
+    return QueueLedger(root, children, queued, tuple(pairs), tuple(queues), tuple(flavors))
+
+
+def namespace_ceilings(rf: "ResolvedFleet", tenant: "Tenant") -> dict[tuple[str, str], int] | None:
+    """(pool, resource) -> the most Kueue may admit for the tenant's queue (any of its
+    namespaces); None when the tenant has no queue. The ResourceQuotas of a queued tenant
+    allow this much, so that they never refuse a pod Kueue admitted."""
+    ledger = queue_ledger(rf)
+    if ledger is None:
+        return None
+    qp = ledger.queue(tenant.name)
+    if qp is None:
+        return None
+    return {(q.pool, q.resource): q.potential for q in qp.quotas}
+
+
+def gang_shape(rf: "ResolvedFleet", tier: "Tier") -> tuple[int, int] | None:
+    """(pods, units per pod) of one job of a gang tier; None without ``gang`` or a resource."""
+    if tier.gang is None:
+        return None
+    res = rf.tier_resource(tier)
+    pv = rf.tier_pool(tier)
+    if res is None or pv is None:
+        return None
+    per_pod = tier.gang.units_per_node or tier.max_gpus_per_pod
+    if per_pod is None:
+        from gpuplan.report.capacity import pool_resources_per_node
+
+        per_pod = pool_resources_per_node(pv).get(res, 0)
+    return tier.gang.nodes_per_job, per_pod
