@@ -65,7 +65,7 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant) -> list[dict[
         }
         if row["queued"]:
             shape = gang_shape(rf, tier)
-            pods, units = shape if shape else (1, tier.max_gpus_per_pod or 1)
+            pods, units = shape if shape else (1, max(1, min(tier.max_gpus_per_pod or 1, fq.potential)))
             ns = next((n for n, u in grants if u > 0), tenant.namespaces[0])
             row.update(nominal=fq.nominal, flavor=flavor_name(tier.pool), borrowing_limit=fq.borrowing_limit,
                        lending_limit=fq.lending_limit, potential=fq.potential, gang_pods=pods, gang_units=units,

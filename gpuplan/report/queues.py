@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gpuplan.report.capacity import CapacityReport
     from gpuplan.resolve import ResolvedFleet
     from gpuplan.spec.models import Tenant, Tier
 
@@ -173,18 +174,14 @@ def _potentials(queues: list[QueuePlan]) -> list[QueuePlan]:
 
 
 def queue_ledger(rf: "ResolvedFleet") -> QueueLedger | None:
-    """The ledger of a fleet with ``spec.queueing`` (None without it). Memoised on ``rf``."""
-    if rf.fleet.spec.queueing is None:
-        return None
-    cached = rf.__dict__.get("_queue_ledger")
-    if cached is None:
-        cached = rf.__dict__["_queue_ledger"] = _ledger(rf)
-    return cached
+    """The ledger of a fleet with ``spec.queueing`` (None without it): part of the
+    capacity report, computed once with it."""
+    return rf.capacity.queues
 
 
-def _ledger(rf: "ResolvedFleet") -> QueueLedger:
+def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
+    """The ledger from the capacity report's grants (called by ``report.capacity.capacity``)."""
     spec = rf.fleet.spec
-    report = rf.capacity
     root = cohort_name(rf)
     queued = queued_tiers(rf)
     qset = set(queued)
@@ -274,3 +271,37 @@ def gang_shape(rf: "ResolvedFleet", tier: "Tier") -> tuple[int, int] | None:
 
         per_pod = pool_resources_per_node(pv).get(res, 0)
     return tier.gang.nodes_per_job, per_pod
+
+
+def queue_rows(ledger: QueueLedger) -> tuple[list[str], list[list[str]]]:
+    """The capacity report's queue table: each ClusterQueue's quota next to the tiers' quota
+    (the ResourceQuotas' units), then per flavor the cohort's total against the pool."""
+    head = ["queue", "flavor", "resource", "nominal", "lends", "borrow limit", "max admitted", "capacity"]
+    rows = []
+    for qp in ledger.queues:
+        for q in qp.quotas:
+            rows.append([qp.name, q.flavor, q.resource, str(q.nominal), str(q.lendable),
+                         "—" if q.borrowing_limit is None else str(q.borrowing_limit), str(q.potential), ""])
+    for f in ledger.flavors:
+        limit = "" if f.max_oversubscription == 1.0 else f" × {f.max_oversubscription:g}"
+        rows.append([f"cohort {ledger.cohort}", f.flavor, f.resource, str(f.nominal), "", "", "",
+                     f"{f.capacity}{limit}"])
+    return head, rows
+
+
+def queues_data(ledger: QueueLedger) -> dict:
+    """The ledger for `gpuplan plan --format json`."""
+    return {
+        "cohort": ledger.cohort,
+        "queuedTiers": list(ledger.queued_tiers),
+        "clusterQueues": [{
+            "name": qp.name, "tenant": qp.tenant, "cohort": qp.cohort, "namespaces": list(qp.namespaces),
+            "weight": qp.weight,
+            "quotas": [{"flavor": q.flavor, "resource": q.resource, "tiers": list(q.tiers), "nominal": q.nominal,
+                        "borrowingLimit": q.borrowing_limit, "lendingLimit": q.lending_limit,
+                        "maxAdmitted": q.potential} for q in qp.quotas],
+        } for qp in ledger.queues],
+        "flavors": [{"flavor": f.flavor, "resource": f.resource, "nominal": f.nominal, "capacity": f.capacity,
+                     "maxOversubscription": f.max_oversubscription, "resourceQuota": f.resource_quota}
+                    for f in ledger.flavors],
+    }
