@@ -56,6 +56,8 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant) -> list[dict[
         res = rf.tier_resource(tier)
         grants = [(ns, per[tier.name]) for ns, per in tenant.quotas.items() if tier.name in per]
         fq = qp.quota(tier.pool, res) if (qp is not None and res) else None
+        if fq is not None and tier.name not in fq.tiers:
+            fq = None  # the queue reaches the flavor through another tier
         if res is None or (not grants and fq is None):
             continue
         row: dict[str, Any] = {

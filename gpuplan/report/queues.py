@@ -50,7 +50,7 @@ class FlavorQuota:
 
     pool: str
     resource: str
-    tiers: tuple[str, ...]  # the tenant's queued tiers behind it
+    tiers: tuple[str, ...]  # the tenant's queued tiers behind it (granted, or named in its limits)
     nominal: int
     borrowing_limit: int | None
     lending_limit: int | None
@@ -211,6 +211,10 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
                     nominal[tier_pair[tr.name]] += g.units
                     if tr.name not in tiers_of[tier_pair[tr.name]]:
                         tiers_of[tier_pair[tr.name]].append(tr.name)
+        for limits in ((tq.borrowing_limit, tq.lending_limit) if tq is not None else ()):
+            for name in limits or {}:
+                if name in tier_pair and name not in tiers_of[tier_pair[name]]:
+                    tiers_of[tier_pair[name]].append(name)
         quotas = []
         for p in pairs:
             tiers_here = [n for n, tp in tier_pair.items() if tp == p]
