@@ -110,9 +110,13 @@ def _queued_grants(rf: ResolvedFleet, tenant: Tenant, ns: str) -> tuple[list[tup
         return None
     grants = []
     totals = {r: 0 for r in rf.gpu_resources}
+    shared: set[tuple[str, str]] = set()  # non-enforced tiers on one flavor share its ceiling once
     for tier, res, units in _grants(rf, tenant, ns):
         if (tier.pool, res) in ceilings:
             units = ceilings[(tier.pool, res)]
+            if not tier.enforce_priority:
+                units = 0 if (tier.pool, res) in shared else units
+                shared.add((tier.pool, res))
         else:
             totals[res] = totals.get(res, 0) + units
         grants.append((tier, res, units))
