@@ -103,26 +103,10 @@ def topology(rf: ResolvedFleet) -> dict[str, Any] | None:
 
 
 def _resource_groups(ledger: QueueLedger, qp) -> list[dict[str, Any]]:
-    """Kueue: a flavor belongs to one resource group, a resource to one group, and each
-    flavor of a group lists every covered resource (CEL on ClusterQueue). Resources that
-    share a flavor are joined into one group; a flavor lacking one of them gets 0."""
-    groups: list[tuple[list[str], list[str]]] = []  # (resources, pools)
-    for pool, res in ledger.pairs:
-        hit = [g for g in groups if res in g[0] or pool in g[1]]
-        merged = (list(dict.fromkeys(r for g in hit for r in g[0])), list(dict.fromkeys(p for g in hit for p in g[1])))
-        for g in hit:
-            groups.remove(g)
-        if res not in merged[0]:
-            merged[0].append(res)
-        if pool not in merged[1]:
-            merged[1].append(pool)
-        groups.append(merged)
-    order = {p: i for i, p in enumerate(ledger.pools())}
     out = []
-    for resources, pools in sorted(groups, key=lambda g: min(order[p] for p in g[1])):
-        resources = sorted(resources)
+    for resources, pools in ledger.resource_groups():
         flavors = []
-        for pool in sorted(pools, key=order.__getitem__):
+        for pool in pools:
             rows = []
             for res in resources:
                 fq = qp.quota(pool, res)

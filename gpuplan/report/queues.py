@@ -79,7 +79,11 @@ class QueuePlan:
         return cluster_queue_name(self.tenant)
 
     def quota(self, pool: str, resource: str) -> FlavorQuota | None:
-        return next((q for q in self.quotas if (q.pool, q.resource) == (pool, resource)), None)
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = {(q.pool, q.resource): q for q in self.quotas}
+            object.__setattr__(self, "_index", index)
+        return index.get((pool, resource))
 
 
 @dataclass(frozen=True)
@@ -108,10 +112,40 @@ class QueueLedger:
     flavors: tuple[FlavorLedger, ...]
 
     def queue(self, tenant: str) -> QueuePlan | None:
-        return next((q for q in self.queues if q.tenant == tenant), None)
+        by_tenant = self.__dict__.get("_by_tenant")
+        if by_tenant is None:
+            by_tenant = {q.tenant: q for q in self.queues}
+            object.__setattr__(self, "_by_tenant", by_tenant)
+        return by_tenant.get(tenant)
 
     def pools(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(p for p, _ in self.pairs))
+
+    def resource_groups(self) -> list[tuple[list[str], list[str]]]:
+        """The ClusterQueues' resource groups: [(sorted resources, pools in spec order)].
+        Kueue: a flavor belongs to one resource group, a resource to one group, and each
+        flavor of a group lists every covered resource (CEL on ClusterQueue), so resources
+        that share a flavor are joined; a flavor lacking one of them gets 0."""
+        cached = self.__dict__.get("_groups")
+        if cached is not None:
+            return cached
+        groups: list[tuple[list[str], list[str]]] = []  # (resources, pools)
+        for pool, res in self.pairs:
+            hit = [g for g in groups if res in g[0] or pool in g[1]]
+            merged = (list(dict.fromkeys(r for g in hit for r in g[0])),
+                      list(dict.fromkeys(p for g in hit for p in g[1])))
+            for g in hit:
+                groups.remove(g)
+            if res not in merged[0]:
+                merged[0].append(res)
+            if pool not in merged[1]:
+                merged[1].append(pool)
+            groups.append(merged)
+        order = {p: i for i, p in enumerate(self.pools())}
+        cached = [(sorted(resources), sorted(pools, key=order.__getitem__))
+                  for resources, pools in sorted(groups, key=lambda g: min(order[p] for p in g[1]))]
+        object.__setattr__(self, "_groups", cached)
+        return cached
 
 
 def queued_tiers(rf: "ResolvedFleet") -> tuple[str, ...]:
@@ -151,21 +185,19 @@ def _potentials(queues: list[QueuePlan]) -> list[QueuePlan]:
     with optional child cohorts (resource_node.go: accumulateFromChild, localQuota)."""
     from dataclasses import replace
 
+    # the root's subtree quota is every queue's lendable part; a child cohort has no
+    # quota or limits of its own, so all of its subtree reaches the root and a queue
+    # sees its own local part plus the whole root subtree, wherever it hangs
+    root_subtree: dict[tuple[str, str], int] = {}
+    for qp in queues:
+        for fq in qp.quotas:
+            key = (fq.pool, fq.resource)
+            root_subtree[key] = root_subtree.get(key, 0) + fq.lendable
     out = []
     for qp in queues:
         quotas = []
         for fq in qp.quotas:
-            key = (fq.pool, fq.resource)
-
-            def lent(q: QueuePlan) -> int:
-                x = q.quota(*key)
-                return 0 if x is None else x.lendable
-
-            # the root's subtree quota is every queue's lendable part; a child cohort has no
-            # quota or limits of its own, so all of its subtree reaches the root and a queue
-            # sees its own local part plus the whole root subtree, wherever it hangs
-            root_subtree = sum(lent(q) for q in queues)
-            avail = fq.nominal - fq.lendable + root_subtree
+            avail = fq.nominal - fq.lendable + root_subtree[(fq.pool, fq.resource)]
             if fq.borrowing_limit is not None:
                 avail = min(avail, fq.nominal + fq.borrowing_limit)
             quotas.append(replace(fq, potential=avail))
@@ -196,6 +228,15 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
         if (t.pool, res) not in pairs:
             pairs.append((t.pool, res))
 
+    tiers_at: dict[tuple[str, str], list[str]] = {p: [] for p in pairs}
+    for name, p in tier_pair.items():
+        tiers_at[p].append(name)
+    # the capacity report's grants, by tenant, in tier order
+    grants_of: dict[str, list[tuple[str, int]]] = {}
+    for tr in report.tiers:
+        if tr.name in tier_pair:
+            for g in tr.grants:
+                grants_of.setdefault(g.tenant, []).append((tr.name, g.units))
     queues: list[QueuePlan] = []
     for tn in spec.tenants:
         if not _has_queue(tn, qset):
@@ -203,21 +244,17 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
         tq = tn.queueing
         nominal = {p: 0 for p in pairs}
         tiers_of: dict[tuple[str, str], list[str]] = {p: [] for p in pairs}
-        for tr in report.tiers:
-            if tr.name not in tier_pair:
-                continue
-            for g in tr.grants:
-                if g.tenant == tn.name:
-                    nominal[tier_pair[tr.name]] += g.units
-                    if tr.name not in tiers_of[tier_pair[tr.name]]:
-                        tiers_of[tier_pair[tr.name]].append(tr.name)
+        for tier_name, units in grants_of.get(tn.name, ()):
+            nominal[tier_pair[tier_name]] += units
+            if tier_name not in tiers_of[tier_pair[tier_name]]:
+                tiers_of[tier_pair[tier_name]].append(tier_name)
         for limits in ((tq.borrowing_limit, tq.lending_limit) if tq is not None else ()):
             for name in limits or {}:
                 if name in tier_pair and name not in tiers_of[tier_pair[name]]:
                     tiers_of[tier_pair[name]].append(name)
         quotas = []
         for p in pairs:
-            tiers_here = [n for n, tp in tier_pair.items() if tp == p]
+            tiers_here = tiers_at[p]
             borrow = lend = None
             if tq is not None:
                 bl = [tq.borrowing_limit[n] for n in tiers_here if tq.borrowing_limit and n in tq.borrowing_limit]
@@ -235,14 +272,17 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
         ))
     queues = _potentials(queues)
 
+    totals: dict[tuple[str, str], int] = {p: 0 for p in pairs}
+    for qp in queues:
+        for q in qp.quotas:
+            totals[(q.pool, q.resource)] += q.nominal
     flavors = []
     for pool, res in pairs:
         trs = [tr for tr in report.tiers if (tr.pool, tr.resource) == (pool, res)]
         flavors.append(FlavorLedger(
             pool=pool, resource=res, capacity=trs[0].capacity if trs else 0,
             max_oversubscription=min((tr.max_oversubscription for tr in trs), default=1.0),
-            nominal=sum(q.nominal for qp in queues for q in qp.quotas if (q.pool, q.resource) == (pool, res)),
-            resource_quota=trs[0].pool_resource_quota if trs else 0,
+            nominal=totals[(pool, res)], resource_quota=trs[0].pool_resource_quota if trs else 0,
         ))
     children = tuple(dict.fromkeys(qp.cohort for qp in queues if qp.cohort != root))
     return QueueLedger(root, children, queued, tuple(pairs), tuple(queues), tuple(flavors))

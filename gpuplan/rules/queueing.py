@@ -85,8 +85,17 @@ E_COHORT_NAME = Code(
     good="queueing: {cohort: vision-teams}",
 )
 
+E_KUEUE_LIMITS = Code(
+    "GP429", "more flavors or resources than a ClusterQueue holds", Severity.ERROR,
+    "Every ClusterQueue lists every queued pool (a flavor) and resource, in resource groups that "
+    "join resources sharing a pool. Kueue's ClusterQueue schema allows at most 16 resource groups "
+    "and 64 flavors and 64 resources per group; a larger queue is refused by the API server.",
+    bad="queueing: {tiers: [...]}   # 70 queued pools handing out nvidia.com/gpu",
+    good="queueing: {tiers: [...]}   # at most 64 queued pools per resource",
+)
+
 CODES = (E_GANG_POOL, E_GANG_QUOTA, E_LENDING_ABOVE_NOMINAL, E_LIMIT_TIER, W_NO_QUEUEING, E_TOPOLOGY_LEVEL,
-         W_MIXED_QUEUED, I_BORROW_UNREACHABLE, E_COHORT_NAME)
+         W_MIXED_QUEUED, I_BORROW_UNREACHABLE, E_COHORT_NAME, E_KUEUE_LIMITS)
 
 
 def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
@@ -105,6 +114,34 @@ def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
     yield from _gangs(rf)
     yield from _limits(rf)
     yield from _mixed(rf)
+    yield from _kueue_limits(rf)
+
+
+# kueue.x-k8s.io/v1beta2 ClusterQueue: spec.resourceGroups maxItems, and per group
+# coveredResources / flavors maxItems (the pinned strict schema)
+MAX_GROUPS, MAX_FLAVORS, MAX_RESOURCES = 16, 64, 64
+
+
+def _kueue_limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:
+    from gpuplan.report.queues import queue_ledger
+
+    ledger = queue_ledger(rf)
+    assert ledger is not None
+    if not ledger.queues:
+        return
+    groups = ledger.resource_groups()
+    problems = []
+    if len(groups) > MAX_GROUPS:
+        problems.append(f"{len(groups)} resource groups (at most {MAX_GROUPS})")
+    for resources, pools in groups:
+        if len(pools) > MAX_FLAVORS:
+            problems.append(f"{len(pools)} flavors for {', '.join(resources)} (at most {MAX_FLAVORS})")
+        if len(resources) > MAX_RESOURCES:
+            problems.append(f"{len(resources)} resources in one group (at most {MAX_RESOURCES})")
+    if problems:
+        at = ("spec", "queueing", "tiers") if rf.fleet.spec.queueing.tiers is not None else ("spec", "queueing")
+        yield rf.diag(E_KUEUE_LIMITS, "the ClusterQueues would hold " + "; ".join(problems), at, key=True,
+                      hint="queue fewer tiers (queueing.tiers), or merge pools")
 
 
 def _references(rf: ResolvedFleet) -> Iterator[Diagnostic]:
@@ -187,6 +224,10 @@ def _limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
     ledger = queue_ledger(rf)
     assert ledger is not None
+    lent_total: dict[tuple[str, str], int] = {}
+    for o in ledger.queues:
+        for q in o.quotas:
+            lent_total[(q.pool, q.resource)] = lent_total.get((q.pool, q.resource), 0) + q.lendable
     for i, tn in enumerate(rf.fleet.spec.tenants):
         tq, qp = tn.queueing, ledger.queue(tn.name)
         if tq is None or qp is None:
@@ -206,8 +247,7 @@ def _limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:
             fq = qp.quota(t.pool, res) if (t and res) else None
             if fq is None or fq.borrowing_limit is None:
                 continue
-            lent = sum(o.quota(fq.pool, fq.resource).lendable for o in ledger.queues
-                       if o is not qp and o.quota(fq.pool, fq.resource) is not None)
+            lent = lent_total[(fq.pool, fq.resource)] - fq.lendable
             if fq.borrowing_limit > lent:
                 yield rf.diag(I_BORROW_UNREACHABLE, f"tenant {tn.name}: borrowingLimit {fq.borrowing_limit} {res} on "
                               f"{fq.flavor}, but the other queues lend only {lent}",

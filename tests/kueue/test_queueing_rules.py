@@ -183,3 +183,20 @@ def test_dropping_queueing_restores_the_plain_quotas(tmp_path):
     [rq] = [d for d in docs(c.files["tenants/nlp/resourcequotas.yaml"]) if d["metadata"]["name"] == "gpuplan-gpus"]
     hard = rq["spec"]["hard"]
     assert hard["requests.nvidia.com/gpu"] == "32"  # the grants: training 16 + burst-training 16
+
+
+def test_gp429_more_flavors_than_a_cluster_queue_holds(run):
+    """Kueue's ClusterQueue schema: at most 64 flavors per resource group."""
+    def fleet(pools: int) -> str:
+        lines = ["apiVersion: gpuplan.dev/v1alpha1", "kind: Fleet", "metadata: {name: wide}", "spec:",
+                 "  cluster:", '    kubernetesVersion: "1.33"',
+                 "    gitops: {repoURL: https://git.example.com/fleet.git}", "  pools:"]
+        lines += [f"    - {{name: p{i}, gpu: A100-SXM4-80GB, gpusPerNode: 1, nodes: [n{i}]}}" for i in range(pools)]
+        lines += ["  tiers:"] + [f"    - {{name: t{i}, pool: p{i}, workload: training}}" for i in range(pools)]
+        lines += ["  queueing: {}", "  tenants:", "    - name: a", "      namespaces: [a]", "      quotas:",
+                  "        a: {" + ", ".join(f"t{i}: 1" for i in range(pools)) + "}"]
+        return "\n".join(lines) + "\n"
+
+    assert "GP429" not in run.codes(fleet(64))
+    d = only(run(fleet(65)), "GP429")
+    assert "65 flavors for nvidia.com/gpu (at most 64)" in d.message
