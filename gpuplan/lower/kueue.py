@@ -104,7 +104,7 @@ def topology(rf: ResolvedFleet) -> dict[str, Any] | None:
 
 def _resource_groups(ledger: QueueLedger, qp) -> list[dict[str, Any]]:
     out = []
-    for resources, pools in ledger.resource_groups():
+    for resources, pools in ledger.queue_groups(qp):
         flavors = []
         for pool in pools:
             rows = []

@@ -9,11 +9,12 @@ resource names:
   resources of the queued tiers on that pool;
 - a *ClusterQueue* per tenant that holds quota on a queued tier (or declares
   ``queueing``); ``nominalQuota`` of (flavor, resource) = the sum of the tenant's
-  grants on the tiers that hand out that resource on that pool. Every queue covers
-  every queued (flavor, resource) — with nominal 0 where the tenant has no grant —
-  because Kueue lets a ClusterQueue borrow only resources it lists
-  (kueue v0.19.2 ``pkg/scheduler/flavorassigner/flavorassigner.go:1069-1071``:
-  "resource %s unavailable in ClusterQueue");
+  grants on the tiers that hand out that resource on that pool. A queue covers the
+  (flavor, resource) pairs of the tiers it was granted (0 units included) or names in
+  its borrowing/lending limits, and only those: Kueue lets a ClusterQueue use, and
+  borrow, only resources it lists (kueue v0.19.2
+  ``pkg/scheduler/flavorassigner/flavorassigner.go:1069-1071``: "resource %s
+  unavailable in ClusterQueue");
 - per flavor and resource the nominal quotas of all queues add up to exactly the
   tier report's ``pool_resource_quota`` (the number GP410 holds against capacity);
 - ``potential``: the most a queue can ever be admitted on (flavor, resource), Kueue's
@@ -50,7 +51,7 @@ class FlavorQuota:
 
     pool: str
     resource: str
-    tiers: tuple[str, ...]  # the tenant's queued tiers behind it (granted, or named in its limits)
+    tiers: tuple[str, ...]  # the tenant's queued tiers behind it (granted, or named in its limits); never empty
     nominal: int
     borrowing_limit: int | None
     lending_limit: int | None
@@ -147,6 +148,15 @@ class QueueLedger:
         object.__setattr__(self, "_groups", cached)
         return cached
 
+    def queue_groups(self, qp: QueuePlan) -> list[tuple[list[str], list[str]]]:
+        """The resource groups of one queue: the ledger's, with the flavors it covers."""
+        out = []
+        for resources, pools in self.resource_groups():
+            mine = [p for p in pools if any(qp.quota(p, r) is not None for r in resources)]
+            if mine:
+                out.append((resources, mine))
+        return out
+
 
 def queued_tiers(rf: "ResolvedFleet") -> tuple[str, ...]:
     """Tiers whose quota Kueue manages, in spec order."""
@@ -183,8 +193,6 @@ def _has_queue(tn: "Tenant", queued: set[str]) -> bool:
 def _potentials(queues: list[QueuePlan]) -> list[QueuePlan]:
     """Kueue's potentialAvailable per queue and (flavor, resource), for a root cohort
     with optional child cohorts (resource_node.go: accumulateFromChild, localQuota)."""
-    from dataclasses import replace
-
     # the root's subtree quota is every queue's lendable part; a child cohort has no
     # quota or limits of its own, so all of its subtree reaches the root and a queue
     # sees its own local part plus the whole root subtree, wherever it hangs
@@ -200,8 +208,9 @@ def _potentials(queues: list[QueuePlan]) -> list[QueuePlan]:
             avail = fq.nominal - fq.lendable + root_subtree[(fq.pool, fq.resource)]
             if fq.borrowing_limit is not None:
                 avail = min(avail, fq.nominal + fq.borrowing_limit)
-            quotas.append(replace(fq, potential=avail))
-        out.append(replace(qp, quotas=tuple(quotas)))
+            quotas.append(FlavorQuota(fq.pool, fq.resource, fq.tiers, fq.nominal, fq.borrowing_limit,
+                                      fq.lending_limit, avail))
+        out.append(QueuePlan(qp.tenant, qp.namespaces, qp.cohort, qp.weight, qp.preemption, tuple(quotas)))
     return out
 
 
@@ -261,7 +270,8 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
                 ll = [tq.lending_limit[n] for n in tiers_here if tq.lending_limit and n in tq.lending_limit]
                 borrow = sum(bl) if bl else None
                 lend = sum(ll) if ll else None
-            quotas.append(FlavorQuota(p[0], p[1], tuple(tiers_of[p]), nominal[p], borrow, lend))
+            if tiers_of[p]:  # the flavors and resources the tenant was granted (or names in its limits)
+                quotas.append(FlavorQuota(p[0], p[1], tuple(tiers_of[p]), nominal[p], borrow, lend))
         granted = [rf.tier_by_name[n] for ns in tn.quotas.values() for n in ns if n in tier_pair]
         queues.append(QueuePlan(
             tenant=tn.name, namespaces=tuple(tn.namespaces),

@@ -87,11 +87,12 @@ E_COHORT_NAME = Code(
 
 E_KUEUE_LIMITS = Code(
     "GP429", "more flavors or resources than a ClusterQueue holds", Severity.ERROR,
-    "Every ClusterQueue lists every queued pool (a flavor) and resource, in resource groups that "
-    "join resources sharing a pool. Kueue's ClusterQueue schema allows at most 16 resource groups "
-    "and 64 flavors and 64 resources per group; a larger queue is refused by the API server.",
-    bad="queueing: {tiers: [...]}   # 70 queued pools handing out nvidia.com/gpu",
-    good="queueing: {tiers: [...]}   # at most 64 queued pools per resource",
+    "A tenant's ClusterQueue lists every queued pool (a flavor) and resource the tenant was granted, "
+    "in resource groups that join resources sharing a pool. Kueue's ClusterQueue schema allows at "
+    "most 16 resource groups and 64 flavors and 64 resources per group; a larger queue is refused "
+    "by the API server.",
+    bad="quotas: {a: {t0: 1, t1: 1, ..., t64: 1}}   # 65 queued pools handing out nvidia.com/gpu",
+    good="quotas: {a: {t0: 1, ..., t63: 1}}",
 )
 
 CODES = (E_GANG_POOL, E_GANG_QUOTA, E_LENDING_ABOVE_NOMINAL, E_LIMIT_TIER, W_NO_QUEUEING, E_TOPOLOGY_LEVEL,
@@ -129,19 +130,23 @@ def _kueue_limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:
     assert ledger is not None
     if not ledger.queues:
         return
-    groups = ledger.resource_groups()
-    problems = []
-    if len(groups) > MAX_GROUPS:
-        problems.append(f"{len(groups)} resource groups (at most {MAX_GROUPS})")
-    for resources, pools in groups:
-        if len(pools) > MAX_FLAVORS:
-            problems.append(f"{len(pools)} flavors for {', '.join(resources)} (at most {MAX_FLAVORS})")
-        if len(resources) > MAX_RESOURCES:
-            problems.append(f"{len(resources)} resources in one group (at most {MAX_RESOURCES})")
-    if problems:
-        at = ("spec", "queueing", "tiers") if rf.fleet.spec.queueing.tiers is not None else ("spec", "queueing")
-        yield rf.diag(E_KUEUE_LIMITS, "the ClusterQueues would hold " + "; ".join(problems), at, key=True,
-                      hint="queue fewer tiers (queueing.tiers), or merge pools")
+    for i, tn in enumerate(rf.fleet.spec.tenants):
+        qp = ledger.queue(tn.name)
+        if qp is None:
+            continue
+        groups = ledger.queue_groups(qp)
+        problems = []
+        if len(groups) > MAX_GROUPS:
+            problems.append(f"{len(groups)} resource groups (at most {MAX_GROUPS})")
+        for resources, pools in groups:
+            if len(pools) > MAX_FLAVORS:
+                problems.append(f"{len(pools)} flavors for {', '.join(resources)} (at most {MAX_FLAVORS})")
+            if len(resources) > MAX_RESOURCES:
+                problems.append(f"{len(resources)} resources in one group (at most {MAX_RESOURCES})")
+        if problems:
+            yield rf.diag(E_KUEUE_LIMITS, f"the ClusterQueue of tenant {tn.name} would hold " + "; ".join(problems),
+                          ("spec", "tenants", i, "quotas"), key=True,
+                          hint="grant the tenant fewer queued tiers, or queue fewer tiers (queueing.tiers)")
 
 
 def _references(rf: ResolvedFleet) -> Iterator[Diagnostic]:

@@ -116,9 +116,13 @@ def test_units_agree_across_the_cohort(tmp_path):
 
     c = compile_fleet(REPO / "examples" / "kueue.yaml", out_dir=tmp_path / "generated")
     cqs = docs(c.files["kueue/clusterqueues.yaml"])
-    shapes = {yaml.safe_dump([(g["coveredResources"], [f["name"] for f in g["flavors"]])
-                              for g in cq["spec"]["resourceGroups"]]) for cq in cqs}
-    assert len(shapes) == 1 and len(cqs) == 3
+    assert len(cqs) == 3
+    per_flavor: dict[str, set] = {}
+    for cq in cqs:
+        for g in cq["spec"]["resourceGroups"]:
+            for f in g["flavors"]:
+                per_flavor.setdefault(f["name"], set()).add(tuple(r["name"] for r in f["resources"]))
+    assert per_flavor and all(len(names) == 1 for names in per_flavor.values()), per_flavor
     rf = c.resolved
     for cq in cqs:
         tenant = cq["metadata"]["labels"]["gpuplan.dev/tenant"]
@@ -190,7 +194,7 @@ def test_gp429_more_flavors_than_a_cluster_queue_holds(run):
     def fleet(pools: int) -> str:
         lines = ["apiVersion: gpuplan.dev/v1alpha1", "kind: Fleet", "metadata: {name: wide}", "spec:",
                  "  cluster:", '    kubernetesVersion: "1.33"',
-                 "    gitops: {repoURL: https://git.example.com/fleet.git}", "  pools:"]
+                 "    gitops: {repoURL: \"https://git.example.com/fleet.git\"}", "  pools:"]
         lines += [f"    - {{name: p{i}, gpu: A100-SXM4-80GB, gpusPerNode: 1, nodes: [n{i}]}}" for i in range(pools)]
         lines += ["  tiers:"] + [f"    - {{name: t{i}, pool: p{i}, workload: training}}" for i in range(pools)]
         lines += ["  queueing: {}", "  tenants:", "    - name: a", "      namespaces: [a]", "      quotas:",
@@ -200,3 +204,18 @@ def test_gp429_more_flavors_than_a_cluster_queue_holds(run):
     assert "GP429" not in run.codes(fleet(64))
     d = only(run(fleet(65)), "GP429")
     assert "65 flavors for nvidia.com/gpu (at most 64)" in d.message
+
+
+def test_a_queue_covers_only_what_the_tenant_was_granted_or_borrows(tmp_path):
+    """Kueue lets a ClusterQueue use only the flavors and resources it lists: a tenant with no
+    grant on a tier gets none of it through the queue, unless it names the tier in its limits."""
+    text = two_tenants(alpha=4, beta=4)
+    text = edit(text, "  tiers:\n", "  tiers:\n    - {name: burst, pool: dev, workload: batch}\n")
+    text = edit(text, "beta-ns: {training: 4}", "beta-ns: {training: 4, burst: 8}")
+    ledger, _ = ledger_of(tmp_path, text)
+    assert [(q.pool, q.nominal) for q in ledger.queue("alpha").quotas] == [("train", 4)]
+    borrowing = edit(text, "  queueing: {}\n", "  queueing: {}\n")
+    borrowing = edit(borrowing, "    - name: beta\n", "      queueing: {borrowingLimit: {burst: 2}}\n    - name: beta\n")
+    ledger, _ = ledger_of(tmp_path, borrowing)
+    dev = ledger.queue("alpha").quota("dev", "nvidia.com/gpu.shared")
+    assert (dev.nominal, dev.borrowing_limit, dev.potential) == (0, 2, 2)
