@@ -241,3 +241,25 @@ def test_pinned_schemas_are_the_reference_copies():
         cel = f"{kind}-kueue-v1beta2.cel.json"
         assert (pinned / "cel" / cel).read_bytes() == (ref / "cel" / cel).read_bytes()
     assert Path(pinned / "crds" / "kueue.x-k8s.io" / "topology_v1beta2.json").is_file()
+
+
+def test_hierarchical_cohorts(tmp_path):
+    """A tenant's `queueing.cohort` becomes a child Cohort of the fleet's cohort; its queue
+    names the child, and every object passes the schema and the CEL rules."""
+    src = (REPO / "examples" / "kueue.yaml").read_text(encoding="utf-8")
+    src = src.replace("        fairSharingWeight: 2\n", "        fairSharingWeight: 2\n        cohort: vision-teams\n")
+    p = tmp_path / "hier.yaml"
+    p.write_text(src, encoding="utf-8")
+    c = compile_ok(p)
+    objs = docs(c.files["kueue/clusterqueues.yaml"])
+    cohorts = {o["metadata"]["name"]: o["spec"] for o in objs if o["kind"] == "Cohort"}
+    assert cohorts == {"gpuplan-kueue-lab": {}, "vision-teams": {"parentName": "gpuplan-kueue-lab"}}
+    cq = {o["metadata"]["name"]: o["spec"]["cohortName"] for o in objs if o["kind"] == "ClusterQueue"}
+    assert cq == {"gpuplan-vision": "vision-teams", "gpuplan-nlp": "gpuplan-kueue-lab",
+                  "gpuplan-research": "gpuplan-kueue-lab"}
+    for o in objs:
+        validate(o)
+        assert not cel_errors(o)
+    # a child cohort without quota or limits passes everything up: the same max admitted
+    flat = c.resolved.capacity.queues.queue("vision")
+    assert [q.potential for q in flat.quotas] == [32, 32]
