@@ -263,3 +263,17 @@ def test_hierarchical_cohorts(tmp_path):
     # a child cohort without quota or limits passes everything up: the same max admitted
     flat = c.resolved.capacity.queues.queue("vision")
     assert [q.potential for q in flat.quotas] == [32, 32]
+
+
+def test_every_local_queue_is_in_its_cluster_queues_namespace_selector(trees):
+    """Kueue admits from a LocalQueue only when its namespace matches the ClusterQueue's
+    namespaceSelector: the tenant label gpuplan puts on the tenant's Namespaces."""
+    c = trees["argocd"]
+    ns_labels = {o["metadata"]["name"]: o["metadata"]["labels"] for o in _by_kind(c, "Namespace")}
+    cqs = {o["metadata"]["name"]: o["spec"]["namespaceSelector"]["matchLabels"] for o in _by_kind(c, "ClusterQueue")}
+    lqs = _by_kind(c, "LocalQueue")
+    assert len(lqs) == 4
+    for lq in lqs:
+        selector = cqs[lq["spec"]["clusterQueue"]]
+        labels = ns_labels[lq["metadata"]["namespace"]]
+        assert all(labels.get(k) == v for k, v in selector.items()), lq["metadata"]

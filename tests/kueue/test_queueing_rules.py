@@ -219,3 +219,22 @@ def test_a_queue_covers_only_what_the_tenant_was_granted_or_borrows(tmp_path):
     ledger, _ = ledger_of(tmp_path, borrowing)
     dev = ledger.queue("alpha").quota("dev", "nvidia.com/gpu.shared")
     assert (dev.nominal, dev.borrowing_limit, dev.potential) == (0, 2, 2)
+
+
+def test_plan_shows_queues_next_to_quotas(tmp_path):
+    import json
+
+    from gpuplan.compiler import check_fleet
+    from gpuplan.report.render import render
+    from tests.outputkit import REPO
+
+    rf = check_fleet(REPO / "examples" / "kueue.yaml").resolved
+    text = render("text", rf.capacity)
+    assert text.index("Tenants") < text.index("Queues (Kueue)")
+    row = next(line.split() for line in text.splitlines() if line.startswith("gpuplan-nlp ") and "train-h100" in line)
+    assert row == ["gpuplan-nlp", "gpuplan-train-h100", "nvidia.com/gpu", "16", "16", "8", "24"]
+    assert "| cohort gpuplan-kueue-lab | gpuplan-train-h100 | nvidia.com/gpu | 32 |" in render("markdown", rf.capacity)
+    data = json.loads(render("json", rf.capacity))["queues"]
+    [train] = [f for f in data["flavors"] if f["flavor"] == "gpuplan-train-h100"]
+    assert train["nominal"] == train["resourceQuota"] == train["capacity"] == 32
+    assert {q["name"] for q in data["clusterQueues"]} == {"gpuplan-vision", "gpuplan-nlp", "gpuplan-research"}
