@@ -436,7 +436,7 @@ class Tier(Model):
     description: str | None = Field(
         default=None, description="Description of the tier's PriorityClass; default names its resource and pool."
     )
-    gang: "Gang | None" = Field(
+    gang: Gang | None = Field(
         default=None,
         description="The tier runs multi-node jobs admitted all-or-nothing (gang admission through Kueue; "
         "needs `spec.queueing`).",
@@ -452,7 +452,7 @@ class Tenant(Model):
         default={}, description="namespace -> tier -> units of the tier's resource (one ResourceQuota per namespace)."
     )
     labels: dict[LabelKey, LabelValue] = Field(default={}, description="Labels for the tenant's namespaces.")
-    queueing: "TenantQueueing | None" = Field(
+    queueing: TenantQueueing | None = Field(
         default=None, description="The tenant's Kueue ClusterQueue: borrowing, lending and fair-sharing weight."
     )
 
@@ -591,7 +591,8 @@ class GangAdmission(Model):
     """Kueue `waitForPodsReady`: an admitted job must have all its pods ready in time, or it is evicted and requeued."""
 
     timeout: GoDuration = Field(
-        default="10m", description="How long an admitted job may take to get all its pods ready."
+        default="30m",
+        description="How long an admitted job may take to get all its pods ready (Kueue's default: 30m).",
     )
     block_admission: bool = Field(
         default=False,
@@ -645,7 +646,7 @@ class FleetSpec(Model):
     monitoring: Monitoring | None = Field(
         default=None, description="Alert rules, a dashboard and DCGM scraping for kube-prometheus-stack."
     )
-    queueing: "Queueing | None" = Field(
+    queueing: Queueing | None = Field(
         default=None,
         description="Kueue over the quotas: flavors per pool, a ClusterQueue per tenant, borrowing, fair "
         "sharing and gang admission (docs/kueue.md).",
