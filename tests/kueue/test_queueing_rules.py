@@ -238,3 +238,13 @@ def test_plan_shows_queues_next_to_quotas(tmp_path):
     [train] = [f for f in data["flavors"] if f["flavor"] == "gpuplan-train-h100"]
     assert train["nominal"] == train["resourceQuota"] == train["capacity"] == 32
     assert {q["name"] for q in data["clusterQueues"]} == {"gpuplan-vision", "gpuplan-nlp", "gpuplan-research"}
+
+
+def test_kueue_quotas_above_the_pool_are_gp410_unless_overcommit_is_declared(run):
+    """One ledger: the queues' nominal quotas per flavor are the tiers' quotas, so GP410 proves
+    them against what the pool advertises, and `maxOversubscription` is the explicit overcommit."""
+    over = two_tenants(alpha=6, beta=4)  # 10 nvidia.com/gpu on a pool of 8
+    d = only(run(over), "GP410")
+    assert d.message.startswith("quota 10 nvidia.com/gpu on tier training exceeds capacity 8")
+    allowed = edit(over, "workload: training, priority: 1000}", "workload: training, priority: 1000, maxOversubscription: 1.25}")
+    assert "GP410" not in run.codes(allowed)
