@@ -248,3 +248,14 @@ def test_kueue_quotas_above_the_pool_are_gp410_unless_overcommit_is_declared(run
     assert d.message.startswith("quota 10 nvidia.com/gpu on tier training exceeds capacity 8")
     allowed = edit(over, "workload: training, priority: 1000}", "workload: training, priority: 1000, maxOversubscription: 1.25}")
     assert "GP410" not in run.codes(allowed)
+
+
+def test_html_plan_has_the_queue_table_only_with_queueing():
+    from gpuplan.compiler import check_fleet
+    from gpuplan.report.render import render
+    from tests.outputkit import REPO
+
+    with_q = render("html", check_fleet(REPO / "examples" / "kueue.yaml").resolved.capacity)
+    assert "<h2>Queues (Kueue)</h2>" in with_q and "<td>gpuplan-research</td>" in with_q
+    without = render("html", check_fleet(REPO / "examples" / "fleet.yaml").resolved.capacity)
+    assert "Queues (Kueue)" not in without
