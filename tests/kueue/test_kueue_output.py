@@ -156,7 +156,8 @@ def test_tenant_pages_show_admissible_jobs(trees):
                     if all(pod["nodeSelector"].get(k) == v for k, v in flavors[f]["nodeLabels"].items())]
         assert len(matching) == 1, (path, matching)
         [(res, qty)] = pod["containers"][0]["resources"]["requests"].items()
-        need = int(qty) * job["spec"]["parallelism"]
+        # the Workload's pod set: min(parallelism, completions) pods (job_controller.go:451-458)
+        need = int(qty) * min(job["spec"]["parallelism"], job["spec"]["completions"])
         qp = ledger.queue(cq_name.removeprefix("gpuplan-"))
         fq = next(q for q in qp.quotas if q.flavor == matching[0] and q.resource == res)
         assert need <= fq.potential, (path, need, fq)
