@@ -559,8 +559,8 @@ class TenantQueueing(Model):
 
     borrowing_limit: UnitLimits | None = Field(
         default=None,
-        description="tier -> most units the tenant may borrow above its quota; a tier left out may borrow "
-        "whatever the cohort lends.",
+        description="tier -> most units the tenant may borrow above its quota; a granted tier left out may "
+        "borrow whatever the cohort lends; a tier named here without quota is borrowed only.",
     )
     lending_limit: UnitLimits | None = Field(
         default=None,
