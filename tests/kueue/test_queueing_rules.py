@@ -259,3 +259,20 @@ def test_html_plan_has_the_queue_table_only_with_queueing():
     assert "<h2>Queues (Kueue)</h2>" in with_q and "<td>gpuplan-research</td>" in with_q
     without = render("html", check_fleet(REPO / "examples" / "fleet.yaml").resolved.capacity)
     assert "Queues (Kueue)" not in without
+
+
+def test_schema_errors_in_the_queueing_section_point_at_the_line(tmp_path):
+    from gpuplan.compiler import check_fleet
+
+    for bad, needle in (("{nodesPerJob: 1}", "1}"), ("{nodesPerJob: 2, unitsPerNode: 0}", "0}")):
+        text = two_tenants(gang=bad)
+        p = tmp_path / "bad.yaml"
+        p.write_text(text, encoding="utf-8")
+        checked = check_fleet(p)
+        assert checked.resolved is None
+        [d] = [d for d in checked.diagnostics if d.is_error]
+        assert d.code.startswith("GP1") and (d.line, d.col) == position(text, needle)
+    text = edit(two_tenants(), "  queueing: {}\n", "  queueing: {integrations: [batch/jobs]}\n")
+    p.write_text(text, encoding="utf-8")
+    [d] = [d for d in check_fleet(p).diagnostics if d.is_error]
+    assert d.code.startswith("GP1") and (d.line, d.col) == position(text, "batch/jobs")
