@@ -76,6 +76,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",
     "gpuplan.rules.dra",
+    "gpuplan.rules.queueing",
     "gpuplan.probe.codes",
     "gpuplan.probe.paths",
     "gpuplan.output.tree",

@@ -223,6 +223,8 @@ _TREE_CLUSTER_KINDS = {
     "Namespace": "", "PriorityClass": "scheduling.k8s.io", "NodeFeatureRule": "nfd.k8s-sigs.io",
     "NodePool": "karpenter.sh", "NodeOverlay": "karpenter.sh", "EC2NodeClass": "karpenter.k8s.aws",
     "DeviceClass": "resource.k8s.io",
+    "ClusterQueue": "kueue.x-k8s.io", "Cohort": "kueue.x-k8s.io", "ResourceFlavor": "kueue.x-k8s.io",
+    "Topology": "kueue.x-k8s.io", "WorkloadPriorityClass": "kueue.x-k8s.io",
 }
 _RBAC = (("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"))
 CHART_CLUSTER_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -242,6 +244,15 @@ CHART_CLUSTER_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("resource.k8s.io", "DeviceClass"),
         ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        *_RBAC,
+    ),
+    # kubernetes-sigs/kueue charts/kueue/templates/: CRDs, RBAC, webhooks and the
+    # visibility API's APIService
+    "kueue": (
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("apiregistration.k8s.io", "APIService"),
         *_RBAC,
     ),
 }
@@ -279,8 +290,12 @@ def argo_project(rf: ResolvedFleet, produced: Sequence[Artifact]) -> dict[str, A
         spec_ = app["spec"]
         for src in spec_.get("sources") or [spec_.get("source", {})]:
             repos.add(src["repoURL"])
-            whitelist.update(CHART_CLUSTER_KINDS.get(src.get("chart", ""), ()))
+            # a Helm source names its chart; an OCI source is the chart's artifact
+            chart = src.get("chart") or src["repoURL"].rstrip("/").rsplit("/", 1)[-1]
+            whitelist.update(CHART_CLUSTER_KINDS.get(chart, ()))
         namespaces.add(spec_["destination"]["namespace"])
+    namespaces.update(ns for a in produced if a.kustomize and a.documents for d in a.documents
+                      if (ns := d.get("metadata", {}).get("namespace")))
     whitelist = sorted(whitelist)
     spec = {
         "description": f"gpuplan fleet {rf.fleet.metadata.name}: GPU Operator, pools, tenants",

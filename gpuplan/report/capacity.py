@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from gpuplan.spec.models import Mig
 
 if TYPE_CHECKING:
+    from gpuplan.report.queues import QueueLedger
     from gpuplan.resolve import PoolView, ResolvedFleet
     from gpuplan.spec.models import Tier
 
@@ -256,6 +257,7 @@ class CapacityReport:
     tenants: tuple[TenantReport, ...]
     hours_per_month: int = HOURS_PER_MONTH
     notes: tuple[str, ...] = field(default=())
+    queues: "QueueLedger | None" = None  # Kueue's quotas, with spec.queueing (gpuplan.report.queues)
 
     @property
     def physical_gpus(self) -> int:
@@ -434,4 +436,11 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
                    if tier_name in rf.tier_by_name)
         tenants.append(TenantReport(tn.name, tuple(tn.namespaces), gs))
 
-    return CapacityReport(rf.fleet.metadata.name, tuple(pools), tuple(tiers), tuple(tenants))
+    report = CapacityReport(rf.fleet.metadata.name, tuple(pools), tuple(tiers), tuple(tenants))
+    if spec.queueing is not None:
+        from dataclasses import replace
+
+        from gpuplan.report.queues import build_ledger
+
+        report = replace(report, queues=build_ledger(rf, report))
+    return report

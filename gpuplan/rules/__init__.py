@@ -26,6 +26,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",
     "gpuplan.rules.dra",
+    "gpuplan.rules.queueing",
 )
 
 W_DISABLE_UNKNOWN = Code(
