@@ -67,8 +67,15 @@ def pool_node_taints(pv: Any) -> list[dict[str, str]]:
         from gpuplan.lower.karpenter import pool_taints
 
         return pool_taints(pv)
+    from gpuplan.lower.node_labels import static_pool_taints
+
+    return static_pool_taints(pv)
+
+
+def spec_taints(taints: Any) -> list[dict[str, str]]:
+    """The spec's taints as Kubernetes Taint objects (no ``value`` key when unset)."""
     out = []
-    for t in pv.pool.taints or ():
+    for t in taints:
         d = {"key": t.key}
         if t.value is not None:
             d["value"] = t.value

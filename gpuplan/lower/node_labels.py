@@ -40,7 +40,7 @@ from typing import Any, Sequence
 
 from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
 from gpuplan.lower import Artifact
-from gpuplan.lower.common import POOL_LABEL, metadata, obj
+from gpuplan.lower.common import POOL_LABEL, metadata, obj, spec_taints
 from gpuplan.lower.gitops import object_annotations
 from gpuplan.resolve import PoolView, ResolvedFleet
 
@@ -88,14 +88,7 @@ def rule_name(pv: PoolView) -> str:
 
 def static_pool_taints(pv: PoolView) -> list[dict[str, str]]:
     """The taints nfd-master keeps on a static pool's nodes: the spec's ``taints``."""
-    out = []
-    for t in pv.pool.taints or ():
-        d = {"key": t.key}
-        if t.value is not None:
-            d["value"] = t.value
-        d["effect"] = t.effect
-        out.append(d)
-    return out
+    return spec_taints(pv.pool.taints or ())
 
 
 def node_feature_rule(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
