@@ -11,7 +11,8 @@ YAML keys are camelCase, as in Kubernetes; Python attributes are snake_case.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -25,6 +26,8 @@ _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 _LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 _PROFILE = re.compile(r"([0-9]+c\.)?[0-9]+g\.[0-9]+gb([+-][a-z.]+(,[a-z.]+)*)?\Z")
 _DURATION = re.compile(r"(([0-9]+(s|m|h))+|Never)\Z")
+_DURATION_PART = re.compile(r"([0-9]+)(s|m|h)")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 
 
 def _dns_label(v: str) -> str:
@@ -73,7 +76,7 @@ def _label_value(v: str) -> str:
 
 
 def _profile_name(v: str) -> str:
-    if not _PROFILE.match(v):
+    if len(v) > 32 or not _PROFILE.match(v):
         raise PydanticCustomError(
             "mig_profile_name",
             "'{value}' is not a MIG profile name (expected <G>g.<GB>gb, e.g. 1g.10gb or 1g.10gb+me)",
@@ -83,12 +86,51 @@ def _profile_name(v: str) -> str:
 
 
 def _duration(v: str) -> str:
-    if not _DURATION.match(v):
+    if len(v) > 32 or not _DURATION.match(v):
         raise PydanticCustomError(
             "duration", "'{value}' is not a duration like 720h, 30m or Never", {"value": v}
         )
+    secs = sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(v))
+    if secs > MAX_DURATION_SECONDS:
+        raise PydanticCustomError(
+            "duration_range",
+            "'{value}' is longer than a Go time.Duration holds (about 292 years, 2562047h); "
+            "Karpenter cannot parse it",
+            {"value": v},
+        )
     return v
 
+
+@dataclass(frozen=True)
+class Why:
+    """Why a number has its bound: shown with a range error, listed in docs/limits.md.
+    Every number in the spec has an upper bound so that validation work is set by the
+    size of the file, never by the size of its numbers."""
+
+    text: str
+
+
+def bounded(lo: int, hi: int, why: str) -> Any:
+    return Annotated[int, Field(ge=lo, le=hi), Why(why)]
+
+
+# The bounds (docs/limits.md lists them with these reasons).
+MAX_GPUS_PER_NODE = 64
+MAX_FLEET_GPUS = 100_000
+MAX_NODES_PER_POOL = 5_000
+MAX_REPLICAS = 1_024
+MAX_MIG_INSTANCES = 64
+MAX_UNITS_PER_POD = MAX_GPUS_PER_NODE * MAX_REPLICAS
+MAX_QUOTA = MAX_FLEET_GPUS * MAX_REPLICAS
+MAX_PRICE = 1_000.0
+MAX_OVERSUBSCRIPTION = 100.0
+MAX_PRIORITY = 1_000_000_000
+MIN_PRIORITY = -2_147_483_648
+MAX_DURATION_SECONDS = (2**63 - 1) // 10**9  # Go time.Duration (int64 nanoseconds), ~292 years
+
+_WHY_NODE = (f"no GPU server has more than {MAX_GPUS_PER_NODE} GPUs (the largest today have 16)")
+_WHY_FLEET = (f"Kubernetes supports at most 5,000 nodes per cluster; {MAX_FLEET_GPUS:,} GPUs is more "
+              "than such a cluster can hold")
 
 Name = Annotated[str, AfterValidator(_dns_label)]
 NodeName = Annotated[str, AfterValidator(_dns_subdomain)]
@@ -96,7 +138,26 @@ LabelKey = Annotated[str, AfterValidator(_label_key)]
 LabelValue = Annotated[str, AfterValidator(_label_value)]
 ProfileName = Annotated[str, AfterValidator(_profile_name)]
 Duration = Annotated[str, AfterValidator(_duration)]
-Count = Annotated[int, Field(ge=1)]
+GpusPerNode = bounded(1, MAX_GPUS_PER_NODE, _WHY_NODE)
+FleetGpus = bounded(1, MAX_FLEET_GPUS, _WHY_FLEET)
+MigCount = bounded(1, MAX_MIG_INSTANCES, "no GPU holds more than 7 MIG instances")
+GpuIndex = bounded(0, MAX_GPUS_PER_NODE - 1, f"GPU indices of a node run from 0 to at most {MAX_GPUS_PER_NODE - 1} "
+                   f"({_WHY_NODE})")
+Replicas = bounded(-(2**31), MAX_REPLICAS, f"more than {MAX_REPLICAS:,} replicas of one GPU leave each pod "
+                   "too little of it to run anything, and the device plugin advertises every replica as a device")
+UnitsPerPod = bounded(1, MAX_UNITS_PER_POD, f"no node advertises more than {MAX_UNITS_PER_POD:,} units "
+                      f"({MAX_GPUS_PER_NODE} GPUs x {MAX_REPLICAS:,} replicas)")
+Quota = bounded(0, MAX_QUOTA, f"no fleet holds more than {MAX_QUOTA:,} units ({MAX_FLEET_GPUS:,} GPUs x "
+                f"{MAX_REPLICAS:,} replicas)")
+Priority = bounded(MIN_PRIORITY, MAX_PRIORITY,
+                   "PriorityClass values above 1,000,000,000 are reserved for system classes "
+                   "(system-cluster-critical, system-node-critical) and the API server refuses them; "
+                   "the value is an int32")
+Weight = bounded(1, 100, "Karpenter NodePool weight is 1 to 100 (the NodePool CRD's minimum and maximum)")
+Price = Annotated[float, Field(ge=0, le=MAX_PRICE, allow_inf_nan=False),
+                  Why(f"a price above {MAX_PRICE:,.0f} per GPU-hour is a typo (on-demand H100s cost about 12)")]
+Oversubscription = Annotated[float, Field(gt=0, le=MAX_OVERSUBSCRIPTION, allow_inf_nan=False),
+                             Why(f"quota above {MAX_OVERSUBSCRIPTION:.0f}x capacity means no capacity check")]
 
 
 # Default instances come from model_construct: they hold the models' own
@@ -223,13 +284,13 @@ class Karpenter(Model):
     capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
         default=["on-demand"], min_length=1
     )
-    max_gpus: Count = Field(alias="maxGPUs")
+    max_gpus: FleetGpus = Field(alias="maxGPUs")
     ami_family: Literal["AL2023", "Bottlerocket"] = "AL2023"
     ami_version: str = Field(default="latest", description="Pinned version, e.g. v20260801.")
     zones: list[str] | None = None
     expire_after: Duration = "720h"
     consolidate_after: Duration | None = None
-    weight: Annotated[int, Field(ge=1, le=100)] | None = None
+    weight: Weight | None = None
     node_overlay: bool = Field(
         default=False,
         description="Emit a NodeOverlay so Karpenter sees shared/MIG capacity (alpha feature gate).",
@@ -243,8 +304,8 @@ class Exclusive(Model):
 class MigDevices(Model):
     """A layout for some GPUs of each node, by index (mig-parted `devices`)."""
 
-    devices: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
-    layout: dict[ProfileName, Count] | None = Field(
+    devices: list[GpuIndex] = Field(min_length=1, max_length=MAX_GPUS_PER_NODE)
+    layout: dict[ProfileName, MigCount] | None = Field(
         default=None, description="Omit to leave these GPUs with MIG disabled (whole GPUs)."
     )
 
@@ -252,7 +313,7 @@ class MigDevices(Model):
 class Mig(Model):
     mode: Literal["mig"]
     strategy: Literal["mixed", "single"] = "mixed"
-    layout: dict[ProfileName, Count] | None = Field(
+    layout: dict[ProfileName, MigCount] | None = Field(
         default=None, description="One layout for every GPU of every node."
     )
     devices: list[MigDevices] | None = Field(
@@ -270,7 +331,7 @@ class Mig(Model):
 
 
 class _Shared(Model):
-    replicas: int
+    replicas: Replicas
     rename_by_default: bool = Field(
         default=True, description="Advertise <resource>.shared instead of nvidia.com/gpu."
     )
@@ -291,10 +352,10 @@ Sharing = Annotated[Union[Exclusive, Mig, TimeSlicing, Mps], Field(discriminator
 class Pool(Model):
     name: Name
     gpu: str = Field(min_length=1, description="GPU model: GFD name, nvidia-smi name or alias.")
-    gpus_per_node: Count | None = Field(
+    gpus_per_node: GpusPerNode | None = Field(
         default=None, description="Required for static pools; Karpenter pools take it from the instance type."
     )
-    nodes: list[NodeName] | None = Field(default=None, description="Static nodes, by Kubernetes node name.")
+    nodes: list[NodeName] | None = Field(default=None, max_length=MAX_NODES_PER_POOL, description="Static nodes, by Kubernetes node name.")
     karpenter: Karpenter | None = None
     sharing: Sharing = Field(default_factory=_exclusive)
     topology: Topology = Field(default_factory=_topology)
@@ -302,7 +363,7 @@ class Pool(Model):
         default=None, description="Default for Karpenter pools: nvidia.com/gpu=present:NoSchedule."
     )
     labels: dict[LabelKey, LabelValue] = {}
-    price_per_gpu_hour: Annotated[float, Field(ge=0)] | None = Field(default=None, alias="pricePerGPUHour")
+    price_per_gpu_hour: Price | None = Field(default=None, alias="pricePerGPUHour")
     interconnect: Literal["nvlink", "pcie"] | None = Field(
         default=None, description="GPU-to-GPU paths when no inventory says; default from the GPU model."
     )
@@ -333,11 +394,11 @@ class Tier(Model):
     pool: Name
     profile: ProfileName | None = Field(default=None, description="MIG profile, for tiers on MIG pools.")
     workload: Literal["training", "inference", "interactive", "batch"] | None = None
-    priority: Annotated[int, Field(ge=-2147483648, le=1_000_000_000)] = 0
+    priority: Priority = 0
     preemption: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
-    max_gpus_per_pod: Count | None = Field(default=None, alias="maxGPUsPerPod")
+    max_gpus_per_pod: UnitsPerPod | None = Field(default=None, alias="maxGPUsPerPod")
     requires_nvlink: bool = Field(default=False, alias="requiresNVLink")
-    max_oversubscription: Annotated[float, Field(gt=0)] | None = Field(
+    max_oversubscription: Oversubscription | None = Field(
         default=None, description="Quota / capacity ratio allowed (default 1.0)."
     )
     enforce_priority: bool = Field(
@@ -349,7 +410,7 @@ class Tier(Model):
 class Tenant(Model):
     name: Name
     namespaces: list[Name] = Field(min_length=1)
-    quotas: dict[Name, dict[Name, Annotated[int, Field(ge=0)]]] = Field(
+    quotas: dict[Name, dict[Name, Quota]] = Field(
         default={}, description="namespace -> tier -> units of the tier's resource"
     )
     labels: dict[LabelKey, LabelValue] = {}
