@@ -73,6 +73,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",
     "gpuplan.rules.inventory",
+    "gpuplan.rules.admission",
     "gpuplan.probe.codes",
     "gpuplan.output.tree",
     "gpuplan.internal",

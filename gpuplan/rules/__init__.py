@@ -23,6 +23,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",
     "gpuplan.rules.inventory",
+    "gpuplan.rules.admission",
 )
 
 W_DISABLE_UNKNOWN = Code(

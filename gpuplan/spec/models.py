@@ -287,7 +287,9 @@ class Karpenter(Model):
     max_gpus: FleetGpus = Field(alias="maxGPUs")
     ami_family: Literal["AL2023", "Bottlerocket"] = "AL2023"
     ami_version: str = Field(default="latest", description="Pinned version, e.g. v20260801.")
-    zones: list[str] | None = None
+    # at least one: an `In` requirement without values is refused by the NodePool CEL rule
+    # "requirements with operator 'In' must have a value defined"
+    zones: list[LabelValue] | None = Field(default=None, min_length=1)
     expire_after: Duration = "720h"
     consolidate_after: Duration | None = None
     weight: Weight | None = None
