@@ -132,6 +132,49 @@ _WHY_NODE = (f"no GPU server has more than {MAX_GPUS_PER_NODE} GPUs (the largest
 _WHY_FLEET = (f"Kubernetes supports at most 5,000 nodes per cluster; {MAX_FLEET_GPUS:,} GPUs is more "
               "than such a cluster can hold")
 
+# Where the generated tree lives: these land in Argo CD Applications / Flux objects verbatim.
+_URL_CHAR = r"[^\s\\\"'<>^`{|}]"  # RFC 3986: no spaces, quotes, backslashes or braces
+_URL = re.compile(rf"(https?|ssh|git)://[^/\s@\\]+(@[^/\s\\]+)?(/{_URL_CHAR}*)?\Z")
+_SCP = re.compile(rf"[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s:\\]{_URL_CHAR}*\Z")  # git@host:org/repo.git
+_REF_BAD = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|\.lock(/|\Z)|(\A|/)\.|/\Z|\.\Z|\A/")
+
+
+def _repo_url(v: str) -> str:
+    if len(v) > 2048 or not (_URL.match(v) or _SCP.match(v)):
+        raise PydanticCustomError(
+            "repo_url",
+            "'{value}' is not a Git repository URL: use https://host/org/repo.git, ssh://git@host/org/repo.git "
+            "or git@host:org/repo.git (no spaces)",
+            {"value": v},
+        )
+    return v
+
+
+def _repo_path(v: str) -> str:
+    parts = v.split("/")
+    if (len(v) > 1024 or v.startswith("/") or "\\" in v or any(p == ".." for p in parts)
+            or any(c.isspace() or ord(c) < 32 or c == "\x7f" for c in v)):
+        raise PydanticCustomError(
+            "repo_path",
+            "'{value}' is not a path inside the repository: use a relative path without '..', "
+            "spaces or a leading '/', e.g. generated or clusters/prod/generated",
+            {"value": v},
+        )
+    return v
+
+
+def _git_revision(v: str) -> str:
+    # git check-ref-format, plus commit ids and tags, which pass it too
+    if not v or len(v) > 255 or _REF_BAD.search(v):
+        raise PydanticCustomError(
+            "git_revision",
+            "'{value}' is not a Git branch, tag or commit (git check-ref-format: no spaces, '..', "
+            "'~^:?*[\\', leading '/' or '.')",
+            {"value": v},
+        )
+    return v
+
+
 Name = Annotated[str, AfterValidator(_dns_label)]
 NodeName = Annotated[str, AfterValidator(_dns_subdomain)]
 LabelKey = Annotated[str, AfterValidator(_label_key)]
@@ -201,9 +244,9 @@ class GitOps(Model):
     """How the generated tree reaches the cluster."""
 
     engine: Literal["argocd", "flux"] = "argocd"
-    repo_url: str = Field(alias="repoURL", min_length=1)
-    revision: str = "main"
-    path: str = "generated"
+    repo_url: Annotated[str, AfterValidator(_repo_url)] = Field(alias="repoURL")
+    revision: Annotated[str, AfterValidator(_git_revision)] = "main"
+    path: Annotated[str, AfterValidator(_repo_path)] = "generated"
     namespace: Name | None = Field(
         default=None, description="Namespace of the Argo CD / Flux objects (argocd or flux-system)."
     )

@@ -83,10 +83,23 @@ E_CONFLICT = Code(
     good="pools:\n  - name: p\n    nodes: [a]",
 )
 
+E_REPO = Code(
+    "GP116", "not a place in a Git repository", Severity.ERROR,
+    "`gitops.repoURL`, `revision` and `path` are written into the Argo CD Applications and Flux "
+    "objects that deliver the tree. A URL without a scheme or with spaces, a revision Git would not "
+    "accept as a ref, or a path that leaves the repository (`..`, a leading `/`) gives delivery "
+    "objects that never sync.",
+    bad="gitops: {repoURL: git.example.com/fleet, path: ../generated}",
+    good="gitops: {repoURL: https://git.example.com/fleet.git, path: generated}",
+)
+
 CODES = (
     E_UNKNOWN_KEY, E_MISSING, E_TYPE, E_VALUE, E_NAME, E_DUPLICATE, E_REFERENCE,
-    E_API_VERSION, E_RANGE, E_UNKNOWN_GPU, E_CONFLICT,
+    E_API_VERSION, E_RANGE, E_UNKNOWN_GPU, E_CONFLICT, E_REPO,
 )
+_REPO_ERRORS = {"repo_url": "use https://host/org/repo.git, ssh://git@host/org/repo.git or git@host:org/repo.git",
+                "repo_path": "a relative path inside the repository, e.g. generated",
+                "git_revision": "a branch, tag or commit, e.g. main"}
 
 _TYPE_WORDS = {
     "int_type": "an integer",
@@ -345,6 +358,8 @@ def _diag_for(doc: Document, err: dict) -> Diagnostic:
                 **at(path))
         hint = did_you_mean(value, expected) or ("expected one of: " + ", ".join(expected))
         return E_VALUE.diag(f"invalid value {value!r} for {_field_name(path)}", hint=hint, **at(path, at_key))
+    if etype in _REPO_ERRORS:
+        return E_REPO.diag(err["msg"], hint=_REPO_ERRORS[etype], **at(path, at_key))
     if etype in _NAME_ERRORS:
         return E_NAME.diag(err["msg"], **at(path, at_key))
     if etype in _VALUE_ERRORS:
