@@ -143,10 +143,28 @@ E_NO_CPUS_LEFT = Code(
     good='karpenter: {instanceTypes: [g6e.xlarge], ...}\ntopology: {reservedSystemCPUs: "0"}',
 )
 
+E_NVLINK_CLAIM = Code(
+    "GP629", "interconnect nvlink on a GPU without NVLink", Severity.ERROR,
+    "`interconnect: nvlink` on a GPU model whose board has no NVLink connector at all (T4, A10, A10G, "
+    "L4, L40, L40S, V100 PCIe, RTX PRO Blackwell): no bridge can add it, so `requiresNVLink` tiers "
+    "would be admitted on GPUs that talk over PCIe only.",
+    bad="pools:\n  - {name: infer, gpu: L40S, interconnect: nvlink, ...}",
+    good="pools:\n  - {name: infer, gpu: L40S, interconnect: pcie, ...}",
+)
+
 CODES = (
     E_POD_TOO_BIG, E_SINGLE_NUMA, I_RESTRICTED_SPANS, E_NO_NVLINK, W_NO_CPU_ALIGN,
     W_TRAINING_SHARED, W_STATIC_NO_RESERVE, W_MEMORY_STATIC, E_CPU_LIST, E_CPUS_OFFLINE, E_NO_CPUS_LEFT,
+    E_NVLINK_CLAIM,
 )
+
+# Boards without any NVLink connector (NVIDIA product datasheets: the PCIe A100/H100/A30/A40/A800
+# take an NVLink bridge, these do not), so `interconnect: nvlink` cannot be true for them.
+NO_NVLINK_BOARDS = frozenset((
+    "T4", "A10", "A10G", "L4", "L40", "L40S", "V100-PCIE-16GB", "V100-PCIE-32GB",
+    "RTX-PRO-6000-BLACKWELL-SERVER", "RTX-PRO-6000-BLACKWELL-WS", "RTX-PRO-6000-BLACKWELL-MAXQ",
+    "RTX-PRO-5000-BLACKWELL",
+))
 
 _GO_INT = re.compile(r"[+-]?[0-9]+\Z")  # strconv.Atoi (base 10, optional sign)
 _INT64_MAX = 2**63 - 1
@@ -241,6 +259,8 @@ def pool_topology(rf: ResolvedFleet, pv: PoolView) -> PoolTopology:
                 nvl, nvl_src = False, f"instance type {bad[0].name} (PCIe only)"
             else:
                 nvl, nvl_src = True, "instance type"
+    if nvl is None and pv.gpu is not None and pv.gpu.key in NO_NVLINK_BOARDS:
+        nvl, nvl_src = False, f"GPU model {pv.gpu.key} (no NVLink on the board)"
     if nvl is None and pv.pool.interconnect is not None:
         nvl, nvl_src = pv.pool.interconnect == "nvlink", f"interconnect: {pv.pool.interconnect}"
     if pv.gpu is not None:
@@ -346,6 +366,13 @@ def _pool(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
     cpu = effective_cpu_manager_policy(t)
     if t.reserved_system_cpus is not None:
         yield from _reserved_cpus(rf, pv, t.reserved_system_cpus)
+    if pv.pool.interconnect == "nvlink" and pv.gpu is not None and pv.gpu.key in NO_NVLINK_BOARDS:
+        yield rf.diag(
+            E_NVLINK_CLAIM,
+            f"pool {pv.name!r}: {pv.gpu.key} boards have no NVLink; their GPUs talk over PCIe only",
+            pv.path + ("interconnect",),
+            hint="set interconnect: pcie (or leave it out)",
+        )
     if t.policy != "none" and t.cpu_manager_policy == "none":
         yield rf.diag(
             W_NO_CPU_ALIGN,
