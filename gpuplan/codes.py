@@ -74,6 +74,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.karpenter",
     "gpuplan.rules.inventory",
     "gpuplan.rules.admission",
+    "gpuplan.rules.versions",
     "gpuplan.probe.codes",
     "gpuplan.output.tree",
     "gpuplan.internal",

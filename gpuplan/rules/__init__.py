@@ -24,6 +24,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.karpenter",
     "gpuplan.rules.inventory",
     "gpuplan.rules.admission",
+    "gpuplan.rules.versions",
 )
 
 W_DISABLE_UNKNOWN = Code(
