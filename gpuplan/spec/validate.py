@@ -128,7 +128,7 @@ def describe(value: Any) -> str:
     if isinstance(value, bool):
         return f"a boolean ({str(value).lower()})"
     if isinstance(value, int):
-        return f"an integer ({value})"
+        return f"an integer ({_number(value)})"
     if isinstance(value, float):
         return f"a number ({value!r})"
     if isinstance(value, str):
@@ -252,6 +252,27 @@ def _why_at(loc: tuple) -> str | None:
         if not current:
             return None
     return whys[0] if whys else None
+
+
+def _upper_bound_at(loc: tuple) -> float | None:
+    """The ``le`` bound of the field at ``loc`` (top-level model fields only)."""
+    parent = _model_at(loc[:-1])
+    if parent is None:
+        return None
+    for name, f in parent.model_fields.items():
+        if loc[-1] in (f.alias, name):
+            stack = [f.annotation, *f.metadata]
+            while stack:
+                tp = stack.pop()
+                le = getattr(tp, "le", None)
+                if isinstance(le, (int, float)):
+                    return le
+                if typing.get_origin(tp) is typing.Annotated:
+                    stack.extend(typing.get_args(tp))
+                elif typing.get_origin(tp) in (typing.Union, types.UnionType):
+                    stack.extend(typing.get_args(tp))
+                stack.extend(getattr(tp, "metadata", ()) if not isinstance(tp, type) else ())
+    return None
 
 
 # Names users bring from other tools, mapped to where the spec says the same thing
@@ -379,6 +400,12 @@ def _diag_for(doc: Document, err: dict) -> Diagnostic:
                             hint="write a plain number such as 2.5", **at(path, at_key))
     if etype in _CONFLICT_ERRORS:
         return E_CONFLICT.diag(err["msg"], **at(path))
+    if etype in ("float_type", "float_parsing") and isinstance(value, int) and not isinstance(value, bool):
+        # an int too large for a float: out of range, whatever the field's bound is
+        why, le = _why_at(loc), _upper_bound_at(loc)
+        return E_RANGE.diag(f"{spec_path or 'value'} is far too large ({_number(value)})" + (f": {why}" if why else ""),
+                            hint=f"use a value at most {le:,}" if le is not None else "use a plain number such as 2.5",
+                            **at(path, at_key))
     if etype in _TYPE_WORDS:
         msg = f"expected {_TYPE_WORDS[etype]}, got {describe(value)}"
         if etype in ("int_type", "float_type") and isinstance(value, str):
@@ -404,7 +431,10 @@ def _field_name(path: tuple) -> str:
 
 def _number(v: int | float) -> str:
     if isinstance(v, int):
-        return f"{v:,}" if len(str(abs(v))) <= 40 else f"an integer of {len(str(abs(v)))} digits"
+        # never str() a huge int: Python refuses more than 4300 digits (and it costs quadratic time)
+        if v.bit_length() <= 128:
+            return f"{v:,}"
+        return f"an integer of about {int(v.bit_length() * 0.30103) + 1:,} digits"
     return repr(v)
 
 
