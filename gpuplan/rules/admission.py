@@ -63,7 +63,9 @@ E_DERIVED_TOO_LONG = Code(
     "gpuplan builds some names and label values from yours: a MIG pool's nodes get the label "
     "`nvidia.com/mig.config=gpuplan-<pool>`. A label value has at most 63 characters, so a MIG "
     "pool's name has at most 55: a longer one is a valid name whose NodePool the API server "
-    "refuses and whose static nodes nfd-master cannot label, so the layout is never applied.",
+    "refuses and whose static nodes nfd-master cannot label, so the layout is never applied. "
+    "With Flux, the fleet's name is part of Kustomization names (`gpuplan-<fleet>-gpu-operator`), "
+    "which kustomize-controller writes into a label of every object it applies: at most 42 characters.",
     bad="pools:\n  - name: inference-a100-eu-west-1-production-cluster-primary-x  # 57 chars, MIG",
     good="pools:\n  - name: infer-a100-euw1-prod",
 )
@@ -159,6 +161,7 @@ def nfd_label_refusal(key: str) -> str | None:
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
+    yield from _flux_names(rf)
     for pv in rf.pools:
         yield from _derived(rf, pv)
         if pv.pool.karpenter is not None:
@@ -180,6 +183,28 @@ def _derived(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
             f"{MAX_LABEL_VALUE}",
             pv.path + ("name",),
             hint=f"shorten the pool name to at most {room} characters",
+        )
+
+
+def _flux_names(rf: ResolvedFleet) -> Iterator[Diagnostic]:
+    """kustomize-controller labels every object it applies with
+    ``kustomize.toolkit.fluxcd.io/name=<Kustomization name>`` (fluxcd/kustomize-controller
+    docs/spec/v1/kustomizations.md), so a Kustomization name is a label value too."""
+    if rf.fleet.spec.cluster.gitops.engine != "flux":
+        return
+    from gpuplan.lower.gitops import app_name, operator_app_name
+
+    longest = max((app_name(rf), operator_app_name(rf)), key=len)
+    if len(longest) > MAX_LABEL_VALUE:
+        fleet = rf.fleet.metadata.name
+        room = MAX_LABEL_VALUE - (len(longest) - len(fleet))
+        yield rf.diag(
+            E_DERIVED_TOO_LONG,
+            f"fleet name {fleet!r} ({len(fleet)} characters) makes the Flux Kustomization {longest!r}, whose name "
+            f"kustomize-controller puts in the label kustomize.toolkit.fluxcd.io/name ({len(longest)} characters; "
+            f"at most {MAX_LABEL_VALUE})",
+            ("metadata", "name"),
+            hint=f"shorten metadata.name to at most {room} characters",
         )
 
 

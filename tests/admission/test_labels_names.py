@@ -83,3 +83,19 @@ def test_long_name_is_fine_on_a_pool_without_mig(run):
     text = edit(BASE, "    - name: train\n", f"    - name: {name}\n")
     text = edit(text, "pool: train,", f"pool: {name},")
     assert "GP115" not in run.codes(text)
+
+
+@pytest.mark.parametrize("length,engine,bad", [(42, "flux", False), (43, "flux", True), (63, "flux", True),
+                                               (63, "argocd", False)])
+def test_fleet_name_in_flux_kustomization_labels(run, length, engine, bad):
+    name = ("fleet-" + "x" * 80)[:length]
+    text = edit(BASE, "metadata: {name: small}", f"metadata: {{name: {name}}}")
+    text = edit(text, "      repoURL: https://git.example.com/fleet.git\n",
+                f"      repoURL: https://git.example.com/fleet.git\n      engine: {engine}\n")
+    diags = run(text)
+    if not bad:
+        assert "GP115" not in [d.code for d in diags]
+        return
+    d = only(diags, "GP115")
+    assert (d.line, d.col) == position(text, name)
+    assert "kustomize.toolkit.fluxcd.io/name" in d.message and d.hint == "shorten metadata.name to at most 42 characters"
