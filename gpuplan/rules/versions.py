@@ -59,7 +59,7 @@ def _uses(pv: PoolView) -> Iterator[tuple[str, tuple]]:
         yield "topology-manager", tp + ("policy",)
         if t.scope == "pod":
             yield "topology-manager-pod-scope", tp + ("scope",)
-    if t.prefer_closest_numa_nodes:
+    if t.prefer_closest_numa_nodes and t.policy != "none":  # written only with a policy
         yield "prefer-closest-numa-nodes", tp + ("preferClosestNUMANodes",)
     if effective_cpu_manager_policy(t) == "static":
         yield "cpu-manager", tp + ("cpuManagerPolicy",) if t.cpu_manager_policy else tp + ("policy",)

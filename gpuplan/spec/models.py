@@ -285,6 +285,8 @@ class Aws(Model):
         default=None,
         alias="migReadyImage",
         min_length=1,
+        max_length=1024,
+        pattern=r"^\S+$",  # a container image reference: the API server refuses surrounding whitespace
         description="Image (bash + kubectl) of the DaemonSet that removes the MIG startup taint from "
         "Karpenter nodes; default registry.k8s.io/kubectl:v<kubernetesVersion>.0.",
     )

@@ -75,14 +75,18 @@ _SCHEMA_DIRS = (
 )
 
 
-def schema_errors(obj: dict) -> list[str]:
-    """Errors of the pinned strict CRD schema (the OpenAPI part the API server checks)."""
+@lru_cache(maxsize=None)
+def _schema_validator(rel: str):
     import jsonschema
 
-    group, _, version = obj["apiVersion"].rpartition("/")
-    rel = Path(group) / f"{obj['kind'].lower()}_{version}.json"
     for d in _SCHEMA_DIRS:
         if (d / rel).is_file():
-            schema = json.loads((d / rel).read_text(encoding="utf-8"))
-            return [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(obj)]
+            return jsonschema.Draft202012Validator(json.loads((d / rel).read_text(encoding="utf-8")))
     raise FileNotFoundError(f"pinned schema {rel} not found")
+
+
+def schema_errors(obj: dict) -> list[str]:
+    """Errors of the pinned strict CRD schema (the OpenAPI part the API server checks)."""
+    group, _, version = obj["apiVersion"].rpartition("/")
+    rel = f"{group}/{obj['kind'].lower()}_{version}.json"
+    return [e.message for e in _schema_validator(rel).iter_errors(obj)]
