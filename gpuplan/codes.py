@@ -77,6 +77,8 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.monitoring",
     "gpuplan.rules.dra",
     "gpuplan.rules.queueing",
+    "gpuplan.rules.admission",
+    "gpuplan.rules.versions",
     "gpuplan.probe.codes",
     "gpuplan.probe.paths",
     "gpuplan.output.tree",

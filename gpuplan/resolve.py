@@ -198,7 +198,10 @@ class ResolvedFleet:
             return GPU + SHARED_SUFFIX if s.rename_by_default else GPU
         if s.strategy == "single":
             return GPU
-        return mig_resource(tier.profile) if tier.profile else None
+        if tier.profile:
+            return mig_resource(tier.profile)
+        # no profile on a mixed pool: the GPUs its device groups leave MIG-disabled
+        return GPU if any(lay is None for lay in pv.gpu_layouts()) else None
 
     def diag(
         self,

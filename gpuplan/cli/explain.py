@@ -63,7 +63,9 @@ def explain(ctx: click.Context, code: str | None, markdown: bool) -> None:
     if c is None:
         from gpuplan.spec.validate import did_you_mean
 
-        hint = did_you_mean(code.upper(), codes)
+        # O for 0 and I/L for 1 are the usual typos in a code: try the digits first
+        digits = code.upper()[:2] + code.upper()[2:].translate(str.maketrans("OIL", "011"))
+        hint = (f"did you mean {digits!r}?" if digits in codes else None) or did_you_mean(code.upper(), codes)
         click.echo(f"gpuplan: unknown code {code!r}" + (f"; {hint}" if hint else ""), err=True)
         ctx.exit(int(ExitCode.USAGE))
     click.echo(f"{c.code}: {c.title} ({c.severity.value})\n\n{c.summary}")

@@ -84,7 +84,6 @@ def pool_mig_strategy(rf: ResolvedFleet, pv: PoolView) -> str:
 
 def pool_config(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     """The device-plugin config (as data) for one pool."""
-    cfg: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": pool_mig_strategy(rf, pv)}}
     s = pv.pool.sharing
     if s.mode in ("time-slicing", "mps"):
         # The rules reject these first; lowering must still never write a config
@@ -93,6 +92,13 @@ def pool_config(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
             raise ValueError(f"pool {pv.name}: sharing replicas must be >= 2, got {s.replicas}")
         if s.mode == "mps" and s.replicas > MPS_MAX_REPLICAS:
             raise ValueError(f"pool {pv.name}: MPS allows at most {MPS_MAX_REPLICAS} replicas")
+    return _config(rf, pv)
+
+
+def _config(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": pool_mig_strategy(rf, pv)}}
+    s = pv.pool.sharing
+    if s.mode in ("time-slicing", "mps"):
         key = "timeSlicing" if s.mode == "time-slicing" else "mps"
         cfg["sharing"] = {
             key: {
@@ -113,8 +119,9 @@ def config_key(rf: ResolvedFleet, pv: PoolView) -> str:
     NodeFeatureRule's 1; Karpenter nodes drift to the new template); if the
     kubelet has not refreshed the mounted ConfigMap yet, config-manager exits
     on the unknown key ("specified config ... does not exist", main.go:356-358)
-    and is restarted until it has."""
-    return content_name(pv.name, pool_config(rf, pv))
+    and is restarted until it has. Rules read it too, on specs that may still
+    be invalid: the name is computed without ``pool_config``'s guard."""
+    return content_name(pv.name, _config(rf, pv))
 
 
 def default_config(rf: ResolvedFleet) -> dict[str, Any]:

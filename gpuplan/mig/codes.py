@@ -65,9 +65,28 @@ W_UNKNOWN_DEVICE = Code(
     bad='- device-filter: "0x12345678"\n  devices: all\n  mig-enabled: true\n  mig-devices: {1g.10gb: 7}',
     good='- device-filter: "0x20B210DE"  # A100-SXM4-80GB\n  devices: all\n  mig-enabled: true\n  mig-devices: {1g.10gb: 7}',
 )
+W_UNFILTERED_NOT_EVERYWHERE = Code(
+    "GP213", "config without device-filter cannot be created on some GPUs", Severity.WARNING,
+    "`gpuplan mig check --mig-parted`: an entry without `device-filter` applies to every GPU of "
+    "a node that selects the config. mig-manager only meets GPUs whose model has all the entry's "
+    "profiles; on those where the layout does not fit (e.g. `all-1g.24gb` on an RTX PRO 5000, whose "
+    "1g.24gb limit is 2), selecting it fails. The config is valid where it fits (NVIDIA ships such "
+    "configs): add a device-filter to say where it is meant for.",
+    bad="all-1g.24gb:\n  - devices: all\n    mig-enabled: true\n    mig-devices: {1g.24gb: 4}",
+    good='all-1g.24gb:\n  - device-filter: "0x2BB510DE"  # RTX PRO 6000 Blackwell Server\n'
+         "    devices: all\n    mig-enabled: true\n    mig-devices: {1g.24gb: 4}",
+)
+W_PROFILE_NOT_IN_CATALOG = Code(
+    "GP214", "profiles no catalog GPU has", Severity.WARNING,
+    "`gpuplan mig check --mig-parted`: an entry without `device-filter` names profiles that no GPU "
+    "in gpuplan's catalog has together. Either a GPU newer than the catalog (NVIDIA's own file has "
+    "some) or a misspelt name; the entry is not checked.",
+    bad="all-7g.189gb:\n  - devices: all\n    mig-enabled: true\n    mig-devices: {7g.189gb: 1}",
+    good="all-7g.180gb:\n  - devices: all\n    mig-enabled: true\n    mig-devices: {7g.180gb: 1}   # B200",
+)
 CODES = (
     E_UNKNOWN_PROFILE, E_COUNT, E_MEDIA, E_PLACEMENT, E_DRIVER, E_NOT_MIG, E_MIG_PARTED_SCHEMA,
-    W_UNKNOWN_DEVICE,
+    W_UNKNOWN_DEVICE, W_UNFILTERED_NOT_EVERYWHERE, W_PROFILE_NOT_IN_CATALOG,
 )
 
 FAILURE_CODES: dict[FailureKind, Code] = {

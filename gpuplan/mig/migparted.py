@@ -18,7 +18,13 @@ from gpuplan.catalog import GpuModel, mig_gpus, parse_profile_name, resolve_gpu
 from gpuplan.diagnostics import Diagnostic, Severity, normalise
 from gpuplan.mig.solver import FailureKind, LayoutCheck, check_layout, describe_layout, geometry_profile
 
-from gpuplan.mig.codes import E_MIG_PARTED_SCHEMA, FAILURE_CODES, W_UNKNOWN_DEVICE
+from gpuplan.mig.codes import (
+    E_MIG_PARTED_SCHEMA,
+    FAILURE_CODES,
+    W_PROFILE_NOT_IN_CATALOG,
+    W_UNFILTERED_NOT_EVERYWHERE,
+    W_UNKNOWN_DEVICE,
+)
 
 SCHEMA_CODE = E_MIG_PARTED_SCHEMA.code  # the file breaks mig-parted's config schema
 UNKNOWN_DEVICE_CODE = W_UNKNOWN_DEVICE.code  # a device-filter id no catalog GPU has (warning)
@@ -264,15 +270,30 @@ class _Checker:
         if filtered is None:  # no device-filter: every MIG GPU that has all these profiles
             wanted = [p for p, c in layout.items() if c > 0]
             models = [g for g in mig_gpus() if all(geometry_profile(g, p) for p in wanted)]
-            if not models:
+            known = {n for g in mig_gpus() for n in g.profile_names}
+            if not models and all(p in known for p in wanted):
+                # every name is real, but of different GPUs: no node can create this entry
                 self.add(FAILURE_CODES[FailureKind.UNKNOWN_PROFILE].code,
                          f"config {name!r} entry {i + 1}: no MIG GPU in gpuplan's catalog has all of "
                          f"{', '.join(wanted)}", pos, where, path=path,
                          hint="add a device-filter, or check the names with `gpuplan mig profiles MODEL`")
                 return
-        else:
-            models = filtered
-        self.geometry(name, i, layout, models, pos, where, path)
+            if not models:
+                near = sorted(known)
+                import difflib
+
+                guesses = [m for p in wanted for m in difflib.get_close_matches(p, near, n=2, cutoff=0.8)
+                           if m not in wanted]
+                self.add(W_PROFILE_NOT_IN_CATALOG.code,
+                         f"config {name!r} entry {i + 1}: no MIG GPU in gpuplan's catalog has all of "
+                         f"{', '.join(wanted)}; the entry is not checked", pos, where, path=path,
+                         severity=Severity.WARNING,
+                         hint=(f"if misspelt, did you mean {' or '.join(dict.fromkeys(guesses))}? " if guesses else "")
+                         + "check the names with `gpuplan mig profiles MODEL`")
+                return
+            self.geometry(name, i, layout, models, pos, where, path, unfiltered=True)
+            return
+        self.geometry(name, i, layout, filtered, pos, where, path)
 
     def filter_models(self, entry: Any, name: str, i: int, pos: _Pos, path: str) -> list[GpuModel] | None | bool:
         """Models an entry's device-filter targets; None without a filter, False when invalid."""
@@ -303,18 +324,34 @@ class _Checker:
         return False if invalid else models
 
     def geometry(self, name: str, i: int, layout: dict[str, int], models: list[GpuModel], pos: _Pos,
-                 where: tuple[int | None, int | None], path: str) -> None:
+                 where: tuple[int | None, int | None], path: str, *, unfiltered: bool = False) -> None:
+        """Check the layout on each model. ``unfiltered``: an entry without device-filter,
+        valid when it fits at least one model it can meet; the others are warnings."""
         by_table: dict[str, list[GpuModel]] = {}
         for g in models:
             by_table.setdefault(g.table or g.key, []).append(g)
+        results = []
         for group in by_table.values():
             result = check_layout(group[0], layout, driver=self.driver)
             for g in group:
                 self.checked.append((name, i, g.key, result.ok))
+            results.append((group, result))
+        fits = [g.key for group, r in results if r.ok for g in group]
+        for group, result in results:
             if result.ok:
                 continue
             assert result.failure is not None
             names = ", ".join(g.key for g in group)
+            if unfiltered and fits:
+                filters = [f for g in group for f in g.device_filters]
+                self.add(W_UNFILTERED_NOT_EVERYWHERE.code,
+                         f"config {name!r} entry {i + 1} (no device-filter) cannot be created on {names}: "
+                         f"{result.failure.message}; it fits {', '.join(fits[:4])}"
+                         + (" ..." if len(fits) > 4 else ""),
+                         pos, where, path=path, severity=Severity.WARNING,
+                         hint="add a device-filter for the GPUs it is meant for; a node with "
+                              f"{names} must not select it" + (f" (its filter: {filters[0]})" if filters else ""))
+                continue
             self.add(FAILURE_CODES[result.failure.kind].code,
                      f"config {name!r} entry {i + 1} cannot be created on {names}: {result.failure.message}",
                      pos, where, path=path, hint=hint_for(result))

@@ -27,6 +27,8 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.monitoring",
     "gpuplan.rules.dra",
     "gpuplan.rules.queueing",
+    "gpuplan.rules.admission",
+    "gpuplan.rules.versions",
 )
 
 W_DISABLE_UNKNOWN = Code(

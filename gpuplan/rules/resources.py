@@ -21,8 +21,9 @@ from gpuplan.spec.models import Mig
 E_NO_PROFILE = Code(
     "GP401", "MIG tier without a profile", Severity.ERROR,
     "A tier on a pool with MIG strategy `mixed` must say which MIG profile it hands out: each "
-    "profile is its own resource (`nvidia.com/mig-<profile>`), and a quota on `nvidia.com/gpu` "
-    "would count only the pool's MIG-disabled GPUs.",
+    "profile is its own resource (`nvidia.com/mig-<profile>`). A tier without a profile hands out "
+    "`nvidia.com/gpu`, which such a pool advertises only for GPUs its `devices` groups leave "
+    "MIG-disabled: there it is allowed, on a pool with MIG on every GPU it is this error.",
     bad="tiers:\n  - {name: inference, pool: infer-a100}   # pool is mig/mixed",
     good="tiers:\n  - {name: inference, pool: infer-a100, profile: 1g.10gb}",
     pain="#22 kubeflow/website PR #2460 (quota keys that count nothing)",
@@ -104,18 +105,22 @@ def _tier_profiles(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                               hint="point the tier at a MIG pool, or remove `profile`")
             continue
         profiles = sorted({p for lay in pv.gpu_layouts() if lay for p in lay})
-        shown = ", ".join(profiles) or "none"
+        # a profile the GPU model does not have is GP201's; never offer it back as a choice
+        known = [p for p in profiles if pv.gpu is None or pv.gpu.profile(p) is not None]
+        shown = ", ".join(known) or "none"
         if s.strategy == "single":
             if t.profile is not None and t.profile not in profiles:
                 yield rf.diag(E_SINGLE_PROFILE,
                               f"tier {t.name!r} asks for {t.profile}, but pool {pv.name!r} uses strategy single "
                               f"with {shown}, advertised as nvidia.com/gpu",
                               path + ("profile",),
-                              hint=f"use profile {profiles[0]}" if len(profiles) == 1 else
+                              hint=f"use profile {known[0]}" if len(known) == 1 else
                               "use strategy mixed to offer several profiles")
             continue
         if t.profile is None:
-            offered = [p for p in profiles if gets_mixed_resource(p)]
+            if any(lay is None for lay in pv.gpu_layouts()):
+                continue  # the pool's MIG-disabled GPUs: the tier hands out nvidia.com/gpu
+            offered = [p for p in known if gets_mixed_resource(p)]
             yield rf.diag(E_NO_PROFILE,
                           f"tier {t.name!r} is on MIG pool {pv.name!r} (strategy mixed) but names no profile",
                           path + ("name",),
@@ -123,6 +128,8 @@ def _tier_profiles(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                           "add `profile:` naming a profile of the pool's layout")
             continue
         if t.profile not in profiles:
+            if not known:
+                continue  # every profile of the layout is unknown to the GPU model: GP201 says so
             yield rf.diag(E_PROFILE_NOT_IN_LAYOUT,
                           f"tier {t.name!r} hands out {t.profile}, but pool {pv.name!r} creates only {shown}: "
                           f"nvidia.com/mig-{t.profile.replace('+', '.')} is never advertised",

@@ -60,7 +60,17 @@ W_EMPTY_TENANT = Code(
     good="tenants:\n  - {name: audio, namespaces: [audio], quotas: {audio: {notebooks: 4}}}",
 )
 
-CODES = (E_SYSTEM_NAMESPACE, I_PREEMPTS_NOTHING, W_PRIORITY_INVERSION, W_EMPTY_TENANT)
+E_OPERATOR_NAMESPACE = Code(
+    "GP505", "GPU Operator namespace belongs to the cluster", Severity.ERROR,
+    "gpuplan emits the GPU Operator's namespace as a Namespace object labelled for privileged pods, "
+    "which the GitOps engine prunes when it leaves the tree. `default`, `kube-*`, the GitOps engine's "
+    "own namespace and other add-ons' namespaces belong to the cluster: their pods would all be "
+    "admitted as privileged, and a prune would delete the namespace with everything in it.",
+    bad="gpuOperator: {namespace: argocd}",
+    good="gpuOperator: {namespace: gpu-operator}",
+)
+
+CODES = (E_SYSTEM_NAMESPACE, I_PREEMPTS_NOTHING, W_PRIORITY_INVERSION, W_EMPTY_TENANT, E_OPERATOR_NAMESPACE)
 
 
 def reserved_namespaces(rf: ResolvedFleet) -> dict[str, str]:
@@ -76,6 +86,7 @@ def reserved_namespaces(rf: ResolvedFleet) -> dict[str, str]:
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
+    yield from _operator_namespace(rf)
     yield from _namespaces(rf)
     yield from _priorities(rf)
     yield from _empty(rf)
@@ -92,6 +103,26 @@ def _namespaces(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                               ("spec", "tenants", i, "namespaces", j),
                               hint=f"give the tenant its own namespace, e.g. {tn.name}-{ns.removeprefix('kube-')}"
                               if not ns.startswith(tn.name) else "give the tenant its own namespace")
+
+
+def _operator_namespace(rf: ResolvedFleet) -> Iterator[Diagnostic]:
+    cluster = rf.fleet.spec.cluster
+    ns = cluster.gpu_operator.namespace
+    gitops_ns = cluster.gitops.namespace or ("flux-system" if cluster.gitops.engine == "flux" else "argocd")
+    if ns in SYSTEM_NAMESPACES or ns.startswith("kube-"):
+        why = "a Kubernetes system namespace"
+    elif ns == gitops_ns:
+        why = f"the {'Flux' if cluster.gitops.engine == 'flux' else 'Argo CD'} namespace"
+    elif ns in KNOWN_ADDON_NAMESPACES and ns != "nvidia-gpu-operator":  # that one is the operator's own
+        why = "the namespace of another cluster add-on"
+    else:
+        why = None
+    if why:
+        path = ("spec", "cluster", "gpuOperator", "namespace")
+        yield rf.diag(E_OPERATOR_NAMESPACE,
+                      f"the GPU Operator's namespace {ns!r} is {why}; gpuplan would emit it as a privileged, "
+                      "pruned Namespace",
+                      path, hint="give the operator its own namespace, e.g. gpu-operator")
 
 
 def _priorities(rf: ResolvedFleet) -> Iterator[Diagnostic]:

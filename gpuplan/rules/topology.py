@@ -127,12 +127,76 @@ E_CPU_LIST = Code(
     good='topology: {policy: restricted, reservedSystemCPUs: "0,1"}',
 )
 
-CODES = (
-    E_POD_TOO_BIG, E_SINGLE_NUMA, I_RESTRICTED_SPANS, E_NO_NVLINK, W_NO_CPU_ALIGN,
-    W_TRAINING_SHARED, W_STATIC_NO_RESERVE, W_MEMORY_STATIC, E_CPU_LIST,
+E_CPUS_OFFLINE = Code(
+    "GP627", "reserved CPUs the node does not have", Severity.ERROR,
+    "The kubelet refuses to start when `reservedSystemCPUs` names CPUs that are not online on the "
+    "node: on a Karpenter pool every instance type's vCPUs are numbered 0 to vCPUs-1, and a node "
+    "whose kubelet does not start is launched and terminated again and again.",
+    bad='karpenter: {instanceTypes: [g6e.xlarge], ...}   # 4 vCPUs\ntopology: {policy: restricted, reservedSystemCPUs: "0-7"}',
+    good='karpenter: {instanceTypes: [g6e.xlarge], ...}\ntopology: {policy: restricted, reservedSystemCPUs: "0"}',
+)
+E_NO_CPUS_LEFT = Code(
+    "GP628", "no CPUs left for pods", Severity.ERROR,
+    "`reservedSystemCPUs` takes every CPU of the node for the system: nothing is allocatable to pods "
+    "(and with the static CPU manager no CPU is left for the shared pool the kubelet requires).",
+    bad='karpenter: {instanceTypes: [g6e.xlarge], ...}   # 4 vCPUs\ntopology: {reservedSystemCPUs: "0-3"}',
+    good='karpenter: {instanceTypes: [g6e.xlarge], ...}\ntopology: {reservedSystemCPUs: "0"}',
 )
 
-_CPU_LIST = re.compile(r"[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*\Z")
+E_NVLINK_CLAIM = Code(
+    "GP629", "interconnect nvlink on a GPU without NVLink", Severity.ERROR,
+    "`interconnect: nvlink` on a GPU model whose board has no NVLink connector at all (T4, A10, A10G, "
+    "L4, L40, L40S, V100 PCIe, RTX PRO Blackwell): no bridge can add it, so `requiresNVLink` tiers "
+    "would be admitted on GPUs that talk over PCIe only.",
+    bad="pools:\n  - {name: infer, gpu: L40S, interconnect: nvlink, ...}",
+    good="pools:\n  - {name: infer, gpu: L40S, interconnect: pcie, ...}",
+)
+
+CODES = (
+    E_POD_TOO_BIG, E_SINGLE_NUMA, I_RESTRICTED_SPANS, E_NO_NVLINK, W_NO_CPU_ALIGN,
+    W_TRAINING_SHARED, W_STATIC_NO_RESERVE, W_MEMORY_STATIC, E_CPU_LIST, E_CPUS_OFFLINE, E_NO_CPUS_LEFT,
+    E_NVLINK_CLAIM,
+)
+
+# Boards without any NVLink connector (NVIDIA product datasheets: the PCIe A100/H100/A30/A40/A800
+# take an NVLink bridge, these do not), so `interconnect: nvlink` cannot be true for them.
+NO_NVLINK_BOARDS = frozenset((
+    "T4", "A10", "A10G", "L4", "L40", "L40S", "V100-PCIE-16GB", "V100-PCIE-32GB",
+    "RTX-PRO-6000-BLACKWELL-SERVER", "RTX-PRO-6000-BLACKWELL-WS", "RTX-PRO-6000-BLACKWELL-MAXQ",
+    "RTX-PRO-5000-BLACKWELL",
+))
+
+_GO_INT = re.compile(r"[+-]?[0-9]+\Z")  # strconv.Atoi (base 10, optional sign)
+_INT64_MAX = 2**63 - 1
+
+
+def parse_cpuset(text: str) -> list[tuple[int, int]]:
+    """Parse a CPU list as the kubelet does (k8s.io/utils/cpuset ``Parse``, used for
+    ``reservedSystemCPUs``): ``,``-separated elements, each ``N`` or ``A-B`` split at
+    the first ``-``, every number a Go ``strconv.Atoi`` int, and ``A <= B``. Returns
+    the ranges, merged and sorted (never expanded: ``0-999999999`` costs nothing).
+    Raises ``ValueError`` with the kubelet's reason."""
+    ranges: list[tuple[int, int]] = []
+    for element in text.split(","):
+        bounds = element.split("-", 1)
+        nums = []
+        for b in bounds:
+            if not _GO_INT.match(b) or len(b) > 20 or abs(int(b)) > _INT64_MAX:
+                raise ValueError(f"{b!r} in {element!r} is not an integer")
+            nums.append(int(b))
+        start, end = nums[0], nums[-1]
+        if start > end:
+            raise ValueError(f"invalid range {element!r} ({start} > {end})")
+        if start < 0:
+            raise ValueError(f"CPU ids are never negative ({element!r})")
+        ranges.append((start, end))
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
 
 # GPU models on HGX/SXM boards (NVLink / NVSwitch between every pair).
 _NVLINK_KEYS = ("B200", "B300", "GB200", "GB300")
@@ -195,6 +259,8 @@ def pool_topology(rf: ResolvedFleet, pv: PoolView) -> PoolTopology:
                 nvl, nvl_src = False, f"instance type {bad[0].name} (PCIe only)"
             else:
                 nvl, nvl_src = True, "instance type"
+    if nvl is None and pv.gpu is not None and pv.gpu.key in NO_NVLINK_BOARDS:
+        nvl, nvl_src = False, f"GPU model {pv.gpu.key} (no NVLink on the board)"
     if nvl is None and pv.pool.interconnect is not None:
         nvl, nvl_src = pv.pool.interconnect == "nvlink", f"interconnect: {pv.pool.interconnect}"
     if pv.gpu is not None:
@@ -298,12 +364,14 @@ def _pool(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
     t = pv.pool.topology
     tpath = pv.path + ("topology",)
     cpu = effective_cpu_manager_policy(t)
-    if t.reserved_system_cpus is not None and not _CPU_LIST.match(t.reserved_system_cpus):
+    if t.reserved_system_cpus is not None:
+        yield from _reserved_cpus(rf, pv, t.reserved_system_cpus)
+    if pv.pool.interconnect == "nvlink" and pv.gpu is not None and pv.gpu.key in NO_NVLINK_BOARDS:
         yield rf.diag(
-            E_CPU_LIST,
-            f"pool {pv.name!r}: reservedSystemCPUs {t.reserved_system_cpus!r} is not a CPU list",
-            tpath + ("reservedSystemCPUs",),
-            hint='write CPU ids and ranges separated by commas, e.g. "0,1" or "0-1,56-57"',
+            E_NVLINK_CLAIM,
+            f"pool {pv.name!r}: {pv.gpu.key} boards have no NVLink; their GPUs talk over PCIe only",
+            pv.path + ("interconnect",),
+            hint="set interconnect: pcie (or leave it out)",
         )
     if t.policy != "none" and t.cpu_manager_policy == "none":
         yield rf.diag(
@@ -330,4 +398,51 @@ def _pool(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
             "configuration (kubeReserved + systemReserved + eviction threshold, per NUMA node)",
             tpath + ("memoryManagerPolicy",),
             hint="make sure the base config has reservedMemory, or drop memoryManagerPolicy",
+        )
+
+
+def _reserved_cpus(rf: ResolvedFleet, pv: PoolView, text: str) -> Iterator[Diagnostic]:
+    where = pv.path + ("topology", "reservedSystemCPUs")
+    try:
+        ranges = parse_cpuset(text) if text else None
+    except ValueError as exc:
+        ranges, why = None, str(exc)
+    else:
+        why = "it is empty"
+    if not ranges:
+        yield rf.diag(
+            E_CPU_LIST,
+            f"pool {pv.name!r}: reservedSystemCPUs {text!r} is not a CPU list the kubelet parses: {why}",
+            where,
+            hint='write CPU ids and ascending ranges separated by commas, e.g. "0,1" or "0-1,56-57"',
+        )
+        return
+    k = pv.pool.karpenter
+    if k is None:
+        return
+    from gpuplan.cloud.aws import instance_type
+
+    count = sum(b - a + 1 for a, b in ranges)
+    highest = ranges[-1][1]
+    its = sorted((it for it in (instance_type(n) for n in k.instance_types) if it is not None and it.cpu),
+                 key=lambda it: (it.cpu, it.name))
+    if not its:
+        return
+    small = its[0]
+    if highest >= small.cpu:
+        yield rf.diag(
+            E_CPUS_OFFLINE,
+            f"pool {pv.name!r}: reservedSystemCPUs {text!r} names CPU {highest}, but {small.name} has "
+            f"{small.cpu} vCPUs (0-{small.cpu - 1}); the kubelet refuses to start",
+            where,
+            hint=f"reserve CPUs below {small.cpu}, e.g. \"0\"" + (
+                f", or drop {small.name} from instanceTypes" if len(its) > 1 else ""),
+        )
+    elif count >= small.cpu:
+        yield rf.diag(
+            E_NO_CPUS_LEFT,
+            f"pool {pv.name!r}: reservedSystemCPUs {text!r} reserves all {small.cpu} vCPUs of {small.name}; "
+            "no CPU is left for pods",
+            where,
+            hint=f"reserve at most {max(small.cpu // 8, 1)} of the {small.cpu} vCPUs, e.g. \"0\"",
         )

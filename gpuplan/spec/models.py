@@ -11,7 +11,8 @@ YAML keys are camelCase, as in Kubernetes; Python attributes are snake_case.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -27,6 +28,8 @@ _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 _LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 _PROFILE = re.compile(r"([0-9]+c\.)?[0-9]+g\.[0-9]+gb([+-][a-z.]+(,[a-z.]+)*)?\Z")
 _DURATION = re.compile(r"(([0-9]+(s|m|h))+|Never)\Z")
+_DURATION_PART = re.compile(r"([0-9]+)(s|m|h)")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 
 
 def _dns_label(v: str) -> str:
@@ -75,7 +78,7 @@ def _label_value(v: str) -> str:
 
 
 def _profile_name(v: str) -> str:
-    if not _PROFILE.match(v):
+    if len(v) > 32 or not _PROFILE.match(v):
         raise PydanticCustomError(
             "mig_profile_name",
             "'{value}' is not a MIG profile name (expected <G>g.<GB>gb, e.g. 1g.10gb or 1g.10gb+me)",
@@ -85,9 +88,91 @@ def _profile_name(v: str) -> str:
 
 
 def _duration(v: str) -> str:
-    if not _DURATION.match(v):
+    if len(v) > 32 or not _DURATION.match(v):
         raise PydanticCustomError(
             "duration", "'{value}' is not a duration like 720h, 30m or Never", {"value": v}
+        )
+    secs = sum(int(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(v))
+    if secs > MAX_DURATION_SECONDS:
+        raise PydanticCustomError(
+            "duration_range",
+            "'{value}' is longer than a Go time.Duration holds (about 292 years, 2562047h); "
+            "Karpenter cannot parse it",
+            {"value": v},
+        )
+    return v
+
+
+@dataclass(frozen=True)
+class Why:
+    """Why a number has its bound: shown with a range error, listed in docs/limits.md.
+    Every number in the spec has an upper bound so that validation work is set by the
+    size of the file, never by the size of its numbers."""
+
+    text: str
+
+
+def bounded(lo: int, hi: int, why: str) -> Any:
+    return Annotated[int, Field(ge=lo, le=hi), Why(why)]
+
+
+# The bounds (docs/limits.md lists them with these reasons).
+MAX_GPUS_PER_NODE = 64
+MAX_FLEET_GPUS = 100_000
+MAX_NODES_PER_POOL = 5_000
+MAX_REPLICAS = 1_024
+MAX_MIG_INSTANCES = 64
+MAX_UNITS_PER_POD = MAX_GPUS_PER_NODE * MAX_REPLICAS
+MAX_QUOTA = MAX_FLEET_GPUS * MAX_REPLICAS
+MAX_PRICE = 1_000.0
+MAX_OVERSUBSCRIPTION = 100.0
+MAX_PRIORITY = 1_000_000_000
+MIN_PRIORITY = -2_147_483_648
+MAX_DURATION_SECONDS = (2**63 - 1) // 10**9  # Go time.Duration (int64 nanoseconds), ~292 years
+
+_WHY_NODE = (f"no GPU server has more than {MAX_GPUS_PER_NODE} GPUs (the largest today have 16)")
+_WHY_FLEET = (f"Kubernetes supports at most 5,000 nodes per cluster; {MAX_FLEET_GPUS:,} GPUs is more "
+              "than such a cluster can hold")
+
+# Where the generated tree lives: these land in Argo CD Applications / Flux objects verbatim.
+_URL_CHAR = r"[^\s\\\"'<>^`{|}]"  # RFC 3986: no spaces, quotes, backslashes or braces
+_URL = re.compile(rf"(https?|ssh|git)://[^/\s@\\]+(@[^/\s\\]+)?(/{_URL_CHAR}*)?\Z")
+_SCP = re.compile(rf"[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s:\\]{_URL_CHAR}*\Z")  # git@host:org/repo.git
+_REF_BAD = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|\.lock(/|\Z)|(\A|/)\.|/\Z|\.\Z|\A/")
+
+
+def _repo_url(v: str) -> str:
+    if len(v) > 2048 or not (_URL.match(v) or _SCP.match(v)):
+        raise PydanticCustomError(
+            "repo_url",
+            "'{value}' is not a Git repository URL: use https://host/org/repo.git, ssh://git@host/org/repo.git "
+            "or git@host:org/repo.git (no spaces)",
+            {"value": v},
+        )
+    return v
+
+
+def _repo_path(v: str) -> str:
+    parts = v.split("/")
+    if (len(v) > 1024 or v.startswith("/") or "\\" in v or any(p == ".." for p in parts)
+            or any(c.isspace() or ord(c) < 32 or c == "\x7f" for c in v)):
+        raise PydanticCustomError(
+            "repo_path",
+            "'{value}' is not a path inside the repository: use a relative path without '..', "
+            "spaces or a leading '/', e.g. generated or clusters/prod/generated",
+            {"value": v},
+        )
+    return v
+
+
+def _git_revision(v: str) -> str:
+    # git check-ref-format, plus commit ids and tags, which pass it too
+    if not v or len(v) > 255 or _REF_BAD.search(v):
+        raise PydanticCustomError(
+            "git_revision",
+            "'{value}' is not a Git branch, tag or commit (git check-ref-format: no spaces, '..', "
+            "'~^:?*[\\', leading '/' or '.')",
+            {"value": v},
         )
     return v
 
@@ -98,7 +183,31 @@ LabelKey = Annotated[str, AfterValidator(_label_key)]
 LabelValue = Annotated[str, AfterValidator(_label_value)]
 ProfileName = Annotated[str, AfterValidator(_profile_name)]
 Duration = Annotated[str, AfterValidator(_duration)]
-Count = Annotated[int, Field(ge=1)]
+GpusPerNode = bounded(1, MAX_GPUS_PER_NODE, _WHY_NODE)
+FleetGpus = bounded(1, MAX_FLEET_GPUS, _WHY_FLEET)
+MigCount = bounded(1, MAX_MIG_INSTANCES, "no GPU holds more than 7 MIG instances")
+GpuIndex = bounded(0, MAX_GPUS_PER_NODE - 1, f"GPU indices of a node run from 0 to at most {MAX_GPUS_PER_NODE - 1} "
+                   f"({_WHY_NODE})")
+Replicas = bounded(-(2**31), MAX_REPLICAS, f"more than {MAX_REPLICAS:,} replicas of one GPU leave each pod "
+                   "too little of it to run anything, and the device plugin advertises every replica as a device")
+UnitsPerPod = bounded(1, MAX_UNITS_PER_POD, f"no node advertises more than {MAX_UNITS_PER_POD:,} units "
+                      f"({MAX_GPUS_PER_NODE} GPUs x {MAX_REPLICAS:,} replicas)")
+Quota = bounded(0, MAX_QUOTA, f"no fleet holds more than {MAX_QUOTA:,} units ({MAX_FLEET_GPUS:,} GPUs x "
+                f"{MAX_REPLICAS:,} replicas)")
+Priority = bounded(MIN_PRIORITY, MAX_PRIORITY,
+                   "PriorityClass values above 1,000,000,000 are reserved for system classes "
+                   "(system-cluster-critical, system-node-critical) and the API server refuses them; "
+                   "the value is an int32")
+Weight = bounded(1, 100, "Karpenter NodePool weight is 1 to 100 (the NodePool CRD's minimum and maximum)")
+Price = Annotated[float, Field(ge=0, le=MAX_PRICE, allow_inf_nan=False),
+                  Why(f"a price above {MAX_PRICE:,.0f} per GPU-hour is a typo (on-demand H100s cost about 12)")]
+Oversubscription = Annotated[float, Field(gt=0, le=MAX_OVERSUBSCRIPTION, allow_inf_nan=False),
+                             Why(f"quota above {MAX_OVERSUBSCRIPTION:.0f}x capacity means no capacity check")]
+NodeCount = bounded(0, MAX_NODES_PER_POOL, "a cluster has at most 5,000 nodes (Kubernetes' scalability limit)")
+GangNodes = bounded(2, MAX_NODES_PER_POOL, "a job cannot span more nodes than a cluster has (5,000)")
+Int32 = bounded(0, 2**31 - 1, "the field is an int32 in the consumer's API")
+FairShareWeight = bounded(0, 1_000_000, "Kueue compares weights as ratios; past a million they mean nothing more")
+
 
 
 class Model(BaseModel):
@@ -123,9 +232,15 @@ class GitOps(Model):
         description="What syncs the generated tree: `argocd` (Applications) or `flux` "
         "(Kustomizations, HelmRepository, HelmRelease).",
     )
-    repo_url: str = Field(alias="repoURL", min_length=1, description="Git repository that holds the generated tree.")
-    revision: str = Field(default="main", description="Branch, tag or commit of `repoURL` to sync.")
-    path: str = Field(default="generated", description="Directory of the generated tree inside `repoURL`.")
+    repo_url: Annotated[str, AfterValidator(_repo_url)] = Field(
+        alias="repoURL", description="Git repository that holds the generated tree."
+    )
+    revision: Annotated[str, AfterValidator(_git_revision)] = Field(
+        default="main", description="Branch, tag or commit of `repoURL` to sync."
+    )
+    path: Annotated[str, AfterValidator(_repo_path)] = Field(
+        default="generated", description="Directory of the generated tree inside `repoURL`."
+    )
     namespace: Name | None = Field(
         default=None, description="Namespace of the Argo CD / Flux objects (argocd or flux-system)."
     )
@@ -153,7 +268,7 @@ class DriverUpgrade(Model):
         default=True,
         description="The operator's upgrade controller replaces the driver node by node, evicting GPU pods.",
     )
-    max_parallel_upgrades: Annotated[int, Field(ge=0)] = Field(
+    max_parallel_upgrades: NodeCount = Field(
         default=1, description="Nodes upgraded at once (0: all)."
     )
     max_unavailable: str = Field(
@@ -314,17 +429,20 @@ class Karpenter(Model):
     capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
         default=["on-demand"], min_length=1, description="Purchase options (`karpenter.sh/capacity-type`)."
     )
-    max_gpus: Count = Field(
+    max_gpus: FleetGpus = Field(
         alias="maxGPUs",
         description="Most physical GPUs the pool may have at once, in whole nodes "
-        "(the NodePool's `nvidia.com/gpu` limit).",
+        "(the NodePool's node limit).",
     )
     ami_family: Literal["AL2023", "Bottlerocket"] = Field(
         default="AL2023", description="Node image family of the EC2NodeClass (`amiSelectorTerms` alias)."
     )
     ami_version: str = Field(default="latest", description="Pinned version, e.g. v20260801.")
-    zones: list[str] | None = Field(
-        default=None, description="Availability zones the pool may use; default: any.", examples=[["us-east-1a"]]
+    # at least one: an `In` requirement without values is refused by the NodePool CEL rule
+    # "requirements with operator 'In' must have a value defined"
+    zones: list[LabelValue] | None = Field(
+        default=None, min_length=1, description="Availability zones the pool may use; default: any.",
+        examples=[["us-east-1a"]],
     )
     expire_after: Duration = Field(
         default="720h",
@@ -335,7 +453,7 @@ class Karpenter(Model):
         default=None, description="How long Karpenter waits before consolidating an empty (inference pools: or "
         "underused) node; default from the tiers' workloads, 10m, or 5m for inference.",
     )
-    weight: Annotated[int, Field(ge=1, le=100)] | None = Field(
+    weight: Weight | None = Field(
         default=None, description="NodePool weight: Karpenter tries pools of higher weight first."
     )
     node_overlay: bool = Field(
@@ -353,10 +471,10 @@ class Exclusive(Model):
 class MigDevices(Model):
     """A layout for some GPUs of each node, by index (mig-parted `devices`)."""
 
-    devices: list[Annotated[int, Field(ge=0)]] = Field(
-        min_length=1, description="GPU indexes, as nvidia-smi numbers them."
+    devices: list[GpuIndex] = Field(
+        min_length=1, max_length=MAX_GPUS_PER_NODE, description="GPU indexes, as nvidia-smi numbers them."
     )
-    layout: dict[ProfileName, Count] | None = Field(
+    layout: dict[ProfileName, MigCount] | None = Field(
         default=None, json_schema_extra=examples.mig_layout,
         description="MIG profile -> instances per GPU; omit to leave these GPUs with MIG disabled (whole GPUs).",
     )
@@ -371,7 +489,7 @@ class Mig(Model):
         description="Device-plugin MIG strategy: `mixed` advertises `nvidia.com/mig-<profile>`; `single` "
         "advertises nvidia.com/gpu and needs one identical profile on every GPU of a node.",
     )
-    layout: dict[ProfileName, Count] | None = Field(
+    layout: dict[ProfileName, MigCount] | None = Field(
         default=None, json_schema_extra=examples.mig_layout,
         description="MIG profile -> instances per GPU, one layout for every GPU of every node.",
     )
@@ -390,7 +508,9 @@ class Mig(Model):
 
 
 class _Shared(Model):
-    replicas: int = Field(description="Pods that share each GPU: the device plugin advertises this many units per GPU.")
+    replicas: Replicas = Field(
+        description="Pods that share each GPU: the device plugin advertises this many units per GPU."
+    )
     rename_by_default: bool = Field(
         default=True, description="Advertise `<resource>.shared` instead of `nvidia.com/gpu`."
     )
@@ -422,10 +542,12 @@ class Pool(Model):
         min_length=1, json_schema_extra=examples.gpu_models,
         description="GPU model: GFD name, nvidia-smi name or alias.",
     )
-    gpus_per_node: Count | None = Field(
+    gpus_per_node: GpusPerNode | None = Field(
         default=None, description="Required for static pools; Karpenter pools take it from the instance type."
     )
-    nodes: list[NodeName] | None = Field(default=None, description="Static nodes, by Kubernetes node name.")
+    nodes: list[NodeName] | None = Field(
+        default=None, max_length=MAX_NODES_PER_POOL, description="Static nodes, by Kubernetes node name."
+    )
     karpenter: Karpenter | None = Field(
         default=None, description="Karpenter launches the pool's nodes on AWS (instead of `nodes`)."
     )
@@ -440,7 +562,7 @@ class Pool(Model):
     labels: dict[LabelKey, LabelValue] = Field(
         default={}, description="Labels for the pool's nodes (static nodes and NodePool template alike)."
     )
-    price_per_gpu_hour: Annotated[float, Field(ge=0)] | None = Field(
+    price_per_gpu_hour: Price | None = Field(
         default=None, alias="pricePerGPUHour", description="Price of one GPU-hour, for cost reports."
     )
     interconnect: Literal["nvlink", "pcie"] | None = Field(
@@ -482,19 +604,19 @@ class Tier(Model):
     workload: Literal["training", "inference", "interactive", "batch"] | None = Field(
         default=None, description="What runs in the tier; sets Karpenter disruption defaults and some checks."
     )
-    priority: Annotated[int, Field(ge=-2147483648, le=1_000_000_000)] = Field(
+    priority: Priority = Field(
         default=0, description="PriorityClass value; immutable: a change replaces the PriorityClass."
     )
     preemption: Literal["PreemptLowerPriority", "Never"] = Field(
         default="PreemptLowerPriority", description="PriorityClass preemptionPolicy; immutable like the value."
     )
-    max_gpus_per_pod: Count | None = Field(
+    max_gpus_per_pod: UnitsPerPod | None = Field(
         default=None, alias="maxGPUsPerPod", description="Most units one pod may request; checked against one node."
     )
     requires_nvlink: bool = Field(
         default=False, alias="requiresNVLink", description="Pods need their GPUs connected by NVLink."
     )
-    max_oversubscription: Annotated[float, Field(gt=0)] | None = Field(
+    max_oversubscription: Oversubscription | None = Field(
         default=None, description="Quota / capacity ratio allowed (default 1.0)."
     )
     enforce_priority: bool = Field(
@@ -515,7 +637,7 @@ class Tenant(Model):
 
     name: Name = Field(description="Tenant name.")
     namespaces: list[Name] = Field(min_length=1, description="Namespaces gpuplan creates for the tenant.")
-    quotas: dict[Name, dict[Name, Annotated[int, Field(ge=0)]]] = Field(
+    quotas: dict[Name, dict[Name, Quota]] = Field(
         default={}, description="namespace -> tier -> units of the tier's resource (one ResourceQuota per namespace)."
     )
     labels: dict[LabelKey, LabelValue] = Field(default={}, description="Labels for the tenant's namespaces.")
@@ -599,16 +721,16 @@ KUEUE_INTEGRATIONS = (
 
 # a Go duration as Kueue's configuration reads it (metav1.Duration)
 GoDuration = Annotated[str, Field(pattern=r"^([0-9]+(ms|s|m|h))+$")]
-UnitLimits = dict[Name, Annotated[int, Field(ge=0)]]
+UnitLimits = dict[Name, Quota]
 
 
 class Gang(Model):
     """A tier whose jobs span nodes: one pod per node, admitted all-or-nothing."""
 
-    nodes_per_job: Annotated[int, Field(ge=2)] = Field(
+    nodes_per_job: GangNodes = Field(
         description="Pods of one job, one per node; Kueue admits the job only when all of them fit."
     )
-    units_per_node: Count | None = Field(
+    units_per_node: UnitsPerPod | None = Field(
         default=None,
         description="Units of the tier's resource each pod requests; default `maxGPUsPerPod`, else all the "
         "units one node of the pool advertises.",
@@ -634,7 +756,7 @@ class TenantQueueing(Model):
         description="tier -> most units of the tenant's quota others may borrow; a tier left out lends all of "
         "its unused quota.",
     )
-    fair_sharing_weight: Annotated[int, Field(ge=0)] = Field(
+    fair_sharing_weight: FairShareWeight = Field(
         default=1, description="The ClusterQueue's fair-sharing weight; 0 makes it borrow only what nobody else wants."
     )
     cohort: Name | None = Field(
@@ -666,7 +788,7 @@ class GangAdmission(Model):
         description="Admit the next job only when the previous one's pods are ready (sequential, no "
         "partial-gang deadlocks, slower).",
     )
-    backoff_limit_count: Annotated[int, Field(ge=0)] | None = Field(
+    backoff_limit_count: Int32 | None = Field(
         default=None, description="Requeues of a job that timed out before it is deactivated; default: no limit."
     )
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.spec.loader import Document
-from gpuplan.spec.models import API_VERSION, Fleet
+from gpuplan.spec.models import API_VERSION, Fleet, Why
 
 E_UNKNOWN_KEY = Code(
     "GP101", "unknown key", Severity.ERROR,
@@ -82,10 +82,23 @@ E_CONFLICT = Code(
     good="pools:\n  - name: p\n    nodes: [a]",
 )
 
+E_REPO = Code(
+    "GP116", "not a place in a Git repository", Severity.ERROR,
+    "`gitops.repoURL`, `revision` and `path` are written into the Argo CD Applications and Flux "
+    "objects that deliver the tree. A URL without a scheme or with spaces, a revision Git would not "
+    "accept as a ref, or a path that leaves the repository (`..`, a leading `/`) gives delivery "
+    "objects that never sync.",
+    bad="gitops: {repoURL: git.example.com/fleet, path: ../generated}",
+    good="gitops: {repoURL: https://git.example.com/fleet.git, path: generated}",
+)
+
 CODES = (
     E_UNKNOWN_KEY, E_MISSING, E_TYPE, E_VALUE, E_NAME, E_DUPLICATE, E_REFERENCE,
-    E_API_VERSION, E_RANGE, E_UNKNOWN_GPU, E_CONFLICT,
+    E_API_VERSION, E_RANGE, E_UNKNOWN_GPU, E_CONFLICT, E_REPO,
 )
+_REPO_ERRORS = {"repo_url": "use https://host/org/repo.git, ssh://git@host/org/repo.git or git@host:org/repo.git",
+                "repo_path": "a relative path inside the repository, e.g. generated",
+                "git_revision": "a branch, tag or commit, e.g. main"}
 
 _TYPE_WORDS = {
     "int_type": "an integer",
@@ -114,9 +127,9 @@ def describe(value: Any) -> str:
     if isinstance(value, bool):
         return f"a boolean ({str(value).lower()})"
     if isinstance(value, int):
-        return f"an integer ({value})"
+        return f"an integer ({_number(value)})"
     if isinstance(value, float):
-        return f"a number ({value:g})"
+        return f"a number ({value!r})"
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:37] + "..."
         return f"a string ({shown!r})"
@@ -195,6 +208,102 @@ def _model_at(loc: tuple) -> type[BaseModel] | None:
     return models[0] if len(models) == 1 else None
 
 
+def _why_at(loc: tuple) -> str | None:
+    """The documented reason for the bound of the number at ``loc`` (a ``Why`` in
+    its annotation), found by walking the model types along the loc."""
+    current: list[Any] = [Fleet]
+    whys: list[str] = []
+    for elem in loc:
+        nxt: list[Any] = []
+        whys = []
+        for tp in current:
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                for name, f in tp.model_fields.items():
+                    if elem in (f.alias, name):
+                        whys += [m.text for m in f.metadata if isinstance(m, Why)]
+                        nxt.append(f.annotation)
+                if isinstance(elem, str) and not nxt:
+                    mode = tp.model_fields.get("mode")
+                    if mode is not None and elem in typing.get_args(mode.annotation):
+                        nxt.append(tp)
+                continue
+            origin = typing.get_origin(tp)
+            args = typing.get_args(tp)
+            if origin is list and isinstance(elem, int):
+                nxt.append(args[0])
+            elif origin is dict and isinstance(elem, str):
+                nxt.append(args[1])
+        # unwrap Optional / Annotated, collecting Why markers
+        flat: list[Any] = []
+        stack = list(nxt)
+        while stack:
+            tp = stack.pop()
+            origin = typing.get_origin(tp)
+            if origin is typing.Annotated:
+                args = typing.get_args(tp)
+                whys += [m.text for m in args[1:] if isinstance(m, Why)]
+                stack.append(args[0])
+            elif origin in (typing.Union, types.UnionType):
+                stack.extend(typing.get_args(tp))
+            else:
+                flat.append(tp)
+        current = flat
+        if not current:
+            return None
+    return whys[0] if whys else None
+
+
+def _upper_bound_at(loc: tuple) -> float | None:
+    """The ``le`` bound of the field at ``loc`` (top-level model fields only)."""
+    parent = _model_at(loc[:-1])
+    if parent is None:
+        return None
+    for name, f in parent.model_fields.items():
+        if loc[-1] in (f.alias, name):
+            stack = [f.annotation, *f.metadata]
+            while stack:
+                tp = stack.pop()
+                le = getattr(tp, "le", None)
+                if isinstance(le, (int, float)):
+                    return le
+                if typing.get_origin(tp) is typing.Annotated:
+                    stack.extend(typing.get_args(tp))
+                elif typing.get_origin(tp) in (typing.Union, types.UnionType):
+                    stack.extend(typing.get_args(tp))
+                stack.extend(getattr(tp, "metadata", ()) if not isinstance(tp, type) else ())
+    return None
+
+
+# Names users bring from other tools, mapped to where the spec says the same thing
+# (difflib would offer a look-alike key with another meaning).
+_SYNONYMS: dict[str, dict[str, str]] = {
+    "Topology": {
+        "topologyManagerPolicy": "policy", "topology-manager-policy": "policy",
+        "topologyManagerScope": "scope", "topology-manager-scope": "scope",
+        "topologyManagerPolicyOptions": "preferClosestNUMANodes",
+    },
+    "Pool": {
+        "topologyManagerPolicy": "topology.policy", "topology-manager-policy": "topology.policy",
+        "topologyManagerScope": "topology.scope", "topology-manager-scope": "topology.scope",
+        "cpuManagerPolicy": "topology.cpuManagerPolicy", "reservedSystemCPUs": "topology.reservedSystemCPUs",
+        "migLayout": "sharing.layout", "mig-devices": "sharing.layout", "replicas": "sharing.replicas",
+    },
+    "Mig": {"mig-devices": "layout", "migDevices": "layout", "profiles": "layout",
+            "mig-enabled": "mode: exclusive (or omit layout in a device group)"},
+    "MigDevices": {"mig-devices": "layout", "migDevices": "layout", "profiles": "layout",
+                   "mig-enabled": "layout (omit it to leave these GPUs MIG-disabled)"},
+    "GpuOperator": {"version": "chartVersion"},
+}
+
+
+def _key_hint(model: type[BaseModel] | None, key: Any) -> str | None:
+    if model is not None and isinstance(key, str):
+        target = _SYNONYMS.get(model.__name__, {}).get(key)
+        if target is not None:
+            return f"did you mean {target!r}?" if " " not in target else f"use {target}"
+    return did_you_mean(key, _allowed_keys(model))
+
+
 def _allowed_keys(model: type[BaseModel] | None) -> list[str]:
     if model is None:
         return []
@@ -243,8 +352,9 @@ def _diag_for(doc: Document, err: dict) -> Diagnostic:
     if etype == "extra_forbidden":
         key = loc[-1]
         parent = loc[:-1]
-        allowed = _allowed_keys(_model_at(parent))
-        hint = did_you_mean(key, allowed)
+        model = _model_at(parent)
+        allowed = _allowed_keys(model)
+        hint = _key_hint(model, key)
         if hint is None and allowed:
             hint = "allowed keys: " + ", ".join(allowed)
         return E_UNKNOWN_KEY.diag(f"unknown key {key!r}", hint=hint, **at(path, key=True))
@@ -267,23 +377,77 @@ def _diag_for(doc: Document, err: dict) -> Diagnostic:
                 f"unsupported {path[0]} {value!r}; this gpuplan reads apiVersion {API_VERSION}, kind Fleet",
                 **at(path))
         hint = did_you_mean(value, expected) or ("expected one of: " + ", ".join(expected))
-        return E_VALUE.diag(f"invalid value {value!r} for {path[-1]}", hint=hint, **at(path, at_key))
+        return E_VALUE.diag(f"invalid value {value!r} for {_field_name(path)}", hint=hint, **at(path, at_key))
+    if etype in _REPO_ERRORS:
+        return E_REPO.diag(err["msg"], hint=_REPO_ERRORS[etype], **at(path, at_key))
     if etype in _NAME_ERRORS:
         return E_NAME.diag(err["msg"], **at(path, at_key))
     if etype in _VALUE_ERRORS:
         return E_VALUE.diag(err["msg"], **at(path, at_key))
     if etype in _RANGE_ERRORS:
-        return E_RANGE.diag(f"{spec_path or 'value'}: {err['msg'][0].lower()}{err['msg'][1:]}", **at(path, at_key))
+        why = _why_at(loc)
+        bound = _range_text(etype, err.get("ctx", {}))
+        if bound and isinstance(value, (int, float)) and not isinstance(value, bool):
+            msg = f"{spec_path or 'value'} must be {bound} (got {_number(value)})"
+        else:
+            msg = f"{spec_path or 'value'}: {err['msg'][0].lower()}{err['msg'][1:]}"
+        if why and etype in ("less_than", "less_than_equal"):
+            msg += f": {why}"
+        return E_RANGE.diag(msg, hint=f"use a value {bound}" if bound else None, **at(path, at_key))
+    if etype == "finite_number":
+        return E_RANGE.diag(f"{spec_path or 'value'} must be a finite number, not {value!r}",
+                            hint="write a plain number such as 2.5", **at(path, at_key))
     if etype in _CONFLICT_ERRORS:
         return E_CONFLICT.diag(err["msg"], **at(path))
+    if etype in ("float_type", "float_parsing") and isinstance(value, int) and not isinstance(value, bool):
+        # an int too large for a float: out of range, whatever the field's bound is
+        why, le = _why_at(loc), _upper_bound_at(loc)
+        return E_RANGE.diag(f"{spec_path or 'value'} is far too large ({_number(value)})" + (f": {why}" if why else ""),
+                            hint=f"use a value at most {le:,}" if le is not None else "use a plain number such as 2.5",
+                            **at(path, at_key))
     if etype in _TYPE_WORDS:
         msg = f"expected {_TYPE_WORDS[etype]}, got {describe(value)}"
         if etype in ("int_type", "float_type") and isinstance(value, str):
             hint = "write the number without quotes"
+        elif etype == "int_type" and isinstance(value, float):
+            hint = (f"write {int(value)} (an integer, without a decimal point)" if value == value and
+                    abs(value) < 1e18 and value == int(value) else "write a whole number")
         elif etype == "string_type" and value is not None and not isinstance(value, (dict, list)):
             hint = "quote the value to make it a string"
         return E_TYPE.diag(msg, hint=hint, **at(path, at_key))
     return E_VALUE.diag(err["msg"], **at(path, at_key))
+
+
+def _field_name(path: tuple) -> str:
+    """The field a path ends in, with a list index on its field: `capacityTypes[0]`."""
+    if not path:
+        return ""
+    if isinstance(path[-1], int):
+        tail = [p for p in path if not isinstance(p, int)]
+        return f"{tail[-1] if tail else ''}[{path[-1]}]"
+    return str(path[-1])
+
+
+def _number(v: int | float) -> str:
+    if isinstance(v, int):
+        # never str() a huge int: Python refuses more than 4300 digits (and it costs quadratic time)
+        if v.bit_length() <= 128:
+            return f"{v:,}"
+        return f"an integer of about {int(v.bit_length() * 0.30103) + 1:,} digits"
+    return repr(v)
+
+
+def _range_text(etype: str, ctx: dict) -> str | None:
+    for key, word in (("le", "at most"), ("lt", "below"), ("ge", "at least"), ("gt", "above"),
+                      ("max_length", "at most"), ("min_length", "at least")):
+        if key in ctx:
+            bound = ctx[key]
+            shown = f"{bound:,}" if isinstance(bound, int) and not isinstance(bound, bool) else f"{bound}"
+            unit = ""
+            if key.endswith("length"):
+                unit = " characters" if "string" in etype else " items"
+            return f"{word} {shown}{unit}"
+    return None
 
 
 def _drop_misspelt_missing(errors: list[dict]) -> list[dict]:
@@ -294,7 +458,7 @@ def _drop_misspelt_missing(errors: list[dict]) -> list[dict]:
         if e["type"] == "extra_forbidden":
             parent = tuple(e["loc"][:-1])
             hint = did_you_mean(e["loc"][-1], _allowed_keys(_model_at(parent)))
-            if hint:
+            if hint and _key_hint(_model_at(parent), e["loc"][-1]) == hint:
                 misspelt.add(parent + (hint.split("'")[1],))
     return [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"]) in misspelt)]
 
@@ -451,7 +615,9 @@ def check_names(fleet: Fleet, doc: Document) -> Iterator[Diagnostic]:
                 if tier not in tier_set:
                     yield diag(E_REFERENCE, f"quota names tier {tier!r}, which is not defined",
                                ("spec", "tenants", i, "quotas", ns, tier),
-                               hint=hints.did_you_mean(tier, tiers) or (f"tiers: {_some(tiers)}" if tiers else "define it under spec.tiers"),
+                               hint=hints.did_you_mean(tier, tiers) or (
+                                   f"define tier {tier!r} under spec.tiers"
+                                   + (f" (defined: {_some(tiers)})" if tiers else "")),
                                key=True)
 
 

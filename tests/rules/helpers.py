@@ -61,7 +61,7 @@ class Run:
         self.tmp_path = tmp_path
         self.n = 0
 
-    def __call__(self, text: str):
+    def checked(self, text: str):
         from gpuplan.compiler import check_fleet
 
         self.n += 1
@@ -69,7 +69,13 @@ class Run:
         path.write_text(text, encoding="utf-8")
         checked = check_fleet(path)
         assert checked.resolved is not None, checked.diagnostics
-        return checked.diagnostics
+        return checked
+
+    def __call__(self, text: str):
+        return self.checked(text).diagnostics
+
+    def resolved(self, text: str):
+        return self.checked(text).resolved
 
     def codes(self, text: str, prefix: str = "") -> list[str]:
         return [d.code for d in self(text) if d.code.startswith(prefix)]

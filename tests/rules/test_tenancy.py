@@ -1,4 +1,6 @@
-"""GP501-GP504: namespaces, priorities, empty tenants."""
+"""GP501-GP505: namespaces, priorities, empty tenants."""
+
+import pytest
 
 from tests.rules.helpers import BASE, edit, only, position
 
@@ -47,3 +49,23 @@ def test_gp504_tenant_without_quota(run):
     assert (d.line, d.col) == position(text, "beta\n")
     zero = BASE + "    - name: beta\n      namespaces: [beta-ns]\n      quotas: {beta-ns: {notebooks: 0}}\n"
     assert "GP504" in run.codes(zero)
+
+
+@pytest.mark.parametrize("ns,engine", [("argocd", "argocd"), ("flux-system", "flux"), ("default", "argocd"),
+                                       ("kube-system", "argocd"), ("kube-gpu", "argocd"), ("karpenter", "argocd")])
+def test_gp505_operator_namespace_belongs_to_the_cluster(run, ns, engine):
+    text = edit(BASE, "      repoURL: https://git.example.com/fleet.git\n",
+                f"      repoURL: https://git.example.com/fleet.git\n      engine: {engine}\n"
+                f"    gpuOperator: {{namespace: {ns}}}\n")
+    d = only(run(text), "GP505")
+    assert (d.line, d.col) == position(text, f"{ns}}}")
+    assert d.hint == "give the operator its own namespace, e.g. gpu-operator"
+
+
+@pytest.mark.parametrize("ns,engine", [("gpu-operator", "argocd"), ("nvidia-gpu-operator", "argocd"),
+                                       ("argocd", "flux"), ("flux-system", "argocd")])
+def test_gp505_own_namespace_passes(run, ns, engine):
+    text = edit(BASE, "      repoURL: https://git.example.com/fleet.git\n",
+                f"      repoURL: https://git.example.com/fleet.git\n      engine: {engine}\n"
+                f"    gpuOperator: {{namespace: {ns}}}\n")
+    assert "GP505" not in run.codes(text)

@@ -63,7 +63,7 @@ def test_every_code_has_a_failing_and_a_passing_spec() -> None:
 
 
 def test_codes_are_documented() -> None:
-    assert [c.code for c in topology.CODES] == [f"GP6{i:02d}" for i in range(1, 10)]
+    assert [c.code for c in topology.CODES] == [f"GP6{i:02d}" for i in (*range(1, 10), 27, 28, 29)]
     for c in topology.CODES:
         assert c.summary and c.bad and c.good, c.code
 

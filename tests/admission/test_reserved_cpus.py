@@ -1,0 +1,85 @@
+"""reservedSystemCPUs is parsed as the kubelet parses it (k8s.io/utils/cpuset Parse) and
+checked against the vCPUs of every instance type of a Karpenter pool."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gpuplan.rules.topology import parse_cpuset
+from tests.rules.helpers import BASE, edit, only, position
+
+
+@pytest.mark.parametrize("text,ranges", [
+    ("0", [(0, 0)]), ("0,1", [(0, 1)]), ("0-3", [(0, 3)]), ("1-1", [(1, 1)]),
+    ("0-1,56-57", [(0, 1), (56, 57)]), ("+2", [(2, 2)]), ("3,0-2", [(0, 3)]),
+    ("0-999999999999", [(0, 999999999999)]),
+])
+def test_parse_like_the_kubelet(text, ranges):
+    assert parse_cpuset(text) == ranges
+
+
+@pytest.mark.parametrize("text", ["3-1", "cpu0", "0 1", "0,,1", "-1", "0-", "1-2-3", "0x1", "1,", " 1",
+                                  "9" * 30, "0-" + "9" * 5000])
+def test_refused_like_the_kubelet(text):
+    with pytest.raises(ValueError):
+        parse_cpuset(text)
+
+
+def _static(cpus: str) -> str:
+    return edit(BASE, "      sharing: {mode: exclusive}\n",
+                f'      sharing: {{mode: exclusive}}\n      topology: {{policy: restricted, reservedSystemCPUs: "{cpus}"}}\n')
+
+
+@pytest.mark.parametrize("cpus", ["3-1", "0 1", "", "0-" + "9" * 5000])
+def test_gp609_static_pool(run, cpus):
+    text = _static(cpus)
+    t0 = time.perf_counter()
+    d = only(run(text), "GP609")
+    assert time.perf_counter() - t0 < 5
+    assert (d.line, d.col) == position(text, f'"{cpus}"')
+    assert "ascending" in d.hint
+
+
+@pytest.mark.parametrize("cpus", ["0,1", "0-1,56-57", "1-1"])
+def test_good_lists_pass(run, cpus):
+    assert "GP609" not in run.codes(_static(cpus))
+
+
+KARP = """\
+apiVersion: gpuplan.dev/v1alpha1
+kind: Fleet
+metadata: {name: t}
+spec:
+  cluster:
+    kubernetesVersion: "1.33"
+    gitops: {repoURL: "https://git.example.com/t.git"}
+    aws: {clusterName: t, nodeRole: r}
+  pools:
+    - name: infer
+      gpu: L40S
+      karpenter: {instanceTypes: [TYPES], maxGPUs: 8, amiVersion: v20260801}
+      topology: {policy: restricted, reservedSystemCPUs: "CPUS"}
+"""
+
+
+@pytest.mark.parametrize("types,cpus,code", [
+    ("g6e.xlarge", "0-7", "GP627"),        # 4 vCPUs
+    ("g6e.xlarge", "4", "GP627"),
+    ("g6e.xlarge, g6e.2xlarge", "0-5", "GP627"),  # the smallest type decides
+    ("g6e.xlarge", "0-3", "GP628"),        # every CPU reserved
+    ("g6e.xlarge", "0,1,2,3", "GP628"),
+    ("g6e.xlarge", "0", None),
+    ("g6e.2xlarge", "0-1", None),
+])
+def test_karpenter_instance_cpus(run, types, cpus, code):
+    text = KARP.replace("TYPES", types).replace("CPUS", cpus)
+    diags = run(text)
+    got = [d for d in diags if d.code in ("GP627", "GP628", "GP609")]
+    if code is None:
+        assert got == []
+        return
+    d = only(diags, code)
+    assert (d.line, d.col) == position(text, f'"{cpus}"')
+    assert d.hint and "vCPUs" in d.message
