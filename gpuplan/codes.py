@@ -12,7 +12,7 @@ Each rule family declares its codes next to the rules (``CODES`` tuple of
     GP5xx  tenancy (namespaces, priority classes)
     GP6xx  topology, Karpenter, instance types
     GP7xx  hardware inventory
-    GP8xx  output tree (stale, hand-edited files)
+    GP8xx  output tree (stale, hand-edited files); GP83x-85x verifying manifests
     GP9xx  internal
 """
 
@@ -75,6 +75,10 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.inventory",
     "gpuplan.probe.codes",
     "gpuplan.output.tree",
+    "gpuplan.verify.manifests",
+    "gpuplan.verify.schemas",
+    "gpuplan.verify.cel",
+    "gpuplan.verify",
     "gpuplan.internal",
 )
 

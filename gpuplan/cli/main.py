@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "probe": "gpuplan.cli.probe:probe",
     "inventory": "gpuplan.cli.inventory:inventory",
     "explain": "gpuplan.cli.explain:explain",
+    "verify": "gpuplan.cli.verify:verify",
 }
 
 HELP = {
@@ -38,6 +39,7 @@ HELP = {
     "probe": "Read this node's GPUs through NVML into an inventory document.",
     "inventory": "Collect node-probe inventories into the repository.",
     "explain": "Explain a diagnostic code.",
+    "verify": "Verify manifests against the pinned upstream schemas and CEL rules.",
 }
 
 

@@ -1,0 +1,208 @@
+"""Read Kubernetes manifests: files and directories, multi-document YAML,
+positions on demand.
+
+Scalars resolve as YAML 1.1 (libyaml through PyYAML's ``CSafeLoader``), as
+sigs.k8s.io/yaml (go-yaml v2) resolves them for kubectl, Argo CD and Flux:
+``yes``/``on`` are booleans there too. Timestamps stay strings and non-string
+keys become strings, as they do when sigs.k8s.io/yaml turns YAML into JSON.
+The composed node tree is kept, so a problem found later can be located at
+the ``file:line:col`` of the field.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from gpuplan.codes import Code
+from gpuplan.diagnostics import Diagnostic, Severity
+
+E_READ = Code(
+    "GP830", "manifest cannot be read", Severity.ERROR,
+    "A manifest file is not valid YAML, not UTF-8, or cannot be opened; nothing in it was verified.",
+    bad="kind: ConfigMap\nmetadata:\n  name: a\n   namespace: b   # inconsistent indentation",
+    good="kind: ConfigMap\nmetadata:\n  name: a\n  namespace: b",
+)
+E_DUPLICATE = Code(
+    "GP831", "duplicate key in a manifest", Severity.ERROR,
+    "A mapping holds the same key twice. kubectl's strict decoding and the API server's field "
+    "validation reject it (`duplicate field`); other tools silently keep one of the two.",
+    bad="metadata:\n  name: a\n  name: b", good="metadata:\n  name: a",
+)
+E_NOT_OBJECT = Code(
+    "GP832", "document is not a Kubernetes object", Severity.ERROR,
+    "A YAML document in a manifest file is not a mapping with string `apiVersion` and `kind`.",
+    bad="- apiVersion: v1\n  kind: Namespace", good="apiVersion: v1\nkind: Namespace\nmetadata: {name: a}",
+)
+
+CODES = (E_READ, E_DUPLICATE, E_NOT_OBJECT)
+
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass
+class Manifest:
+    """One YAML document of a file: its data and its composed node (for positions)."""
+
+    file: str
+    index: int  # 0-based position of the document in the file
+    data: Any
+    node: Any  # yaml.Node, or None for documents built in memory
+
+    def locate(self, path: tuple, *, key: bool = False) -> tuple[int | None, int | None]:
+        """``(line, col)`` of ``path`` (keys and list indices) in the file, or of
+        the nearest enclosing node the file has; the key's position with ``key``
+        (an unknown field), else the value's."""
+        node = self.node
+        if node is None:
+            return (None, None)
+        best = _mark(node)
+        for step in path:
+            child = None
+            if node.id == "mapping" and isinstance(step, str):
+                for k, v in node.value:
+                    if str(k.value) == step:
+                        child, knode = v, k
+                        break
+            elif node.id == "sequence" and isinstance(step, int) and 0 <= step < len(node.value):
+                child, knode = node.value[step], None
+            if child is None:
+                return best
+            node = child
+            best = _mark(knode) if (key and knode is not None and step == path[-1]) else _mark(child)
+        return best
+
+
+def _mark(node: Any) -> tuple[int, int]:
+    return (node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _loader_class():
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    def timestamp(loader: Any, node: Any) -> str:
+        return loader.construct_scalar(node)
+
+    def mapping(loader: Any, node: Any) -> Iterator[dict]:
+        data: dict = {}
+        yield data
+        loader.flatten_mapping(node)
+        for k, v in node.value:
+            key = loader.construct_object(k, deep=True)
+            if not isinstance(key, str):
+                key = ("true" if key else "false") if isinstance(key, bool) else ("null" if key is None else str(key))
+            data[key] = loader.construct_object(v, deep=True)
+
+    Loader.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
+    Loader.add_constructor("tag:yaml.org,2002:map", mapping)
+    return Loader
+
+
+_LOADER = None
+
+
+def _duplicates(node: Any) -> Iterator[tuple[Any, str]]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.id == "mapping":
+            seen: set = set()
+            for k, v in n.value:
+                if k.id == "scalar" and k.value != "<<":
+                    if k.value in seen:
+                        yield k, k.value
+                    seen.add(k.value)
+                stack.append(v)
+        elif n.id == "sequence":
+            stack.extend(n.value)
+
+
+def load_text(text: str, file: str, *, check_duplicates: bool = True) -> tuple[list[Manifest], list[Diagnostic]]:
+    """Every non-empty document of ``text``; a syntax error ends the file with GP830."""
+    import yaml
+
+    global _LOADER
+    if _LOADER is None:
+        _LOADER = _loader_class()
+    out: list[Manifest] = []
+    diags: list[Diagnostic] = []
+    loader = _LOADER(text)
+    index = 0
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if check_duplicates:
+                for k, name in _duplicates(node):
+                    line, col = _mark(k)
+                    diags.append(E_DUPLICATE.diag(f"duplicate key {name!r}", file=file, line=line, col=col,
+                                                  hint="remove one of the two entries"))
+            data = loader.construct_document(node)
+            if data is not None:
+                out.append(Manifest(file, index, data, node))
+            index += 1
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        diags.append(E_READ.diag(f"invalid YAML: {problem}", file=file, line=line, col=col))
+    finally:
+        loader.dispose()
+    return out, diags
+
+
+def read_file(path: Path, display: str) -> tuple[list[Manifest], list[Diagnostic]]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return [], [E_READ.diag(f"cannot read {display}: {exc.strerror or exc}", file=display)]
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        return [], [E_READ.diag("the file is not UTF-8 text", file=display, line=line, col=1)]
+    return load_text(text, display)
+
+
+def discover(paths: list[str]) -> tuple[list[tuple[Path, str]], list[Diagnostic]]:
+    """The manifest files under ``paths``: files as given, directories walked
+    (sorted, hidden entries and ``values.yaml`` Helm values skipped)."""
+    files: list[tuple[Path, str]] = []
+    diags: list[Diagnostic] = []
+    for arg in paths:
+        p = Path(arg)
+        if p.is_dir():
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for n in sorted(names):
+                    if n.endswith(YAML_SUFFIXES) and not n.startswith(".") and n != "values.yaml":
+                        full = Path(root) / n
+                        files.append((full, full.as_posix()))
+        elif p.is_file():
+            files.append((p, p.as_posix()))
+        else:
+            diags.append(E_READ.diag(f"no such file or directory: {arg}", file=arg))
+    return files, diags
+
+
+def identify(m: Manifest) -> tuple[str, str] | Diagnostic:
+    """``(apiVersion, kind)`` of a document, or GP832."""
+    d = m.data
+    if not isinstance(d, dict):
+        line, col = m.locate(())
+        return E_NOT_OBJECT.diag(f"document {m.index + 1} is a {type(d).__name__}, not a mapping", file=m.file,
+                                 line=line, col=col)
+    api, kind = d.get("apiVersion"), d.get("kind")
+    if not isinstance(api, str) or not isinstance(kind, str) or not api or not kind:
+        line, col = m.locate(())
+        return E_NOT_OBJECT.diag(f"document {m.index + 1} has no string apiVersion and kind", file=m.file,
+                                 line=line, col=col, hint="every Kubernetes object names its apiVersion and kind")
+    return api, kind
