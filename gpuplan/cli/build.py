@@ -16,12 +16,14 @@ output_option = click.option(
 )
 
 
-def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool):
+def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, verify: bool = False):
     """Compile in memory; print diagnostics; None when the spec is invalid."""
     from gpuplan.compiler import Options, compile_fleet
 
-    compiled = compile_fleet(fleet, out_dir=out_dir, options=Options(strict=strict))
+    compiled = compile_fleet(fleet, out_dir=out_dir, options=Options(strict=strict, verify=verify))
     emit(compiled.diagnostics, fmt, verbose=verbose)
+    if compiled.rejected:
+        return compiled
     if compiled.resolved is None or not compiled.files:
         return None
     return compiled
@@ -42,10 +44,13 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
     The tree is written to a temporary directory and swapped in whole; files
     gpuplan generated before and no longer produces are removed; files it did
     not generate are kept; a generated file edited by hand stops the build
-    (exit 1) unless --force."""
-    compiled = _compile(fleet, out_dir, fmt, strict, verbose)
+    (exit 1) unless --force. The tree is verified first as `gpuplan verify`
+    does; one the API server would reject is not written (exit 6)."""
+    compiled = _compile(fleet, out_dir, fmt, strict, verbose, verify=True)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
+    if compiled.rejected:
+        ctx.exit(int(ExitCode.REJECTED))
     from gpuplan.output.tree import TreeError, write_tree
 
     try:

@@ -320,18 +320,41 @@ def verify_documents(documents: dict[str, list[Any]], files: dict[str, bytes], *
             return located[i].locate(p, key=k) if i < len(located) else (None, None)
 
         for i, obj in enumerate(d for d in docs if d is not None):
-            if not isinstance(obj, dict) or "apiVersion" not in obj or "kind" not in obj:
-                continue  # Helm values and other plain data files
+            if not isinstance(obj, dict) or "apiVersion" not in obj or not isinstance(obj.get("metadata"), dict):
+                continue  # not an API object: Helm values, kustomization.yaml, kubelet drop-ins
             key = identity(obj)
             v.add(obj, f"{out_dir}/{path}", lambda p, k, i=i, locate=locate: locate(p, k, i),
                   old.get(key) if key else None)
     return v.result()
 
 
-def read_old_tree(out_dir: str | Path) -> dict[tuple, dict]:
-    """The objects of an existing tree by identity (for transition rules)."""
-    p = Path(out_dir)
-    if not p.is_dir():
-        return {}
-    manifests, _, _ = load_paths([str(p)])
-    return _manifests_by_identity(manifests)
+def read_old_objects(out_dir: str | Path, documents: dict[str, list[Any]]) -> dict[tuple, dict]:
+    """The objects, by identity, of the files of an existing tree at the paths
+    where ``documents`` hold objects that have transition rules (only those
+    rules read the old object; parsing the whole tree would cost seconds)."""
+    import yaml
+
+    from gpuplan.upstream import crd_groups
+    from gpuplan.verify.cel import rules_tree, transition_rules
+
+    root = Path(out_dir)
+    out: dict[tuple, dict] = {}
+    for path, docs in documents.items():
+        wanted = False
+        for d in docs:
+            if isinstance(d, dict) and isinstance(d.get("apiVersion"), str):
+                group, _, version = d["apiVersion"].rpartition("/")
+                if group in crd_groups() and transition_rules(rules_tree(group, str(d.get("kind")), version)):
+                    wanted = True
+                    break
+        if not wanted or not (root / path).is_file():
+            continue
+        try:
+            olds = list(yaml.load_all((root / path).read_text(encoding="utf-8"), Loader=yaml.CSafeLoader))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue  # an unreadable old file: transition rules are then reported as not evaluated
+        for o in olds:
+            key = identity(o) if isinstance(o, dict) else None
+            if key is not None:
+                out[key] = o
+    return out

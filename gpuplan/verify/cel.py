@@ -216,6 +216,18 @@ def rules_tree(group: str, kind: str, version: str) -> Node | None:
     return _tree(schema, f"{group}/{version} {kind}", "$")
 
 
+_TRANSITION: dict[int, bool] = {}  # id of a cached rules_tree -> has transition rules
+
+
+def transition_rules(node: Node | None) -> bool:
+    """Whether a CRD's rules include transition rules."""
+    if node is None:
+        return False
+    if id(node) not in _TRANSITION:
+        _TRANSITION[id(node)] = any(c.rule.transition for c in all_rules(node))
+    return _TRANSITION[id(node)]
+
+
 def all_rules(node: Node | None) -> Iterator[Compiled]:
     if node is None:
         return
