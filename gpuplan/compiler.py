@@ -145,11 +145,29 @@ def _verify(rf: ResolvedFleet, artifacts: list, files: dict[str, bytes], out_dir
     out = Path(out_dir).as_posix()
     documents = {a.path: list(a.documents) for a in artifacts if a.documents is not None}
     result = verify_documents(documents, files, out_dir=out, old=read_old_objects(out_dir, documents),
-                              options=VerifyOptions(kubernetes_version=rf.fleet.spec.cluster.kubernetes_version))
-    diags = [d for d in result.diagnostics if d.severity.value != "info"]
+                              options=VerifyOptions(kubernetes_version=rf.fleet.spec.cluster.kubernetes_version,
+                                                      nearest_version=True))
+    diags = [_new_file_position(d, out, files) for d in result.diagnostics if d.severity.value != "info"]
     errors = [d for d in diags if d.is_error]
     if errors:
         diags.append(E_BUILD_REJECTED.diag(
             f"{out}: not written: {len(errors)} problem{'s' if len(errors) != 1 else ''} the API server would "
-            "reject (above)", file=str(out), hint="fix the spec values named above; `gpuplan verify` checks any tree"))
+            "reject", file=str(out), hint="fix the spec values named above; `gpuplan verify` checks any tree"))
     return diags
+
+
+def _new_file_position(d: Diagnostic, out: str, files: dict[str, bytes]) -> Diagnostic:
+    """A position in a file not written yet: kept where the file on disk is the
+    same (a source excerpt shows the right line), else moved into the message."""
+    rel = (d.file or "")[len(out) + 1:]
+    if d.line is None or rel not in files:
+        return d
+    try:
+        same = (Path(out) / rel).read_bytes() == files[rel]
+    except OSError:
+        return d  # no file on disk: no excerpt is shown
+    if same:
+        return d
+    from dataclasses import replace
+
+    return replace(d, line=None, col=None, message=f"{d.message} (line {d.line}:{d.col} of the new file)")

@@ -46,6 +46,9 @@ NOT_API_GROUPS = frozenset({"kustomize.config.k8s.io"})
 class Options:
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     cel: bool = True
+    # a version kubernetes-validate does not carry: use the nearest one it has,
+    # with a warning (build), instead of leaving core kinds unverified (verify)
+    nearest_version: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,12 @@ class Verifier:
             return [Problem(schemas.E_NOT_SERVED, ("apiVersion",), False,
                             f"{group}/{version} {kind} is not served by the pinned CRDs of {group}",
                             hint="served: " + ", ".join(served))], 0, ()
+        import copy
+
+        from gpuplan.upstream import crd_schema
+
+        obj = schemas.apply_defaults(crd_schema(group, kind, version), copy.deepcopy(obj))
+        old = schemas.apply_defaults(crd_schema(group, kind, version), copy.deepcopy(old)) if old is not None else None
         problems = [Problem(schemas.E_CRD_SCHEMA, p, k, m) for p, k, m in schemas.schema_errors(validator, obj)]
         if problems or not self.options.cel:
             # CEL runs on schema-valid objects only: its type errors would only repeat these
@@ -187,10 +196,18 @@ class Verifier:
             v = schemas.core_version(self.options.kubernetes_version)
             if v is None:
                 have = schemas.core_versions()
-                self.diagnostics.append(schemas.E_K8S_VERSION.diag(
-                    f"no Kubernetes {self.options.kubernetes_version} schemas in kubernetes-validate "
-                    f"(it has {have[0]} to {have[-1]}): core kinds are not verified",
-                    hint="pass --kubernetes-version with a version in that range, or upgrade kubernetes-validate"))
+                wanted = self.options.kubernetes_version
+                if self.options.nearest_version:
+                    v = have[0] if schemas.older(wanted, have[0]) else have[-1]
+                    self.diagnostics.append(schemas.E_K8S_VERSION.diag(
+                        f"no Kubernetes {wanted} schemas in kubernetes-validate (it has {have[0]} to {have[-1]}): "
+                        f"core kinds verified against {v}", severity=Severity.WARNING,
+                        hint="upgrade kubernetes-validate for schemas of this Kubernetes version"))
+                else:
+                    self.diagnostics.append(schemas.E_K8S_VERSION.diag(
+                        f"no Kubernetes {wanted} schemas in kubernetes-validate "
+                        f"(it has {have[0]} to {have[-1]}): core kinds are not verified",
+                        hint="pass --kubernetes-version with a version in that range, or upgrade kubernetes-validate"))
             self._core_version = v
         return self._core_version  # type: ignore[return-value]
 
@@ -209,7 +226,7 @@ class Verifier:
         problems, evaluated, skipped = self.check(obj, old)
         from gpuplan.upstream import crd_groups
 
-        if any(p.code.code == "GP834" for p in problems):
+        if any(p.code.code == "GP834" for p in problems) or (group not in crd_groups() and self._version() is None):
             self.stats.not_verified += 1
         elif group in crd_groups():
             self.stats.crd_objects += 1

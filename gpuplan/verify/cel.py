@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Severity
+from gpuplan.verify.schemas import apply_defaults
 
 E_RULE = Code(
     "GP840", "CEL validation rule fails", Severity.ERROR,
@@ -236,29 +237,6 @@ def all_rules(node: Node | None) -> Iterator[Compiled]:
         yield from all_rules(child)
     yield from all_rules(node.items)
     yield from all_rules(node.values)
-
-
-# --- structural defaults -------------------------------------------------------------------
-
-
-def apply_defaults(schema: dict, value: Any) -> Any:
-    """``value`` with the schema's ``default``s filled in where a field is absent,
-    as the API server defaults an object before validating it."""
-    if isinstance(value, dict):
-        props = schema.get("properties")
-        if props:
-            for name, sub in props.items():
-                if name not in value and "default" in sub:
-                    value[name] = copy.deepcopy(sub["default"])
-                if name in value:
-                    value[name] = apply_defaults(sub, value[name])
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, dict):
-            for k in value:
-                value[k] = apply_defaults(extra, value[k])
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [apply_defaults(schema["items"], v) for v in value]
-    return value
 
 
 # --- evaluation ----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ Validators are built once per schema and kept for the process.
 
 from __future__ import annotations
 
+import copy
 import re
 from functools import lru_cache
 from typing import Any, Iterator
@@ -64,6 +65,30 @@ def crd_validator(group: str, kind: str, version: str) -> Any | None:
     return None if schema is None else Draft202012Validator(schema)
 
 
+# --- structural defaults ----------------------------------------------------------------
+
+
+def apply_defaults(schema: dict, value: Any) -> Any:
+    """``value`` with the schema's ``default``s filled in where a field is absent,
+    as the API server defaults an object before it validates the schema and the
+    CEL rules (a required field with a default is then present)."""
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        if props:
+            for name, sub in props.items():
+                if name not in value and "default" in sub:
+                    value[name] = copy.deepcopy(sub["default"])
+                if name in value:
+                    value[name] = apply_defaults(sub, value[name])
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for k in value:
+                value[k] = apply_defaults(extra, value[k])
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [apply_defaults(schema["items"], v) for v in value]
+    return value
+
+
 # --- core kinds through kubernetes-validate ---------------------------------------------
 
 
@@ -76,15 +101,20 @@ def core_versions() -> list[str]:
 def core_version(wanted: str) -> str | None:
     """The newest schema version kubernetes-validate has that is not newer than
     ``wanted`` (its own rule in ``kubernetes_validate.validate``), or None."""
-    from packaging.version import Version
-
-    try:
-        w = Version(wanted.lstrip("v"))
-    except ValueError:
-        return None
-    mm = (w.major, w.minor)
-    fit = [v for v in core_versions() if (Version(v).major, Version(v).minor) == mm]
+    mm = _major_minor(wanted.lstrip("v"))
+    fit = [v for v in core_versions() if mm is not None and _major_minor(v) == mm]
     return fit[-1] if fit else None
+
+
+def older(a: str, b: str) -> bool:
+    """Version ``a`` is an older minor than ``b`` (unparsable: False)."""
+    x, y = _major_minor(a.lstrip("v")), _major_minor(b.lstrip("v"))
+    return x is not None and y is not None and x < y
+
+
+def _major_minor(version: str) -> tuple[int, int] | None:
+    m = re.match(r"(\d+)\.(\d+)(\.\d+)?$", version)
+    return (int(m[1]), int(m[2])) if m else None
 
 
 @lru_cache(maxsize=None)
