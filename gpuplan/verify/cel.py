@@ -122,6 +122,9 @@ def engine() -> Any:
                         continue
                     mod = importlib.util.module_from_spec(ext)
                     ext.loader.exec_module(mod)
+                    # registered, so a later `import cel` reuses it (a PyO3
+                    # module initialises once per process)
+                    sys.modules["cel.cel"] = mod
                     return mod
                 except (ImportError, OSError):
                     continue
