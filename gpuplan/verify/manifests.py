@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
@@ -44,18 +45,21 @@ YAML_SUFFIXES = (".yaml", ".yml", ".json")
 
 @dataclass
 class Manifest:
-    """One YAML document of a file: its data and its composed node (for positions)."""
+    """One YAML document of a file: its data, and the file's text to find
+    positions in (composed again only when a problem needs a position: keeping
+    every node of a large tree alive costs more, in memory and garbage
+    collection, than parsing the one file twice)."""
 
     file: str
     index: int  # 0-based position of the document in the file
     data: Any
-    node: Any  # yaml.Node, or None for documents built in memory
+    text: str | None = None
 
     def locate(self, path: tuple, *, key: bool = False) -> tuple[int | None, int | None]:
         """``(line, col)`` of ``path`` (keys and list indices) in the file, or of
         the nearest enclosing node the file has; the key's position with ``key``
         (an unknown field), else the value's."""
-        node = self.node
+        node = _nodes(self.text)[self.index] if self.text is not None else None
         if node is None:
             return (None, None)
         best = _mark(node)
@@ -75,6 +79,26 @@ class Manifest:
         return best
 
 
+@lru_cache(maxsize=8)
+def _nodes(text: str) -> list[Any]:
+    """The composed node of every document of ``text`` (None where empty)."""
+    import yaml
+
+    global _LOADER
+    if _LOADER is None:
+        _LOADER = _loader_class()
+    loader = _LOADER(text)
+    out: list[Any] = []
+    try:
+        while loader.check_node():
+            out.append(loader.get_node())
+    except yaml.YAMLError:
+        pass
+    finally:
+        loader.dispose()
+    return out
+
+
 def _mark(node: Any) -> tuple[int, int]:
     return (node.start_mark.line + 1, node.start_mark.column + 1)
 
@@ -83,45 +107,73 @@ def _loader_class():
     import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    cache: dict[str, str] = {}
 
     class Loader(base):  # type: ignore[misc, valid-type]
-        pass
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+            # the composer asks once per scalar; plain scalars repeat (keys) and
+            # resolve to the same tag every time
+            if kind is yaml.ScalarNode and implicit[0]:
+                tag = cache.get(value)
+                if tag is None:
+                    tag = cache[value] = base.resolve(self, kind, value, implicit)
+                return tag
+            return base.resolve(self, kind, value, implicit)
 
-    def timestamp(loader: Any, node: Any) -> str:
-        return loader.construct_scalar(node)
-
-    def mapping(loader: Any, node: Any) -> Iterator[dict]:
-        data: dict = {}
-        yield data
-        loader.flatten_mapping(node)
-        for k, v in node.value:
-            key = loader.construct_object(k, deep=True)
-            if not isinstance(key, str):
-                key = ("true" if key else "false") if isinstance(key, bool) else ("null" if key is None else str(key))
-            data[key] = loader.construct_object(v, deep=True)
-
-    Loader.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
-    Loader.add_constructor("tag:yaml.org,2002:map", mapping)
     return Loader
 
 
 _LOADER = None
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_MERGE = "tag:yaml.org,2002:merge"
 
 
-def _duplicates(node: Any) -> Iterator[tuple[Any, str]]:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.id == "mapping":
-            seen: set = set()
-            for k, v in n.value:
-                if k.id == "scalar" and k.value != "<<":
-                    if k.value in seen:
-                        yield k, k.value
-                    seen.add(k.value)
-                stack.append(v)
-        elif n.id == "sequence":
-            stack.extend(n.value)
+class _Builder:
+    """Plain data from a composed node tree, as sigs.k8s.io/yaml would give it
+    (timestamps as strings, keys as strings); an aliased node is built once and
+    shared, so aliases cost nothing to expand. Duplicate keys are noted."""
+
+    def __init__(self, loader: Any, file: str) -> None:
+        self.loader = loader
+        self.file = file
+        self.done: dict[int, Any] = {}
+        self.diags: list[Diagnostic] = []
+
+    def build(self, node: Any) -> Any:
+        nid = id(node)
+        if nid in self.done:
+            return self.done[nid]
+        tag = node.tag
+        if node.id == "scalar":
+            if tag == _STR:
+                v: Any = node.value
+            elif tag == "tag:yaml.org,2002:timestamp" or tag == "tag:yaml.org,2002:binary":
+                v = node.value
+            else:
+                v = self.loader.construct_object(node)
+            self.done[nid] = v
+            return v
+        if node.id == "sequence":
+            out: list = []
+            self.done[nid] = out
+            out.extend(self.build(n) for n in node.value)
+            return out
+        data: dict = {}
+        self.done[nid] = data
+        if any(k.tag == _MERGE for k, _ in node.value):
+            self.loader.flatten_mapping(node)
+        for k, v in node.value:
+            key = self.build(k)
+            if not isinstance(key, str):
+                key = ("true" if key else "false") if isinstance(key, bool) else ("null" if key is None else str(key))
+            if key in data:
+                line, col = _mark(k)
+                self.diags.append(E_DUPLICATE.diag(f"duplicate key {key!r}", file=self.file, line=line, col=col,
+                                                   hint="remove one of the two entries"))
+            data[key] = self.build(v)
+        return data
 
 
 def load_text(text: str, file: str, *, check_duplicates: bool = True) -> tuple[list[Manifest], list[Diagnostic]]:
@@ -138,14 +190,12 @@ def load_text(text: str, file: str, *, check_duplicates: bool = True) -> tuple[l
     try:
         while loader.check_node():
             node = loader.get_node()
+            b = _Builder(loader, file)
+            data = b.build(node)
             if check_duplicates:
-                for k, name in _duplicates(node):
-                    line, col = _mark(k)
-                    diags.append(E_DUPLICATE.diag(f"duplicate key {name!r}", file=file, line=line, col=col,
-                                                  hint="remove one of the two entries"))
-            data = loader.construct_document(node)
+                diags += b.diags
             if data is not None:
-                out.append(Manifest(file, index, data, node))
+                out.append(Manifest(file, index, data, text))
             index += 1
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
