@@ -76,7 +76,10 @@ def split_tree(tree: Path, out: Path) -> dict[tuple[str, str], list[Path]]:
     return groups
 
 
-def schema_for(api: str, kind: str, version: str) -> str | None:
+def schema_for(api: str, kind: str, version: str, local: Path) -> str | None:
+    """The schema file check-jsonschema gets: the pinned CRD, or
+    kubernetes-validate's strict schema with its ``/api/_definitions.json``
+    references pointed at a local copy (offline: it would fetch them)."""
     import re
 
     import kubernetes_validate
@@ -90,7 +93,16 @@ def schema_for(api: str, kind: str, version: str) -> str | None:
     short = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api)
     root = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / f"v{version}-local-strict"
     p = root / f"{kind.lower()}-{short}.json"
-    return str(p) if p.is_file() else None
+    if not p.is_file():
+        return None
+    local.mkdir(exist_ok=True)
+    defs = local / "_definitions.json"
+    for src, dst in ((root / "_definitions.json", defs), (p, local / p.name)):
+        if not dst.exists():
+            doc = json.loads(src.read_text())
+            doc.pop("$id", None)
+            dst.write_text(json.dumps(doc).replace('"/api/_definitions.json', f'"{defs.as_uri()}'))
+    return str(local / p.name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             tot_cpu = tot_wall = 0.0
             worst = 0
             for (api, kind), paths in sorted(groups.items()):
-                schema = schema_for(api, kind, k8s)
+                schema = schema_for(api, kind, k8s, root / "core-schemas")
                 if schema is None:
                     continue
                 c, w, r = run([exe, "--schemafile", schema, *map(str, paths)], args.runs)

@@ -288,3 +288,59 @@ def test_every_example_builds_through_verify(spec, tmp_path):
     assert r.returncode == 0, r.stderr
     v = verify_paths([str(tmp_path / "out")])
     assert v.ok, [str(d) for d in v.diagnostics if d.is_error]
+
+
+def test_a_rule_outside_the_implemented_library_is_listed_not_skipped():
+    """Kubernetes' quantity library is not implemented (no pinned rule calls it):
+    a rule that does is reported as not evaluated, with the reason."""
+    from gpuplan.verify import cel
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}},
+              "x-kubernetes-validations": [{"rule": "quantity(self.q).isGreaterThan(quantity('1'))", "message": "m"},
+                                           {"rule": "self.q != ''", "message": "q", "messageExpression": "'q'"}]}
+    tree = cel._tree(schema, "example.com/v1 X", "$")
+    a, b = cel.all_rules(tree)
+    assert not a.runnable and "quantity" in cel._why_not(a)
+    assert not b.runnable and "messageExpression" in cel._why_not(b)
+    found = list(cel.evaluate(tree, {"q": "2"}))
+    assert [f.skipped is not None for f in found] == [True, True]
+    assert "quantity" in found[0].skipped
+
+
+REFUSED = """\
+apiVersion: gpuplan.dev/v1alpha1
+kind: Fleet
+metadata: {name: t}
+spec:
+  cluster:
+    kubernetesVersion: "1.33"
+    gitops: {repoURL: "https://git.example.com/t.git"}
+    aws: {clusterName: t, nodeRole: KarpenterNodeRole-t, subnetTags: {team: ""}}
+  pools:
+    - name: burst
+      gpu: H100-SXM5-80GB
+      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260801}
+      labels: {LABEL: ml}
+"""
+
+
+def test_build_refuses_a_tree_the_api_server_would_reject(tmp_path):
+    """The spec passes gpuplan's rules, but its values break two Karpenter CEL rules:
+    exit 6, each problem named, nothing written, the old tree left as it was."""
+    write(tmp_path, "fleet.yaml", REFUSED.replace("LABEL", "example.com/team").replace('{team: ""}', "{team: ml}"))
+    ok = run_gpuplan("build", "fleet.yaml", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    before = {p: p.read_bytes() for p in (tmp_path / "generated").rglob("*") if p.is_file()}
+    write(tmp_path, "fleet.yaml", REFUSED.replace("LABEL", "karpenter.sh/team"))
+    r = run_gpuplan("build", "fleet.yaml", cwd=tmp_path)
+    assert r.returncode == 6, r.stderr
+    assert 'error[GP840]: NodePool burst: label domain "karpenter.sh" is restricted' in r.stderr
+    assert "error[GP840]: EC2NodeClass burst: empty tag keys or values aren't supported" in r.stderr
+    assert "error[GP850]: generated: not written: 2 problems the API server would reject" in r.stderr
+    # the files on disk differ from the refused ones: positions go into the message, no stale excerpt
+    assert "(line 20:9 of the new file)" in r.stderr
+    assert "Traceback" not in r.stderr
+    after = {p: p.read_bytes() for p in (tmp_path / "generated").rglob("*") if p.is_file()}
+    assert after == before
+    j = run_gpuplan("build", "--format", "json", "fleet.yaml", cwd=tmp_path)
+    assert j.returncode == 6 and "GP850" in j.stdout
