@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                 worst = max(worst, r)
             rows.append(("check-jsonschema (one run per kind)", objects, tot_cpu, tot_wall, worst,
                          "CRD and core schemas; no CEL; one object per file"))
-        print(f"\n| tool | objects | CPU s | wall s | exit | checks |\n|---|---|---|---|---|---|")
+        print("\n| tool | objects | CPU s | wall s | exit | checks |\n|---|---|---|---|---|---|")
         for name, n, c, w, r, what in rows:
             print(f"| {name} | {n} | {c:.2f} | {w:.2f} | {r} | {what} |")
     return 0

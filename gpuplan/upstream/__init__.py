@@ -10,6 +10,7 @@ Nothing here imports more than the standard library.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 CRDS = ROOT / "crds"
 CEL = ROOT / "cel"
+_NAME = re.compile(r"[A-Za-z0-9]+")
 
 
 @lru_cache(maxsize=None)
@@ -37,6 +39,8 @@ def crd_schema_path(group: str, kind: str, version: str) -> Path:
 @lru_cache(maxsize=None)
 def crd_schema(group: str, kind: str, version: str) -> dict[str, Any] | None:
     """The strict schema of ``group/version kind``, or None when it is not pinned."""
+    if not _NAME.fullmatch(kind) or not _NAME.fullmatch(version) or group not in crd_groups():
+        return None  # names from a manifest never become paths outside crds/
     path = crd_schema_path(group, kind, version)
     if not path.is_file():
         return None

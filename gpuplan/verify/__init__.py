@@ -226,7 +226,7 @@ class Verifier:
         problems, evaluated, skipped = self.check(obj, old)
         from gpuplan.upstream import crd_groups
 
-        if any(p.code.code == "GP834" for p in problems) or (group not in crd_groups() and self._version() is None):
+        if any(p.code.code in ("GP833", "GP834") for p in problems) or (group not in crd_groups() and self._version() is None):
             self.stats.not_verified += 1
         elif group in crd_groups():
             self.stats.crd_objects += 1
@@ -258,7 +258,7 @@ def _name(obj: dict) -> str:
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     ns = meta.get("namespace")
     name = meta.get("name", "<no name>")
-    return f"{obj['kind']} {ns + '/' if ns else ''}{name}"
+    return f"{obj['kind']} {f'{ns}/' if ns else ''}{name}"
 
 
 def _jsonpath(path: tuple) -> str:

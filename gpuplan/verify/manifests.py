@@ -41,6 +41,8 @@ E_NOT_OBJECT = Code(
 CODES = (E_READ, E_DUPLICATE, E_NOT_OBJECT)
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
+MAX_DEPTH = 100  # a Kubernetes object nests ~20 levels; Helm values inline a few more
+MAX_EXPANDED_NODES = 2_000_000
 
 
 @dataclass
@@ -130,21 +132,49 @@ _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
 
 
+class _TooBig(Exception):
+    def __init__(self, message: str, node: Any) -> None:
+        super().__init__(message)
+        self.node = node
+
+
 class _Builder:
     """Plain data from a composed node tree, as sigs.k8s.io/yaml would give it
     (timestamps as strings, keys as strings); an aliased node is built once and
-    shared, so aliases cost nothing to expand. Duplicate keys are noted."""
+    shared. Duplicate keys are noted. Nesting depth and the size aliases expand
+    to are bounded (limits of gpuplan.spec.loader): every later stage walks the
+    data as a tree, so a "billion laughs" file must stop here."""
 
     def __init__(self, loader: Any, file: str) -> None:
         self.loader = loader
         self.file = file
         self.done: dict[int, Any] = {}
+        self.sizes: dict[int, int] = {}
         self.diags: list[Diagnostic] = []
 
-    def build(self, node: Any) -> Any:
+    def size(self, node: Any) -> int:
+        """Values ``node`` expands to, aliases counted every time they are used."""
+        return self.sizes[id(node)]
+
+    def build(self, node: Any, depth: int = 0) -> Any:
         nid = id(node)
         if nid in self.done:
             return self.done[nid]
+        if depth > MAX_DEPTH:
+            raise _TooBig(f"nesting deeper than {MAX_DEPTH} levels", node)
+        v = self._build(node, depth)
+        n = 1
+        if node.id == "sequence":
+            n += sum(self.sizes[id(c)] for c in node.value)
+        elif node.id == "mapping":
+            n += sum(self.sizes[id(k)] + self.sizes[id(c)] for k, c in node.value)
+        if n > MAX_EXPANDED_NODES:
+            raise _TooBig(f"aliases expand to more than {MAX_EXPANDED_NODES:,} values", node)
+        self.sizes[nid] = n
+        return v
+
+    def _build(self, node: Any, depth: int) -> Any:
+        nid = id(node)
         tag = node.tag
         if node.id == "scalar":
             if tag == _STR:
@@ -158,21 +188,21 @@ class _Builder:
         if node.id == "sequence":
             out: list = []
             self.done[nid] = out
-            out.extend(self.build(n) for n in node.value)
+            out.extend(self.build(n, depth + 1) for n in node.value)
             return out
         data: dict = {}
         self.done[nid] = data
         if any(k.tag == _MERGE for k, _ in node.value):
             self.loader.flatten_mapping(node)
         for k, v in node.value:
-            key = self.build(k)
+            key = self.build(k, depth + 1)
             if not isinstance(key, str):
                 key = ("true" if key else "false") if isinstance(key, bool) else ("null" if key is None else str(key))
             if key in data:
                 line, col = _mark(k)
                 self.diags.append(E_DUPLICATE.diag(f"duplicate key {key!r}", file=self.file, line=line, col=col,
                                                    hint="remove one of the two entries"))
-            data[key] = self.build(v)
+            data[key] = self.build(v, depth + 1)
         return data
 
 
@@ -197,6 +227,13 @@ def load_text(text: str, file: str, *, check_duplicates: bool = True) -> tuple[l
             if data is not None:
                 out.append(Manifest(file, index, data, text))
             index += 1
+    except _TooBig as exc:
+        line, col = _mark(exc.node)
+        diags.append(E_READ.diag(str(exc), file=file, line=line, col=col,
+                                 hint="Kubernetes objects are never this deep or this large; remove the recursive "
+                                      "anchors or nesting"))
+    except RecursionError:
+        diags.append(E_READ.diag(f"nesting deeper than {MAX_DEPTH} levels", file=file))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)

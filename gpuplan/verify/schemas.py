@@ -136,6 +136,8 @@ def core_validator(version: str, api_version: str, kind: str) -> Any | None:
     from referencing import Resource
 
     short = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    if not re.fullmatch(r"[A-Za-z0-9]+", kind) or not re.fullmatch(r"[a-z0-9-]+", short):
+        return None  # names from a manifest never become paths outside the schema directory
     try:
         schema = schema_contents(f"kubernetes-json-schema/v{version}-local-strict/{kind.lower()}-{short}.json",
                                  version)

@@ -344,3 +344,18 @@ def test_build_refuses_a_tree_the_api_server_would_reject(tmp_path):
     assert after == before
     j = run_gpuplan("build", "--format", "json", "fleet.yaml", cwd=tmp_path)
     assert j.returncode == 6 and "GP850" in j.stdout
+
+
+def test_hostile_files_end_in_a_diagnostic(tmp_path):
+    """Nesting, alias bombs and kinds that look like paths: a clear error, bounded work."""
+    write(tmp_path, "deep.yaml", "a: " + "[" * 5000 + "]" * 5000 + "\n")
+    bomb = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    bomb += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    write(tmp_path, "bomb.yaml", "\n".join(bomb + ["apiVersion: v1", "kind: ConfigMap", "metadata: {name: x}"]) + "\n")
+    write(tmp_path, "path.yaml", "apiVersion: karpenter.sh/v1\nkind: ../../../sources\nmetadata: {name: x, namespace: 7}\n"
+                                 "---\napiVersion: v1\nkind: ../_definitions\nmetadata: {name: y}\n")
+    r = run_gpuplan("verify", ".", cwd=tmp_path, timeout=60)
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "internal error" not in r.stderr
+    assert "deep.yaml:1:" in r.stderr and "nesting deeper than 100 levels" in r.stderr
+    assert "bomb.yaml:7:5: error[GP830]: aliases expand to more than 2,000,000 values" in r.stderr
+    assert "path.yaml:1:13: error[GP833]" in r.stderr and "path.yaml:6:7: warning[GP834]" in r.stderr
