@@ -11,9 +11,8 @@ the baseline. Figures are recorded in docs/performance.md.
   the foundation issue sets;
 - pydantic floor: the baseline plus one one-field pydantic model: what any
   program with a pydantic model pays, before any of its own code;
-- validate, cold: ``gpuplan validate examples/fleet.yaml`` with the validator
-  cache off (``GPUPLAN_CACHE_DIR=``), as on a first run;
-- validate: the same with the validator cache warm, as on every later run.
+- validate: ``gpuplan validate examples/fleet.yaml``, as every run pays it
+  (nothing is cached between runs).
 
 Measure an installed gpuplan (``pip install .``), not an editable checkout
 when ``PYTHONDONTWRITEBYTECODE`` is set: without byte-code files every run
@@ -73,33 +72,30 @@ def main() -> int:
         args.gpuplan = str(beside) if beside.exists() else shutil.which("gpuplan") or "gpuplan"
 
     fleet = "examples/fleet.yaml"
-    with tempfile.TemporaryDirectory() as cache:
-        base_env = {**os.environ, "GPUPLAN_CACHE_DIR": cache}
-        cold_env = {**os.environ, "GPUPLAN_CACHE_DIR": ""}
-        cases = [
-            ("baseline: `import pydantic, ruamel.yaml, click`",
-             [args.python, "-c", "import pydantic, ruamel.yaml, click"], base_env),
-            ("pydantic floor: baseline + one model", [args.python, "-c", FLOOR], base_env),
-            ("`gpuplan validate`, validator cache off", [args.gpuplan, "validate", fleet], cold_env),
-            ("`gpuplan validate`, validator cache warm", [args.gpuplan, "validate", fleet], base_env),
-        ]
-        for _ in range(args.warmup):
-            for _, cmd, env in cases:
-                _run(cmd, env)
-        wall: dict[str, list[float]] = {name: [] for name, _, _ in cases}
-        cpu: dict[str, list[float]] = {name: [] for name, _, _ in cases}
-        for _ in range(args.runs):
-            for name, cmd, env in cases:
-                w, c = _run(cmd, env)
-                wall[name].append(w)
-                cpu[name].append(c)
+    env = dict(os.environ)
+    cases = [
+        ("baseline: `import pydantic, ruamel.yaml, click`",
+         [args.python, "-c", "import pydantic, ruamel.yaml, click"]),
+        ("pydantic floor: baseline + one model", [args.python, "-c", FLOOR]),
+        ("`gpuplan validate examples/fleet.yaml`", [args.gpuplan, "validate", fleet]),
+    ]
+    for _ in range(args.warmup):
+        for _, cmd in cases:
+            _run(cmd, env)
+    wall: dict[str, list[float]] = {name: [] for name, _ in cases}
+    cpu: dict[str, list[float]] = {name: [] for name, _ in cases}
+    for _ in range(args.runs):
+        for name, cmd in cases:
+            w, c = _run(cmd, env)
+            wall[name].append(w)
+            cpu[name].append(c)
 
     base = cases[0][0]
     bw, bc = statistics.median(wall[base]), statistics.median(cpu[base])
     print(f"{args.runs} interleaved runs each, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}\n")
     print("| Command | wall min | wall median | CPU median | ratio (wall) | ratio (CPU) |")
     print("|---|---|---|---|---|---|")
-    for name, _, _ in cases:
+    for name, _ in cases:
         w, c = statistics.median(wall[name]), statistics.median(cpu[name])
         print(f"| {name} | {min(wall[name]) * 1000:.0f} ms | {w * 1000:.0f} ms | {c * 1000:.0f} ms "
               f"| {w / bw:.2f}x | {c / bc:.2f}x |")

@@ -10,4 +10,5 @@ class ExitCode(IntEnum):
     STALE = 3  # `gpuplan check`: generated output differs from the spec
     INTERNAL = 4  # a bug in gpuplan; a traceback only with --debug
     NO_DEVICE = 5  # `gpuplan probe`: NVML or the NVIDIA driver is not available
-    REJECTED = 6  # `gpuplan build`: the API server would reject the tree (GP850); nothing written
+    DRIFT = 6  # `gpuplan verify-cluster`: the cluster differs from the plan
+    REJECTED = 7  # `gpuplan build`: the API server would reject the tree (GP850); nothing written

@@ -113,15 +113,9 @@ class PoolView:
         nodes = self.node_count or 0
         return {k: v * nodes for k, v in self.node_resources().items()}
 
-    @property
-    def mig_config_name(self) -> str | None:
-        """Name of the pool's mig-parted config (node label nvidia.com/mig.config)."""
-        return f"gpuplan-{self.name}" if self.pool.sharing.mode == "mig" else None
-
-    @property
-    def device_plugin_config_name(self) -> str:
-        """Key of the pool's device-plugin config (node label nvidia.com/device-plugin.config)."""
-        return self.name
+    # The node-label values that select a pool's device-plugin and mig-parted
+    # configs are content-addressed, so they are decided where the configs are
+    # built: gpuplan.lower.device_plugin.config_key, gpuplan.lower.mig_parted.config_name.
 
 
 @dataclass
@@ -147,6 +141,26 @@ class ResolvedFleet:
     @cached_property
     def tier_index(self) -> dict[str, int]:
         return {t.name: i for i, t in enumerate(self.fleet.spec.tiers)}
+
+    @cached_property
+    def toolkit(self) -> str | None:
+        """The fleet's container toolkit: ``managed`` or ``preinstalled``; None
+        when the spec leaves it open and the pools disagree (GP640 reports it).
+        EKS AL2023 NVIDIA AMIs ship a toolkit; Bottlerocket nodes run no
+        operator operand, so they do not count either way."""
+        chosen = self.fleet.spec.cluster.gpu_operator.toolkit
+        if chosen is not None:
+            return chosen
+        kinds = set()
+        for pv in self.pools:
+            k = pv.pool.karpenter
+            if k is None:
+                kinds.add("managed")
+            elif k.ami_family == "AL2023":
+                kinds.add("preinstalled")
+        if len(kinds) > 1:
+            return None
+        return kinds.pop() if kinds else "managed"
 
     @cached_property
     def capacity(self) -> "CapacityReport":

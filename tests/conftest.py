@@ -35,11 +35,3 @@ def run_gpuplan(*args: str, cwd: Path | None = None, env: dict | None = None, in
 def gpuplan_cli():
     return run_gpuplan
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _validator_cache(tmp_path_factory):
-    """Every run, in process and in CLI subprocesses, shares one fresh validator
-    cache: the suite exercises the cached path without touching ~/.cache."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GPUPLAN_CACHE_DIR", str(tmp_path_factory.mktemp("validator-cache")))
-        yield

@@ -45,7 +45,7 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
     gpuplan generated before and no longer produces are removed; files it did
     not generate are kept; a generated file edited by hand stops the build
     (exit 1) unless --force. The tree is verified first as `gpuplan verify`
-    does; one the API server would reject is not written (exit 6)."""
+    does; one the API server would reject is not written (exit 7)."""
     compiled = _compile(fleet, out_dir, fmt, strict, verbose, verify=True)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
@@ -102,20 +102,34 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool)
 @fleet_argument
 @output_option
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True)
+@click.option("--old", "old_dir", default=None, type=click.Path(file_okay=False),
+              help="Compare with the generated tree in this directory (e.g. the base branch's) "
+                   "instead of the one at -o; headers still name the spec as seen from -o.")
 @click.pass_context
-def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str) -> None:
+def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str, old_dir: str | None) -> None:
     """Object-level changes FLEET makes to the generated tree (added, removed,
-    changed objects with their changed fields), fit for a pull-request comment."""
+    changed objects with their changed fields), fit for a pull-request comment.
+    Disruptive changes come first: namespaces that leave the tree, nodes that
+    are repartitioned or reconfigured, pools whose nodes are replaced,
+    PriorityClasses that are recreated, driver upgrades."""
     compiled = _compile(fleet, out_dir, "text", False, False)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
-    from gpuplan.output.objdiff import diff_trees, render_markdown, render_text
+    from gpuplan.output.objdiff import diff_objects, render_markdown, render_text, tree_objects
     from gpuplan.output.tree import TreeError, read_tree
 
     try:
-        old = read_tree(Path(out_dir))
+        old = read_tree(Path(old_dir or out_dir))
     except TreeError as exc:
         emit([exc.diagnostic], "text")
         ctx.exit(int(ExitCode.INVALID))
-    d = diff_trees(old, compiled.files)
-    click.echo((render_markdown if fmt == "markdown" else render_text)(d), nl=False)
+    from gpuplan.report import disruption
+
+    a, b = tree_objects(old), tree_objects(compiled.files)  # parsed once for both reports
+    ds = disruption.disruptions_of(a, b)
+    d = diff_objects(a, b)
+    if fmt == "markdown":
+        head = disruption.render_markdown(ds)
+        click.echo(head + "\n" + render_markdown(d, max_chars=60_000 - len(head)), nl=False)
+    else:
+        click.echo(disruption.render_text(ds) + "\n" + render_text(d), nl=False)

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "probe": "gpuplan.cli.probe:probe",
     "inventory": "gpuplan.cli.inventory:inventory",
     "explain": "gpuplan.cli.explain:explain",
+    "verify-cluster": "gpuplan.cli.verify_cluster:verify_cluster",
     "verify": "gpuplan.cli.verify:verify",
 }
 
@@ -39,6 +40,7 @@ HELP = {
     "probe": "Read this node's GPUs through NVML into an inventory document.",
     "inventory": "Collect node-probe inventories into the repository.",
     "explain": "Explain a diagnostic code.",
+    "verify-cluster": "Compare live nodes and quotas (kubectl get -o json) with the plan.",
     "verify": "Verify manifests against the pinned upstream schemas and CEL rules.",
 }
 

@@ -27,7 +27,8 @@ def _checked(path: str, *, allow: frozenset[str] = frozenset()):
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report to this file instead of stdout.")
 @click.option("--base", type=click.Path(dir_okay=False), default=None,
-              help="An older fleet.yaml: show capacity and cost changes, and the nodes that get drained.")
+              help="An older fleet.yaml: disruptive changes first (namespaces deleted, nodes repartitioned, "
+                   "reconfigured or replaced, PriorityClasses recreated, driver upgrades), then capacity and cost.")
 @click.option("--optimise", "--optimize", "optimise", is_flag=True,
               help="Propose MIG layouts for the declared demand, as a diff of FLEET.")
 @click.pass_context
@@ -51,6 +52,7 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
         return
 
     diff = None
+    disruptive = None
     if base is not None:
         old_rf, old_diags, old_blocking = _checked(base)
         if old_blocking or old_rf is None:
@@ -58,9 +60,13 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
             emit(old_diags, "text")
             ctx.exit(int(ExitCode.INVALID))
             return
+        from gpuplan.compiler import render_files
         from gpuplan.report.diff import capacity_diff
+        from gpuplan.report.disruption import disruptions
 
         diff = capacity_diff(old_rf, rf)
+        # what the controllers will do, from the two generated trees (listed first)
+        disruptive = disruptions(render_files(old_rf, base), render_files(rf, base))
 
     opt = None
     if optimise:
@@ -69,7 +75,7 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
 
         opt = run_optimise(rf, read_source(fleet))
 
-    text = render(fmt, capacity(rf), diff=diff, optimise=opt)
+    text = render(fmt, capacity(rf), diff=diff, optimise=opt, disruption=disruptive)
     if output:
         with open(output, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)

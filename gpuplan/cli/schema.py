@@ -23,9 +23,18 @@ def dumps(schema: dict) -> str:
 
 @click.command()
 @click.option("--inventory", is_flag=True, help="Print the schema of node-probe inventory files.")
-def schema(inventory: bool) -> None:
+@click.option("--markdown", is_flag=True,
+              help="Print the spec reference page instead (docs/spec.md is this output).")
+@click.pass_context
+def schema(ctx: click.Context, inventory: bool, markdown: bool) -> None:
     """Print the JSON Schema of fleet.yaml (schemas/fleet.schema.json is this output)."""
-    if inventory:
+    if markdown:
+        if inventory:
+            raise click.UsageError("--markdown documents the fleet spec; it does not combine with --inventory")
+        from gpuplan.spec.reference import render_markdown
+
+        click.echo(render_markdown(fleet_schema()), nl=False)
+    elif inventory:
         from gpuplan.probe.inventory import inventory_json_schema
 
         click.echo(dumps(inventory_json_schema()), nl=False)

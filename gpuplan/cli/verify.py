@@ -48,6 +48,7 @@ def verify(ctx: click.Context, paths: tuple[str, ...], k8s_version: str | None, 
         click.echo(
             f"{s.objects} objects in {s.files} files: {s.crd_objects} against pinned CRDs "
             f"({s.cel_evaluations} CEL rule evaluations), {s.core_objects} core, {s.not_verified} not verified"
+            + (f"; {s.plain} plain-data documents (Helm values) skipped" if s.plain else "")
             + (f"; {skipped} rule evaluations left out (-v lists them)" if skipped and not verbose else "")
             + ("" if code else ": ok"), err=True)
     ctx.exit(int(code))

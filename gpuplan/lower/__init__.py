@@ -22,6 +22,7 @@ TARGET_MODULES: tuple[str, ...] = (
     "gpuplan.lower.node_labels",
     "gpuplan.lower.kubelet",
     "gpuplan.lower.karpenter",
+    "gpuplan.lower.monitoring",  # only with spec.monitoring
     "gpuplan.lower.gitops",  # needs everything above
     "gpuplan.lower.capacity",  # CAPACITY.md (the `gpuplan plan` report)
     "gpuplan.lower.docs",  # README.md: last, describes the tree

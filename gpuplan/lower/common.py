@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from gpuplan.resolve import ResolvedFleet
@@ -42,3 +44,16 @@ def obj(api_version: str, kind: str, meta: dict[str, Any], **body: Any) -> dict[
     out: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": meta}
     out.update(body)
     return out
+
+
+def content_name(prefix: str, data: Any, *, limit: int = 63) -> str:
+    """``<prefix>-<8 hex digits of the content>``, at most ``limit`` characters.
+
+    For names that select a config by node label: the device plugin's
+    config-manager and mig-manager act only when the label *value* changes
+    (NVIDIA/k8s-device-plugin@v0.20.0 cmd/config-manager/main.go:272-278,
+    NVIDIA/mig-parted@v0.15.0 cmd/nvidia-mig-manager/main.go:572-577), so a
+    config whose content changes must get a new name to reach any node."""
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    digest = hashlib.sha256(blob.encode()).hexdigest()[:8]
+    return f"{prefix[: limit - 9]}-{digest}"

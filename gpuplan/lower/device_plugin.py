@@ -4,6 +4,7 @@ The GPU Operator mounts this ConfigMap (``devicePlugin.config.name``) into the
 device plugin and GPU Feature Discovery; the config-manager sidecar picks the
 key named by the node label ``nvidia.com/device-plugin.config`` (set per pool,
 see :mod:`gpuplan.lower.node_labels`), else ``devicePlugin.config.default``.
+Pool keys are content-addressed (:func:`config_key`): ``<pool>-<hash>``.
 
 Each value is a device-plugin config file (k8s-device-plugin v0.20.0,
 reference/k8s/facts.md §d)::
@@ -37,7 +38,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.lower import Artifact
-from gpuplan.lower.common import metadata, obj
+from gpuplan.lower.common import content_name, metadata, obj
 from gpuplan.lower.gitops import object_annotations
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 from gpuplan.spec.models import Mig
@@ -103,6 +104,19 @@ def pool_config(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     return cfg
 
 
+def config_key(rf: ResolvedFleet, pv: PoolView) -> str:
+    """The pool's key in the ConfigMap = its ``nvidia.com/device-plugin.config``
+    label value: ``<pool>-<hash of the config>``. A changed replica count or
+    sharing mode gives a new value, which is what makes config-manager switch
+    (it reacts to label changes only; cmd/config-manager/main.go:272-278). The
+    ConfigMap is applied before the labels change (Argo CD wave -1 vs the
+    NodeFeatureRule's 1; Karpenter nodes drift to the new template); if the
+    kubelet has not refreshed the mounted ConfigMap yet, config-manager exits
+    on the unknown key ("specified config ... does not exist", main.go:356-358)
+    and is restarted until it has."""
+    return content_name(pv.name, pool_config(rf, pv))
+
+
 def default_config(rf: ResolvedFleet) -> dict[str, Any]:
     """For GPU nodes without the label: whole GPUs, no sharing."""
     return {"version": "v1", "flags": {"migStrategy": cluster_mig_strategy(rf) or "none"}}
@@ -111,8 +125,8 @@ def default_config(rf: ResolvedFleet) -> dict[str, Any]:
 def configs(rf: ResolvedFleet) -> dict[str, dict[str, Any]]:
     """Config key -> config data: the default first, then pools by key."""
     out: dict[str, dict[str, Any]] = {DEFAULT_CONFIG: default_config(rf)}
-    for pv in sorted(rf.pools, key=lambda p: p.device_plugin_config_name):
-        out[pv.device_plugin_config_name] = pool_config(rf, pv)
+    for key, pv in sorted(((config_key(rf, pv), pv) for pv in rf.pools), key=lambda x: x[0]):
+        out[key] = pool_config(rf, pv)
     return out
 
 

@@ -15,8 +15,9 @@ from typing import Any, Sequence
 
 import gpuplan
 from gpuplan.lower import Artifact
-from gpuplan.lower.gitops import app_name, engine, gitops_namespace, operator_app_name
-from gpuplan.lower.node_labels import pool_mig_config
+from gpuplan.lower.gitops import app_name, engine, gitops_namespace, operator_app_name, project_name
+from gpuplan.lower.device_plugin import config_key
+from gpuplan.lower.node_labels import pool_mig_config, static_pool_taints
 from gpuplan.lower.tenancy import priority_class_name
 from gpuplan.resolve import ResolvedFleet
 
@@ -43,6 +44,19 @@ def _sharing(pv: Any) -> str:
     return f"{s.mode} ×{s.replicas}"
 
 
+def pool_taints(pv: Any) -> list[dict[str, str]]:
+    """The taints on a pool's nodes, which its tiers' pods must tolerate."""
+    if pv.pool.karpenter is not None:
+        from gpuplan.lower.karpenter import pool_taints as karpenter_taints
+
+        return karpenter_taints(pv)
+    return static_pool_taints(pv)
+
+
+def _taint_text(t: dict[str, str]) -> str:
+    return f"{t['key']}={t['value']}:{t['effect']}" if "value" in t else f"{t['key']}:{t['effect']}"
+
+
 def _pool_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
     rows = []
     for pv in rf.pools:
@@ -50,9 +64,10 @@ def _pool_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
         if p.nodes is not None:
             nodes = f"{len(p.nodes)} static"
         elif p.karpenter is not None:
-            nodes = f"Karpenter, ≤ {pv.node_count if pv.node_count is not None else '?'}"
+            nodes = f"Karpenter, ≤ {pv.node_count if pv.node_count is not None else '?'} (limits.nodes)"
         else:
             nodes = "?"
+        bottlerocket = p.karpenter is not None and p.karpenter.ami_family == "Bottlerocket"
         res = ", ".join(f"{k}: {v}" for k, v in pv.node_resources().items()) or "-"
         mig = pool_mig_config(pv)
         rows.append({
@@ -62,8 +77,9 @@ def _pool_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
             "nodes": cell(nodes),
             "sharing": cell(_sharing(pv)),
             "resources": cell(res),
-            "plugin_config": cell(pv.device_plugin_config_name),
-            "mig_config": f"`{cell(mig)}`" if mig else "-",
+            "plugin_config": "Bottlerocket's own" if bottlerocket else f"`{cell(config_key(rf, pv))}`",
+            "mig_config": f"`{cell(mig)}`" if mig and not bottlerocket else "-",
+            "taints": cell(", ".join(_taint_text(t) for t in pool_taints(pv)) or "-"),
         })
     return rows
 
@@ -97,6 +113,31 @@ def _tenant_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
     return rows
 
 
+def _prerequisites(rf: ResolvedFleet) -> dict[str, Any]:
+    from gpuplan.lower.operator import nfd_taints_needed
+
+    op = rf.fleet.spec.cluster.gpu_operator
+    kp = [pv for pv in rf.pools if pv.pool.karpenter is not None]
+    aws = rf.fleet.spec.cluster.aws
+    if op.driver == "managed":
+        driver = (f"driver {op.driver_version or 'of the chart'} installed by the operator on static nodes"
+                  + (" (the EKS AMIs of Karpenter pools ship their own)" if kp else ""))
+    else:
+        driver = "the NVIDIA driver preinstalled on every GPU node"
+    toolkit = ("installed by the operator on every GPU node (CDI on)" if rf.toolkit != "preinstalled" else
+               "preinstalled on every GPU node (CDI off; with the operator's driver container set "
+               "`root = \"/run/nvidia/driver\"` in `/etc/nvidia-container-runtime/config.toml`)")
+    return {
+        "karpenter": bool(kp),
+        "overlay": any(pv.pool.karpenter.node_overlay for pv in kp if pv.pool.karpenter is not None),
+        "node_role": cell(aws.node_role) if aws is not None else "",
+        "nfd_taints": nfd_taints_needed(rf),
+        "service_monitor": op.dcgm_exporter.enabled and op.dcgm_exporter.service_monitor,
+        "driver_note": cell(driver),
+        "toolkit_note": toolkit,
+    }
+
+
 def readme(rf: ResolvedFleet, produced: Sequence[Artifact]) -> str:
     from gpuplan.render.text import render
 
@@ -123,7 +164,8 @@ def readme(rf: ResolvedFleet, produced: Sequence[Artifact]) -> str:
         app=cell(app_name(rf)),
         operator_app=cell(operator_app_name(rf)),
         gitops_ns=cell(gitops_namespace(rf)),
-        project=cell(g.project),
+        project=cell(project_name(rf)),
+        own_project=g.project is None,
         repo_url=cell(g.repo_url),
         revision=cell(g.revision),
         repo_path=cell(g.path),
@@ -133,6 +175,7 @@ def readme(rf: ResolvedFleet, produced: Sequence[Artifact]) -> str:
         tenants=_tenant_rows(rf),
         files=files,
         static_files=static_files,
+        **_prerequisites(rf),
     )
 
 

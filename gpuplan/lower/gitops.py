@@ -34,6 +34,7 @@ ARGO_API = "argoproj.io/v1alpha1"
 ARGO_WAVE = "argocd.argoproj.io/sync-wave"
 ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 FLUX_FORCE = "kustomize.toolkit.fluxcd.io/force"
+FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 FLUX_KUSTOMIZE_API = "kustomize.toolkit.fluxcd.io/v1"
 FLUX_HELM_API = "helm.toolkit.fluxcd.io/v2"
 FLUX_SOURCE_API = "source.toolkit.fluxcd.io/v1"
@@ -62,9 +63,22 @@ WAVES: dict[str, int] = {
     "ResourceQuota": 0,
     "NodeFeatureRule": 1,
 }
-# Kinds whose CRD the GPU Operator chart installs: Argo CD must not fail the
-# dry run of the whole sync while the operator is still being installed.
-CRD_FROM_OPERATOR = frozenset({"NodeFeatureRule"})
+# Kinds whose CRD may not exist when the tree syncs: NodeFeatureRule comes with
+# the operator chart's bundled NFD (installed by the operator Application in the
+# same sync), the Karpenter kinds with Karpenter (a prerequisite, NodeOverlay
+# only with its alpha feature gate). Without the option a missing CRD fails
+# the dry run of the *whole* sync (argoproj/argo-cd@v3.5.1
+# gitops-engine/pkg/sync/sync_context.go:1072); with it Argo CD skips that
+# object's dry run and the sync retry applies it once the CRD exists.
+CRD_MAY_BE_MISSING = frozenset({"NodeFeatureRule", "NodePool", "EC2NodeClass", "NodeOverlay"})
+# Namespaces are never pruned or deleted by the GitOps engine: removing a tenant
+# from fleet.yaml would otherwise delete its namespaces and every object in them.
+# Argo CD: `Prune=confirm` holds the prune until someone confirms it in the UI or
+# CLI (gitops-engine/pkg/sync/sync_context.go:322-331), `Delete=false` keeps the
+# namespace when the Application itself is deleted (controller/appcontroller.go:
+# 1253-1260). Flux: `prune: disabled` skips it in garbage collection
+# (fluxcd/kustomize-controller@v1.9.4 docs/spec/v1/kustomizations.md:1686-1693).
+PROTECTED_KINDS = frozenset({"Namespace"})
 
 
 def engine(rf: ResolvedFleet) -> str:
@@ -95,13 +109,23 @@ def object_annotations(rf: ResolvedFleet, kind: str, *, recreate: bool = False) 
         opts = []
         if recreate:
             opts += ["Force=true", "Replace=true"]
-        if kind in CRD_FROM_OPERATOR:
+        if kind in CRD_MAY_BE_MISSING:
             opts.append("SkipDryRunOnMissingResource=true")
+        if kind in PROTECTED_KINDS:
+            opts += ["Prune=confirm", "Delete=false"]
         if opts:
             out[ARGO_SYNC_OPTIONS] = ",".join(opts)
-    elif recreate:
-        out[FLUX_FORCE] = "enabled"
+    else:
+        if recreate:
+            out[FLUX_FORCE] = "enabled"
+        if kind in PROTECTED_KINDS:
+            out[FLUX_PRUNE] = "disabled"
     return out
+
+
+def project_name(rf: ResolvedFleet) -> str:
+    """The Argo CD project of gpuplan's Applications: the spec's, else the one gpuplan emits."""
+    return rf.fleet.spec.cluster.gitops.project or f"gpuplan-{rf.fleet.metadata.name}"
 
 
 def app_name(rf: ResolvedFleet) -> str:
@@ -146,9 +170,11 @@ def _argo_retry() -> dict[str, Any]:
 def argo_root_application(rf: ResolvedFleet) -> dict[str, Any]:
     g = rf.fleet.spec.cluster.gitops
     spec = {
-        "project": g.project,
+        "project": project_name(rf),
         "source": {"repoURL": g.repo_url, "targetRevision": g.revision, "path": _repo_path(rf)},
-        "destination": {"server": IN_CLUSTER},
+        # every namespaced object of the tree names its namespace; this one only
+        # has to be a destination the project permits
+        "destination": {"server": IN_CLUSTER, "namespace": rf.fleet.spec.cluster.gpu_operator.namespace},
         "syncPolicy": {
             "automated": {"prune": True, "selfHeal": True},
             # ApplyOutOfSyncOnly: only changed objects are applied, so the
@@ -164,7 +190,7 @@ def argo_operator_application(rf: ResolvedFleet) -> dict[str, Any]:
     g = rf.fleet.spec.cluster.gitops
     op = rf.fleet.spec.cluster.gpu_operator
     spec = {
-        "project": g.project,
+        "project": project_name(rf),
         "sources": [
             {
                 "repoURL": NGC_HELM_REPO,
@@ -189,6 +215,55 @@ def argo_operator_application(rf: ResolvedFleet) -> dict[str, Any]:
     meta = metadata(rf, operator_app_name(rf), namespace=gitops_namespace(rf),
                     annotations=object_annotations(rf, "Application"))
     return obj(ARGO_API, "Application", meta, spec=spec)
+
+
+# Cluster-scoped kinds the project admits: the tree's own, and those of chart
+# gpu-operator v26.7.0 with its node-feature-discovery subchart
+# (NVIDIA/gpu-operator@v26.7.0 deployments/gpu-operator/templates/, crds/,
+# charts/node-feature-discovery/; OpenShift's SecurityContextConstraints left out).
+_TREE_CLUSTER_KINDS = {
+    "Namespace": "", "PriorityClass": "scheduling.k8s.io", "NodeFeatureRule": "nfd.k8s-sigs.io",
+    "NodePool": "karpenter.sh", "NodeOverlay": "karpenter.sh", "EC2NodeClass": "karpenter.k8s.aws",
+}
+CHART_CLUSTER_KINDS = (
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("nfd.k8s-sigs.io", "NodeFeatureRule"),
+    ("nvidia.com", "ClusterPolicy"),
+    ("nvidia.com", "GPUCluster"),
+    ("nvidia.com", "NVIDIADriver"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+)
+
+
+def managed_namespaces(rf: ResolvedFleet) -> list[str]:
+    """Every namespace gpuplan's Applications put objects in."""
+    names = {gitops_namespace(rf), rf.fleet.spec.cluster.gpu_operator.namespace}
+    for t in rf.fleet.spec.tenants:
+        names.update(t.namespaces)
+    return sorted(names)
+
+
+def argo_project(rf: ResolvedFleet, produced: Sequence[Artifact]) -> dict[str, Any]:
+    """An AppProject that lets the two Applications do exactly what gpuplan
+    needs: its Git repository and the NGC chart repository as sources, the
+    managed namespaces as destinations, and the cluster-scoped kinds of the
+    tree and the chart. Argo CD checks each synced object against it
+    (argoproj/argo-cd@v3.5.1 controller/sync.go:647-671: group/kind against
+    the cluster whitelist, the namespace of a namespaced object against
+    ``destinations``)."""
+    g = rf.fleet.spec.cluster.gitops
+    kinds = {k for a in produced if a.kustomize and a.documents for d in a.documents
+             if (k := d.get("kind")) in _TREE_CLUSTER_KINDS}
+    whitelist = sorted({(_TREE_CLUSTER_KINDS[k], k) for k in kinds} | set(CHART_CLUSTER_KINDS))
+    spec = {
+        "description": f"gpuplan fleet {rf.fleet.metadata.name}: GPU Operator, pools, tenants",
+        "sourceRepos": sorted({g.repo_url, NGC_HELM_REPO}),
+        "destinations": [{"server": IN_CLUSTER, "namespace": ns} for ns in managed_namespaces(rf)],
+        "clusterResourceWhitelist": [{"group": grp, "kind": kind} for grp, kind in whitelist],
+    }
+    meta = metadata(rf, project_name(rf), namespace=gitops_namespace(rf))
+    return obj(ARGO_API, "AppProject", meta, spec=spec)
 
 
 # --- Flux ------------------------------------------------------------------------
@@ -259,11 +334,15 @@ def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
             documents=(argo_operator_application(rf),),
             description="Argo CD Application: the GPU Operator Helm chart, values from gpu-operator/values.yaml",
         ))
+        boot: tuple[dict[str, Any], ...] = (argo_root_application(rf),)
+        if rf.fleet.spec.cluster.gitops.project is None:
+            boot = (argo_project(rf, produced), *boot)
         out.append(Artifact(
             path=BOOTSTRAP_PATH,
-            documents=(argo_root_application(rf),),
+            documents=boot,
             kustomize=False,
-            description="Argo CD Application that syncs this tree; apply once by hand (not in kustomization.yaml)",
+            description="Argo CD AppProject and the Application that syncs this tree; apply once by hand "
+                        "(not in kustomization.yaml)",
         ))
     else:
         values = _values(produced)

@@ -4,8 +4,8 @@ Per Karpenter pool, under ``pools/<pool>/``:
 
 - ``nodepool.yaml``: ``karpenter.sh/v1`` NodePool — instance types, capacity
   types, the GPU as Karpenter's well-known labels know it, taints, the node
-  labels that select the pool's device-plugin and MIG configs, a GPU limit in
-  whole nodes, and disruption settings chosen by the pool's workloads;
+  labels that select the pool's device-plugin and MIG configs, a limit in whole
+  nodes (``limits.nodes``), and disruption settings chosen by the pool's workloads;
 - ``ec2nodeclass.yaml``: ``karpenter.k8s.aws/v1`` EC2NodeClass — pinned AMI
   alias, node role, subnet / security-group discovery, a root volume large
   enough for GPU images, IMDSv2, and the kubelet Topology / CPU Manager
@@ -14,9 +14,9 @@ Per Karpenter pool, under ``pools/<pool>/``:
 - ``nodeoverlay.yaml`` (``karpenter.nodeOverlay: true``): ``karpenter.sh/v1alpha1``
   NodeOverlay telling Karpenter the shared / MIG resources a node will have.
 
-And once, ``karpenter/mig-ready.yaml`` when a Karpenter pool uses MIG: the
-DaemonSet (+ RBAC) that removes the MIG startup taint once mig-manager reports
-``nvidia.com/mig.config.state=success``. Why it exists: docs/karpenter.md.
+MIG pools carry one more, permanent taint, ``gpuplan.dev/mig-pool=<pool>``
+(:data:`MIG_POOL_TAINT_KEY`): no container, no RBAC. Why that and not a startup
+taint: docs/karpenter.md "MIG pools that scale from zero".
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.lower import Artifact
-from gpuplan.lower.common import POOL_LABEL, labels, metadata, obj
+from gpuplan.lower.common import POOL_LABEL, metadata, obj
 from gpuplan.lower.kubelet import kubelet_topology_fields
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 
@@ -38,14 +38,18 @@ DISCOVERY_TAG = "karpenter.sh/discovery"
 DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
 # MIG scale-from-zero (user pain #7, NVIDIA/gpu-operator #2670): a new node
-# starts with MIG disabled and the device plugin would advertise whole GPUs
-# until mig-manager has applied the layout. The startup taint keeps every pod
-# off the node until then; the mig-ready DaemonSet removes it.
-MIG_PENDING_TAINT = {"key": "gpuplan.dev/mig-pending", "value": "true", "effect": "NoSchedule"}
-MIG_READY_LABEL = "gpuplan.dev/mig-ready-taint"  # nodes whose startup taint the DaemonSet removes
-MIG_STATE_LABEL = "nvidia.com/mig.config.state"
-MIG_READY_NAME = "gpuplan-mig-ready"
-MIG_READY_PATH = "karpenter/mig-ready.yaml"
+# starts with MIG disabled and the device plugin advertises whole GPUs until
+# mig-manager has applied the layout; a whole-GPU pod that lands then blocks the
+# repartitioning. Every Karpenter MIG pool gets this taint for good: the tiers'
+# pods tolerate it, and they ask for nvidia.com/mig-* resources that exist only
+# once the layout is applied, so nothing takes a GPU early. ExtendedResourceToleration
+# adds tolerations only for the requested resource names (nvidia.com/gpu), never
+# for this key. Karpenter marks the node initialized only when the resources the
+# launching pods requested are registered (kubernetes-sigs/karpenter@v1.14.1
+# pkg/controllers/nodeclaim/lifecycle/initialization.go:82, RequestedResourcesRegistered),
+# i.e. after the layout is applied. No startup taint: nothing in the cluster could
+# remove one without node-wide RBAC (docs/karpenter.md).
+MIG_POOL_TAINT_KEY = "gpuplan.dev/mig-pool"
 
 AL2023_BOUNDARY = "//gpuplan-nodeconfig//"
 
@@ -74,34 +78,30 @@ def karpenter_pools(rf: ResolvedFleet) -> list[PoolView]:
     return [pv for pv in rf.pools if pv.pool.karpenter is not None]
 
 
-def pool_taints(pv: PoolView) -> list[dict[str, str]]:
-    """The taints of a Karpenter pool's nodes (spec, else the GPU taint)."""
-    if pv.pool.taints is None:
-        return [dict(DEFAULT_TAINT)]
-    out = []
-    for t in pv.pool.taints:
-        d = {"key": t.key}
-        if t.value is not None:
-            d["value"] = t.value
-        d["effect"] = t.effect
-        out.append(d)
-    return out
-
-
-def startup_taints(pv: PoolView) -> list[dict[str, str]]:
-    """Startup taints of a Karpenter pool. The GPU Operator's DaemonSets (and
-    NFD's worker) must tolerate these — ``daemonsets.tolerations`` in the Helm
-    values — or mig-manager never runs on the node and the taint never goes."""
+def mig_pool_taint(pv: PoolView) -> dict[str, str] | None:
+    """The MIG gate of a Karpenter MIG pool (None for other pools)."""
     if pv.pool.karpenter is not None and pv.pool.sharing.mode == "mig":
-        return [dict(MIG_PENDING_TAINT)]
-    return []
+        return {"key": MIG_POOL_TAINT_KEY, "value": pv.name, "effect": "NoSchedule"}
+    return None
 
 
-def operator_tolerations(rf: ResolvedFleet) -> list[dict[str, str]]:
-    """Tolerations the GPU Operator operands need for gpuplan's startup taints."""
-    if any(startup_taints(pv) for pv in rf.pools):
-        return [{"key": MIG_PENDING_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}]
-    return []
+def pool_taints(pv: PoolView) -> list[dict[str, str]]:
+    """The taints of a Karpenter pool's nodes: the spec's (else the GPU taint),
+    plus the MIG gate on MIG pools."""
+    if pv.pool.taints is None:
+        out = [dict(DEFAULT_TAINT)]
+    else:
+        out = []
+        for t in pv.pool.taints:
+            d = {"key": t.key}
+            if t.value is not None:
+                d["value"] = t.value
+            d["effect"] = t.effect
+            out.append(d)
+    gate = mig_pool_taint(pv)
+    if gate is not None and all(t["key"] != gate["key"] for t in out):
+        out.append(gate)
+    return out
 
 
 def disruption_class(rf: ResolvedFleet, pv: PoolView) -> str:
@@ -113,10 +113,18 @@ def disruption_class(rf: ResolvedFleet, pv: PoolView) -> str:
     return SERVICES
 
 
-def gpu_limit(pv: PoolView) -> int:
-    """maxGPUs rounded down to whole nodes (Karpenter limits whole nodes anyway:
-    a launch that would exceed the limit is not made)."""
-    return pv.physical_gpus
+def node_limit(pv: PoolView) -> int:
+    """maxGPUs as whole nodes: the NodePool's ``limits.nodes``.
+
+    Not ``limits: {nvidia.com/gpu: N}``: Karpenter counts an initialized node's
+    advertised capacity against limits (kubernetes-sigs/karpenter@v1.14.1
+    pkg/controllers/state/statenode.go:374, ``Node.Status.Capacity`` plus
+    ``nodes: 1``), and a MIG node under ``mixed`` or a renamed shared node
+    advertises no ``nvidia.com/gpu``, so such a limit never fills. Every node
+    counts one ``nodes`` whatever it advertises, and the scheduler refuses a
+    launch once ``nodes`` is used up (pkg/controllers/provisioning/scheduling/
+    scheduler.go:711)."""
+    return pv.node_count or 0
 
 
 # --- NodePool ----------------------------------------------------------------
@@ -134,21 +142,26 @@ def _object_annotations(rf: ResolvedFleet, kind: str) -> dict[str, str]:
 
 def _node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
     """Template labels: the pool's node labels (one place decides them,
-    ``gpuplan.lower.node_labels.pool_node_labels``), plus the operand switches
-    for what the EKS NVIDIA AMIs already ship."""
+    ``gpuplan.lower.node_labels.pool_node_labels``), plus the driver switch
+    for the driver the EKS NVIDIA AMIs already ship."""
     from gpuplan.lower.node_labels import pool_node_labels
 
     out = dict(pool_node_labels(rf, pv))
     op = rf.fleet.spec.cluster.gpu_operator
-    # EKS AL2023 and Bottlerocket NVIDIA AMIs ship the driver and the container
-    # toolkit (facts.md §c): when the operator manages them cluster-wide, keep
-    # those operands off these nodes.
-    if op.driver == "managed":
+    # EKS AL2023 and Bottlerocket NVIDIA AMIs ship the driver (facts.md §c): a
+    # managed driver stays off these nodes; the operator then uses the host's
+    # driver. The container toolkit is never switched off per node: with CDI the
+    # device plugin's hook path points into the operator's toolkit install dir
+    # on every node (gpuplan.lower.operator.values; GP640 makes the choice
+    # fleet-wide).
+    k = pv.pool.karpenter
+    if k is not None and k.ami_family == "Bottlerocket":
+        # no operand at all: NVIDIA does not support them on Bottlerocket, whose
+        # own device plugin serves the GPUs (bottlerocket_device_plugin);
+        # NVIDIA/gpu-operator@v26.7.0 controllers/state_manager.go:457-463
+        out["nvidia.com/gpu.deploy.operands"] = "false"
+    elif op.driver == "managed":
         out["nvidia.com/gpu.deploy.driver"] = "false"
-    if op.toolkit == "managed":
-        out["nvidia.com/gpu.deploy.container-toolkit"] = "false"
-    if startup_taints(pv):
-        out[MIG_READY_LABEL] = "true"
     return out
 
 
@@ -222,14 +235,11 @@ def nodepool(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
         "requirements": _requirements(pv),
         "taints": pool_taints(pv),
     }
-    st = startup_taints(pv)
-    if st:
-        tspec["startupTaints"] = st
     tspec["expireAfter"] = k.expire_after
     spec: dict[str, Any] = {
         "template": {"metadata": {"labels": _node_labels(rf, pv)}, "spec": tspec},
         "disruption": _disruption(rf, pv),
-        "limits": {GPU: str(gpu_limit(pv))},
+        "limits": {"nodes": str(node_limit(pv))},
     }
     if k.weight is not None:
         spec["weight"] = k.weight
@@ -289,12 +299,37 @@ def bottlerocket_settings(pv: PoolView) -> tuple[list[tuple[str, Any]], list[tup
     return kube, opts
 
 
-def bottlerocket_userdata(pv: PoolView) -> str:
+def bottlerocket_device_plugin(pv: PoolView) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """``[settings.kubelet-device-plugins.nvidia]`` and its ``time-slicing`` table.
+
+    Bottlerocket's NVIDIA variants run their own device plugin as a host
+    service; NVIDIA does not support the GPU Operator's operands on
+    Bottlerocket, so gpuplan keeps them off these nodes (NodePool label
+    ``nvidia.com/gpu.deploy.operands: "false"``) and configures that plugin
+    instead. Exclusive pools need no setting (its defaults: whole GPUs,
+    ``device-sharing-strategy = "none"``, sources/shared-defaults/
+    nvidia-k8s-device-plugin.toml); time-slicing uses the keys Bottlerocket
+    added in v1.25.0 (sources/settings-migrations/v1.25.0/
+    kubelet-device-plugins-time-slicing-settings), which GP644 checks against
+    the pinned AMI. ``enabled = false`` is never written: it exists only from
+    Bottlerocket 1.63 and would leave the node with no device plugin at all."""
+    s = pv.pool.sharing
+    if s.mode != "time-slicing":
+        return [], []
+    return ([("device-sharing-strategy", "time-slicing")],
+            [("replicas", s.replicas), ("rename-by-default", s.rename_by_default),
+             ("fail-requests-greater-than-one", s.fail_requests_greater_than_one)])
+
+
+def bottlerocket_userdata(pv: PoolView) -> str | None:
     from gpuplan.render.text import render
 
     kube, opts = bottlerocket_settings(pv)
+    plugin, slicing = bottlerocket_device_plugin(pv)
+    if not (kube or opts or plugin):
+        return None
     return render("userdata-bottlerocket.j2", kubernetes=kube, policy_options=opts,
-                  disable_device_plugin=True)
+                  device_plugin=plugin, time_slicing=slicing)
 
 
 def userdata(pv: PoolView) -> str | None:
@@ -368,84 +403,6 @@ def nodeoverlay(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any] | None:
     return obj(NODEOVERLAY_API, "NodeOverlay", meta, spec=spec)
 
 
-# --- MIG startup-taint remover ----------------------------------------------------
-
-MIG_READY_SCRIPT = f"""\
-set -euo pipefail
-# Remove the startup taint once mig-manager has applied this node's MIG layout
-# (this pod is only scheduled on nodes labelled {MIG_STATE_LABEL}=success).
-taint={MIG_PENDING_TAINT['key']}
-if kubectl get node "$NODE_NAME" -o jsonpath='{{.spec.taints[*].key}}' | tr ' ' '\\n' | grep -qx "$taint"; then
-  kubectl taint node "$NODE_NAME" "$taint:NoSchedule-"
-  echo "node $NODE_NAME: MIG layout applied, removed startup taint $taint"
-fi
-exec sleep infinity
-"""
-
-
-def mig_ready_image(rf: ResolvedFleet) -> str:
-    aws = rf.fleet.spec.cluster.aws
-    if aws is not None and aws.mig_ready_image:
-        return aws.mig_ready_image
-    # registry.k8s.io/kubectl is published per Kubernetes release since 1.28 and
-    # is built on debian-base (bash, coreutils, grep): kubernetes/kubernetes#119592.
-    return f"registry.k8s.io/kubectl:v{rf.fleet.spec.cluster.kubernetes_version}.0"
-
-
-def mig_ready_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
-    ns = rf.fleet.spec.cluster.gpu_operator.namespace
-    app = {"app.kubernetes.io/name": MIG_READY_NAME}
-    sa = obj("v1", "ServiceAccount", metadata(rf, MIG_READY_NAME, namespace=ns, extra_labels=app,
-                                             annotations=_object_annotations(rf, "ServiceAccount") or None))
-    role = obj("rbac.authorization.k8s.io/v1", "ClusterRole",
-               metadata(rf, MIG_READY_NAME, extra_labels=app,
-                        annotations=_object_annotations(rf, "ClusterRole") or None),
-               rules=[{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}])
-    binding = obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding",
-                  metadata(rf, MIG_READY_NAME, extra_labels=app,
-                           annotations=_object_annotations(rf, "ClusterRoleBinding") or None),
-                  roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": MIG_READY_NAME},
-                  subjects=[{"kind": "ServiceAccount", "name": MIG_READY_NAME, "namespace": ns}])
-    pod_labels = labels(rf, app)
-    ds = obj("apps/v1", "DaemonSet",
-             metadata(rf, MIG_READY_NAME, namespace=ns, extra_labels=app,
-                      annotations=_object_annotations(rf, "DaemonSet") or None),
-             spec={
-                 "selector": {"matchLabels": dict(app)},
-                 "template": {
-                     "metadata": {"labels": pod_labels},
-                     "spec": {
-                         "serviceAccountName": MIG_READY_NAME,
-                         "nodeSelector": {MIG_READY_LABEL: "true", MIG_STATE_LABEL: "success"},
-                         "tolerations": [{"operator": "Exists"}],
-                         "priorityClassName": "system-node-critical",
-                         "terminationGracePeriodSeconds": 5,
-                         "containers": [{
-                             "name": "remove-startup-taint",
-                             "image": mig_ready_image(rf),
-                             "command": ["/bin/bash", "-c", MIG_READY_SCRIPT],
-                             "env": [
-                                 {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-                                 {"name": "HOME", "value": "/tmp"},
-                             ],
-                             "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
-                                           "limits": {"memory": "64Mi"}},
-                             "securityContext": {
-                                 "allowPrivilegeEscalation": False,
-                                 "readOnlyRootFilesystem": True,
-                                 "runAsNonRoot": True,
-                                 "runAsUser": 65534,
-                                 "capabilities": {"drop": ["ALL"]},
-                             },
-                             "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-                         }],
-                         "volumes": [{"name": "tmp", "emptyDir": {}}],
-                     },
-                 },
-             })
-    return [sa, role, binding, ds]
-
-
 # --- target ------------------------------------------------------------------------
 
 
@@ -466,8 +423,4 @@ def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
             out.append(Artifact(path=f"{base}/nodeoverlay.yaml", documents=(ov,),
                                 description=f"Karpenter NodeOverlay of pool {pv.name}: shared/MIG capacity "
                                             "(alpha, feature gate nodeOverlay)"))
-    if any(startup_taints(pv) for pv in pools):
-        out.append(Artifact(path=MIG_READY_PATH, documents=tuple(mig_ready_objects(rf)),
-                            description="DaemonSet that removes the MIG startup taint from Karpenter nodes "
-                                        "once mig-manager has applied the layout"))
     return out

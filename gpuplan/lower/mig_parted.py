@@ -8,7 +8,7 @@ Key ``config.yaml`` (the only key mig-manager reads), content mig-parted v1
       all-disabled:                    # kept: ClusterPolicy migManager.config.default
         - devices: all
           mig-enabled: false
-      gpuplan-<pool>:                  # one per MIG pool = node label nvidia.com/mig.config
+      gpuplan-<pool>-<hash>:           # one per MIG pool = node label nvidia.com/mig.config
         - device-filter: ["0x20B210DE"]   # the pool's GPU model (PCI device id + vendor 10DE)
           devices: all                    # or [0, 1] per GPU when the layouts differ
           mig-enabled: true
@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.lower import Artifact
-from gpuplan.lower.common import metadata, obj
+from gpuplan.lower.common import content_name, metadata, obj
 from gpuplan.lower.gitops import object_annotations
 from gpuplan.resolve import PoolView, ResolvedFleet
 from gpuplan.spec.models import Mig
@@ -79,11 +79,22 @@ def pool_entries(pv: PoolView) -> list[dict[str, Any]]:
     ]
 
 
+def config_name(pv: PoolView) -> str | None:
+    """The pool's mig-parted config name = its ``nvidia.com/mig.config`` label
+    value (None: not a MIG pool): ``gpuplan-<pool>-<hash of its entries>``.
+    mig-manager repartitions a node only when that label's value changes
+    (NVIDIA/mig-parted@v0.15.0 cmd/nvidia-mig-manager/main.go:572-577), so a
+    changed layout must change the name or it reaches no node."""
+    if not isinstance(pv.pool.sharing, Mig):
+        return None
+    return content_name(f"gpuplan-{pv.name}", pool_entries(pv))
+
+
 def mig_parted_config(rf: ResolvedFleet) -> dict[str, Any]:
     configs: dict[str, Any] = {ALL_DISABLED: [{"devices": "all", "mig-enabled": False}]}
-    mig_pools = [pv for pv in rf.pools if pv.mig_config_name is not None]
-    for pv in sorted(mig_pools, key=lambda p: p.mig_config_name or ""):
-        configs[pv.mig_config_name] = pool_entries(pv)
+    named = [(config_name(pv), pv) for pv in rf.pools]
+    for name, pv in sorted(((n, pv) for n, pv in named if n is not None), key=lambda x: x[0]):
+        configs[name] = pool_entries(pv)
     return {"version": "v1", "mig-configs": configs}
 
 

@@ -19,9 +19,16 @@ Labels set (reference/k8s/facts.md §c, §k):
   ``mig.config`` label: mig-manager does not run there;
 - the pool's own ``labels`` from the spec (they never override the three above).
 
-Taints are *not* set through NFD: that needs nfd-master ``--enable-taints``,
-which the GPU Operator's bundled NFD does not turn on; static nodes are tainted
-by whoever registers them (kubelet ``--register-with-taints``), see README.
+Taints of static pools go into the same rule (``taints:``), and the operator
+values turn on nfd-master's ``-enable-taints`` (:func:`gpuplan.lower.operator.
+nfd_taints_needed`). kubelet ``registerWithTaints`` applies only when a node first
+registers, so a taint changed in fleet.yaml would never reach an existing node;
+nfd-master adds the rule's taints to every matching node, records them in the
+node annotation ``nfd.node.kubernetes.io/taints``, and removes exactly those
+when the node leaves the rule or the taint leaves the spec
+(kubernetes-sigs/node-feature-discovery@v0.19.0 pkg/nfd-master/nfd-master.go:986-1056,
+``setTaints``). A taint that kubelet registered and the rule also lists is
+adopted the same way.
 """
 
 from __future__ import annotations
@@ -41,8 +48,11 @@ MIG_ALL_DISABLED = "all-disabled"
 
 def pool_mig_config(pv: PoolView) -> str | None:
     """The ``nvidia.com/mig.config`` value for the pool's nodes (None: no label)."""
-    if pv.mig_config_name is not None:
-        return pv.mig_config_name
+    from gpuplan.lower.mig_parted import config_name
+
+    name = config_name(pv)
+    if name is not None:
+        return name
     if pv.gpu is not None and pv.gpu.mig_capable:
         return MIG_ALL_DISABLED
     return None
@@ -53,8 +63,9 @@ def pool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
 
     Used for static pools (NodeFeatureRule) and Karpenter pools (NodePool
     ``spec.template.metadata.labels``) alike."""
-    del rf  # part of the signature so that fleet-wide choices can join later
-    out: dict[str, str] = {POOL_LABEL: pv.name, DEVICE_PLUGIN_CONFIG_LABEL: pv.device_plugin_config_name}
+    from gpuplan.lower.device_plugin import config_key
+
+    out: dict[str, str] = {POOL_LABEL: pv.name, DEVICE_PLUGIN_CONFIG_LABEL: config_key(rf, pv)}
     mig = pool_mig_config(pv)
     if mig is not None:
         out[MIG_CONFIG_LABEL] = mig
@@ -68,18 +79,35 @@ def rule_name(pv: PoolView) -> str:
     return f"gpuplan-pool-{pv.name}"
 
 
+def static_pool_taints(pv: PoolView) -> list[dict[str, str]]:
+    """The taints nfd-master keeps on a static pool's nodes: the spec's ``taints``."""
+    out = []
+    for t in pv.pool.taints or ():
+        d = {"key": t.key}
+        if t.value is not None:
+            d["value"] = t.value
+        d["effect"] = t.effect
+        out.append(d)
+    return out
+
+
 def node_feature_rule(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
+    """The one NodeFeatureRule of a static pool: everything gpuplan puts on its
+    nodes (labels, taints) comes from here."""
     assert pv.pool.nodes is not None
-    rule = {
+    rule: dict[str, Any] = {
         "name": f"gpuplan pool {pv.name}",
         "labels": pool_node_labels(rf, pv),
-        "matchFeatures": [
-            {
-                "feature": "system.name",
-                "matchExpressions": {"nodename": {"op": "In", "value": list(pv.pool.nodes)}},
-            }
-        ],
     }
+    taints = static_pool_taints(pv)
+    if taints:
+        rule["taints"] = taints
+    rule["matchFeatures"] = [
+        {
+            "feature": "system.name",
+            "matchExpressions": {"nodename": {"op": "In", "value": list(pv.pool.nodes)}},
+        }
+    ]
     meta = metadata(
         rf, rule_name(pv), extra_labels={POOL_LABEL: pv.name},
         annotations=object_annotations(rf, "NodeFeatureRule"),

@@ -20,7 +20,8 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
-__all__ = ["FieldChange", "ObjectChange", "ObjectDiff", "ObjectKey", "diff_trees", "render_markdown", "render_text"]
+__all__ = ["FieldChange", "ObjectChange", "ObjectDiff", "ObjectKey", "diff_objects", "diff_trees", "render_markdown",
+           "render_text", "tree_objects"]
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 _MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<absent>"})()
@@ -103,6 +104,11 @@ def _objects(files: Mapping[str, bytes]) -> dict[ObjectKey, tuple[str, Any]]:
                 k = ObjectKey(key.group, key.kind, key.namespace, key.name, f"{key.path}#{n}")
             out[k] = (path, value)
     return out
+
+
+def tree_objects(files: Mapping[str, bytes]) -> dict[ObjectKey, tuple[str, Any]]:
+    """Every object of a tree: ObjectKey -> (file, value)."""
+    return _objects(files)
 
 
 def _file_objects(path: str, data: bytes) -> Iterator[tuple[ObjectKey, Any]]:
@@ -213,7 +219,11 @@ def _fields(path: str, old: Any, new: Any, out: list[FieldChange]) -> None:
 
 def diff_trees(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> ObjectDiff:
     """Objects added, removed and changed from ``old`` to ``new``."""
-    a, b = _objects(old), _objects(new)
+    return diff_objects(_objects(old), _objects(new))
+
+
+def diff_objects(a: Mapping[ObjectKey, tuple[str, Any]], b: Mapping[ObjectKey, tuple[str, Any]]) -> ObjectDiff:
+    """:func:`diff_trees` of two trees already parsed by :func:`tree_objects`."""
     added = tuple(ObjectChange(k, None, b[k][0]) for k in sorted(b) if k not in a)
     removed = tuple(ObjectChange(k, a[k][0], None) for k in sorted(a) if k not in b)
     changed: list[ObjectChange] = []

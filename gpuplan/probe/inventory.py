@@ -21,7 +21,6 @@ from typing import Annotated, Any, Iterable, Literal, Optional, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.spec.validator_cache import validator
 
 API_VERSION = "gpuplan.dev/v1alpha1"
 KIND = "NodeInventory"
@@ -186,10 +185,6 @@ class Topology(_Model):
         return self
 
 
-def _topology() -> Topology:
-    return Topology.model_construct()  # defaults are valid; see gpuplan.spec.models._rules
-
-
 class NodeInventory(_Model):
     api_version: Literal["gpuplan.dev/v1alpha1"] = API_VERSION
     kind: Literal["NodeInventory"] = KIND
@@ -197,7 +192,7 @@ class NodeInventory(_Model):
     probe: Probe
     system: SystemInfo
     gpus: list[GpuInfo] = Field(default_factory=list)
-    topology: Topology = Field(default_factory=_topology)
+    topology: Topology = Field(default_factory=Topology)
 
     @model_validator(mode="after")
     def _consistent(self) -> "NodeInventory":
@@ -497,7 +492,7 @@ def _load_inventory(paths: Iterable[str | Path]) -> tuple[list[NodeInventory], l
                 )
                 continue
             try:
-                inv = validator(NodeInventory).validate_python(doc)
+                inv = NodeInventory.model_validate(doc)
             except ValidationError as exc:
                 for err in exc.errors(include_url=False):
                     loc = tuple(err.get("loc", ()))

@@ -176,7 +176,7 @@ def _mig_section(pools: tuple[PoolReport, ...]) -> str:
             '(NVIDIA\'s diagram convention).</p><div class="mig">' + "".join(parts) + "</div>")
 
 
-def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None) -> str:
+def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None, disruption: Any = None) -> str:
     cost = money(r.cost_per_month)
     over = [t for t in r.tiers if tier_status(t) != "ok"]
     body = [
@@ -196,6 +196,10 @@ def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None) ->
         "<h2>Tenants</h2>", _table(*_tenant_rows(r)),
         _mig_section(r.pools),
     ]
+    if disruption is not None:  # first and loudly: above the capacity report
+        from gpuplan.report.disruption import render_html as disruption_html
+
+        body.insert(0, disruption_html(disruption))
     if diff is not None:
         from gpuplan.report.diff import render_diff_html
 

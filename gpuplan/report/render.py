@@ -107,12 +107,16 @@ def to_data(r: CapacityReport) -> dict[str, Any]:
     }
 
 
-def render_json(r: CapacityReport, diff=None, optimise=None) -> str:
+def render_json(r: CapacityReport, diff=None, optimise=None, disruption=None) -> str:
     data = to_data(r)
     if diff is not None:
         from gpuplan.report.diff import diff_data
 
         data["diff"] = diff_data(diff)
+    if disruption is not None:
+        from gpuplan.report.disruption import to_data as disruption_data
+
+        data["disruptive"] = disruption_data(disruption)
     if optimise is not None:
         data["optimise"] = optimise.to_data()
     return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
@@ -212,16 +216,25 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
              f"memory slices / the GPU's. Cost = GPU-eq × price per GPU-hour × {r.hours_per_month} h."]
     if any(t.over_limit for t in r.tiers):
         notes.append("OVER: quotas on the pool resource exceed capacity × maxOversubscription.")
+    capped = [p for p in r.pools if p.autoscaled and p.nodes is not None]
+    if capped:
+        notes.append("Karpenter pools are capped in whole nodes (NodePool `limits.nodes`), the ceiling that holds "
+                     "whatever the nodes advertise: " + "; ".join(
+                         f"{p.name} ≤ {p.nodes} nodes = {p.physical_gpus} GPUs" for p in capped) + ".")
     parts.append(heading(2, "Notes"))
     parts.extend(notes)
     return parts
 
 
-def render_text(r: CapacityReport, diff=None, optimise=None) -> str:
+def render_text(r: CapacityReport, diff=None, optimise=None, disruption=None) -> str:
     def heading(level: int, title: str) -> str:
         return title + "\n" + ("=" if level == 1 else "-") * len(title)
 
     parts = _sections(r, _text_table, heading, lambda t: t)
+    if disruption is not None:  # first and loudly: before the capacity report
+        from gpuplan.report.disruption import render_text as disruption_text
+
+        parts.insert(0, disruption_text(disruption).rstrip("\n"))
     if diff is not None:
         from gpuplan.report.diff import render_diff_text
 
@@ -231,11 +244,15 @@ def render_text(r: CapacityReport, diff=None, optimise=None) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def render_markdown(r: CapacityReport, diff=None, optimise=None) -> str:
+def render_markdown(r: CapacityReport, diff=None, optimise=None, disruption=None) -> str:
     def heading(level: int, title: str) -> str:
         return "#" * level + " " + title
 
     parts = _sections(r, _md_table, heading, lambda t: "```\n" + t + "\n```")
+    if disruption is not None:  # first and loudly: before the capacity report
+        from gpuplan.report.disruption import render_markdown as disruption_markdown
+
+        parts.insert(0, disruption_markdown(disruption).rstrip("\n"))
     if diff is not None:
         from gpuplan.report.diff import render_diff_markdown
 
@@ -245,15 +262,15 @@ def render_markdown(r: CapacityReport, diff=None, optimise=None) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def render(fmt: str, r: CapacityReport, *, diff=None, optimise=None) -> str:
+def render(fmt: str, r: CapacityReport, *, diff=None, optimise=None, disruption=None) -> str:
     if fmt == "text":
-        return render_text(r, diff, optimise)
+        return render_text(r, diff, optimise, disruption)
     if fmt == "markdown":
-        return render_markdown(r, diff, optimise)
+        return render_markdown(r, diff, optimise, disruption)
     if fmt == "json":
-        return render_json(r, diff, optimise)
+        return render_json(r, diff, optimise, disruption)
     if fmt == "html":
         from gpuplan.report.html import render_html
 
-        return render_html(r, diff=diff, optimise=optimise)
+        return render_html(r, diff=diff, optimise=optimise, disruption=disruption)
     raise ValueError(f"unknown report format {fmt!r}")

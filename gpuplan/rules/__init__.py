@@ -22,7 +22,9 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.tenancy",
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",
+    "gpuplan.rules.operator",
     "gpuplan.rules.inventory",
+    "gpuplan.rules.monitoring",
 )
 
 W_DISABLE_UNKNOWN = Code(

@@ -59,7 +59,11 @@ def _layouts(pv: PoolView) -> Iterator[tuple[tuple, dict[str, int]]]:
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
     from gpuplan.catalog import suggest_gpus
 
+    from gpuplan.rules.operator import valid_driver_version
+
     driver = rf.fleet.spec.cluster.gpu_operator.driver_version
+    if driver is not None and not valid_driver_version(driver):
+        driver = None  # GP641 reports it at its line; check layouts as for an unknown driver
     for pv in rf.pools:
         if pv.gpu is None:
             sugg = suggest_gpus(pv.pool.gpu)

@@ -17,6 +17,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from gpuplan.spec import examples
+
 API_VERSION = "gpuplan.dev/v1alpha1"
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
@@ -99,29 +101,6 @@ Duration = Annotated[str, AfterValidator(_duration)]
 Count = Annotated[int, Field(ge=1)]
 
 
-# Default instances come from model_construct: they hold the models' own
-# defaults, valid by definition, whereas calling the class would compile that
-# model's validator separately on first use (see gpuplan.spec.validator_cache).
-def _dcgm_exporter() -> DcgmExporter:
-    return DcgmExporter.model_construct()
-
-
-def _gpu_operator() -> GpuOperator:
-    return GpuOperator.model_construct()
-
-
-def _exclusive() -> Exclusive:
-    return Exclusive.model_construct(mode="exclusive")
-
-
-def _topology() -> Topology:
-    return Topology.model_construct()
-
-
-def _rules() -> Rules:
-    return Rules.model_construct()
-
-
 class Model(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -139,97 +118,182 @@ class Model(BaseModel):
 class GitOps(Model):
     """How the generated tree reaches the cluster."""
 
-    engine: Literal["argocd", "flux"] = "argocd"
-    repo_url: str = Field(alias="repoURL", min_length=1)
-    revision: str = "main"
-    path: str = "generated"
+    engine: Literal["argocd", "flux"] = Field(
+        default="argocd",
+        description="What syncs the generated tree: `argocd` (Applications) or `flux` "
+        "(Kustomizations, HelmRepository, HelmRelease).",
+    )
+    repo_url: str = Field(alias="repoURL", min_length=1, description="Git repository that holds the generated tree.")
+    revision: str = Field(default="main", description="Branch, tag or commit of `repoURL` to sync.")
+    path: str = Field(default="generated", description="Directory of the generated tree inside `repoURL`.")
     namespace: Name | None = Field(
         default=None, description="Namespace of the Argo CD / Flux objects (argocd or flux-system)."
     )
-    project: Name = Field(default="default", description="Argo CD project.")
+    project: Name | None = Field(
+        default=None,
+        description="Argo CD project of the Applications. Default: gpuplan emits an AppProject "
+        "gpuplan-<fleet> scoped to what it manages.",
+    )
 
 
 class DcgmExporter(Model):
-    enabled: bool = True
-    service_monitor: bool = True
+    """DCGM Exporter, the GPU Operator's GPU metrics exporter."""
+
+    enabled: bool = Field(default=True, description="Run DCGM Exporter on GPU nodes.")
+    service_monitor: bool = Field(
+        default=True, description="Create its Prometheus Operator ServiceMonitor (when `enabled`)."
+    )
+
+
+class DriverUpgrade(Model):
+    """How the GPU Operator rolls a changed ``driverVersion`` onto nodes
+    (chart ``driver.upgradePolicy``)."""
+
+    auto_upgrade: bool = Field(
+        default=True,
+        description="The operator's upgrade controller replaces the driver node by node, evicting GPU pods.",
+    )
+    max_parallel_upgrades: Annotated[int, Field(ge=0)] = Field(
+        default=1, description="Nodes upgraded at once (0: all)."
+    )
+    max_unavailable: str = Field(
+        default="25%", pattern=r"^([0-9]+|(100|[1-9]?[0-9])%)$",
+        description="Nodes that may be unavailable during an upgrade: a count or a percentage.",
+    )
 
 
 class GpuOperator(Model):
-    chart_version: str = Field(default="v26.7.0", pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
-    namespace: Name = "gpu-operator"
+    """The NVIDIA GPU Operator Helm release whose values gpuplan writes."""
+
+    chart_version: str = Field(
+        default="v26.7.0", pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$",
+        description="Version of the gpu-operator Helm chart the values are written for.",
+    )
+    namespace: Name = Field(
+        default="gpu-operator",
+        description="Namespace of the GPU Operator and of the device-plugin and mig-parted ConfigMaps.",
+    )
     driver: Literal["managed", "preinstalled"] = Field(
         default="managed",
         description="`preinstalled` on images that ship the driver (EKS AL2023/Bottlerocket NVIDIA AMIs).",
     )
-    driver_version: str | None = None
-    toolkit: Literal["managed", "preinstalled"] = "managed"
-    dcgm_exporter: DcgmExporter = Field(default_factory=_dcgm_exporter)
+    driver_version: str | None = Field(
+        default=None,
+        description="Managed driver: a branch (`R535`, precompiled driver images) or a full version "
+        "(`535.104.05`).",
+    )
+    driver_upgrade: DriverUpgrade = Field(
+        default_factory=DriverUpgrade, description="How the operator rolls a changed driver onto nodes."
+    )
+    toolkit: Literal["managed", "preinstalled"] | None = Field(
+        default=None,
+        description="NVIDIA Container Toolkit, one choice for the fleet: `managed` (the operator's, with CDI) "
+        "or `preinstalled` (every GPU node ships one). Default: preinstalled when every pool is a Karpenter "
+        "pool on an EKS NVIDIA AMI, managed when no pool is; a fleet with both must choose.",
+    )
+    dcgm_exporter: DcgmExporter = Field(default_factory=DcgmExporter, description="GPU metrics.")
 
 
 class Aws(Model):
     """Cluster-wide settings for Karpenter pools on AWS."""
 
-    cluster_name: Name
+    cluster_name: Name = Field(
+        description="EKS cluster name; the default `karpenter.sh/discovery` tag value for subnets and security groups."
+    )
     node_role: str = Field(min_length=1, description="IAM role of Karpenter-launched nodes.")
     subnet_tags: dict[str, str] | None = Field(
-        default=None, description="Default: {karpenter.sh/discovery: <clusterName>}."
+        default=None, description="Default: `{karpenter.sh/discovery: <clusterName>}`."
     )
     security_group_tags: dict[str, str] | None = Field(
-        default=None, description="Default: {karpenter.sh/discovery: <clusterName>}."
-    )
-    mig_ready_image: str | None = Field(
-        default=None,
-        alias="migReadyImage",
-        min_length=1,
-        description="Image (bash + kubectl) of the DaemonSet that removes the MIG startup taint from "
-        "Karpenter nodes; default registry.k8s.io/kubectl:v<kubernetesVersion>.0.",
+        default=None, description="Default: `{karpenter.sh/discovery: <clusterName>}`."
     )
 
 
 class Cluster(Model):
-    name: Name | None = None
-    kubernetes_version: str = Field(pattern=r"^1\.[0-9]{2}$")
-    gitops: GitOps
-    gpu_operator: GpuOperator = Field(default_factory=_gpu_operator)
-    aws: Aws | None = None
+    """The cluster the fleet runs in and how the generated tree reaches it."""
+
+    name: Name | None = Field(default=None, description="The cluster's name, for people; not written into objects.")
+    kubernetes_version: str = Field(
+        pattern=r"^1\.[0-9]{2}$", description='Kubernetes minor version, quoted: "1.33".', examples=["1.33"]
+    )
+    gitops: GitOps = Field(description="The GitOps engine and repository that deliver the generated tree.")
+    gpu_operator: GpuOperator = Field(default_factory=GpuOperator, description="NVIDIA GPU Operator settings.")
+    aws: Aws | None = Field(default=None, description="AWS settings; required when a pool uses `karpenter`.")
 
 
 # --- pools -------------------------------------------------------------------
 
 
 class Taint(Model):
-    key: LabelKey
-    value: LabelValue | None = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    """A node taint (Kubernetes core/v1 Taint)."""
+
+    key: LabelKey = Field(description="Taint key, a label key.", examples=["nvidia.com/gpu"])
+    value: LabelValue | None = Field(default=None, description="Taint value.", examples=["present"])
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
+        description="What the taint does to pods that do not tolerate it."
+    )
 
 
 class Topology(Model):
     """kubelet Topology Manager settings for the pool's nodes."""
 
-    policy: Literal["none", "best-effort", "restricted", "single-numa-node"] = "none"
-    scope: Literal["container", "pod"] = "container"
+    policy: Literal["none", "best-effort", "restricted", "single-numa-node"] = Field(
+        default="none", description="Topology Manager policy (kubelet `topologyManagerPolicy`)."
+    )
+    scope: Literal["container", "pod"] = Field(
+        default="container",
+        description="Align each container's resources, or the whole pod's (kubelet `topologyManagerScope`).",
+    )
     cpu_manager_policy: Literal["none", "static"] | None = Field(
         default=None, description="Default: static when a policy other than none is set."
     )
-    memory_manager_policy: Literal["None", "Static"] | None = None
-    reserved_system_cpus: str | None = Field(default=None, alias="reservedSystemCPUs")
-    prefer_closest_numa_nodes: bool = Field(default=False, alias="preferClosestNUMANodes")
+    memory_manager_policy: Literal["None", "Static"] | None = Field(
+        default=None, description="Memory Manager policy (kubelet `memoryManagerPolicy`); `Static` aligns memory too."
+    )
+    reserved_system_cpus: str | None = Field(
+        default=None, alias="reservedSystemCPUs", examples=["0,1", "0-3"],
+        description="CPUs kept for system daemons, a cpuset (kubelet `reservedSystemCPUs`).",
+    )
+    prefer_closest_numa_nodes: bool = Field(
+        default=False, alias="preferClosestNUMANodes",
+        description="Topology Manager policy option `prefer-closest-numa-nodes`.",
+    )
 
 
 class Karpenter(Model):
     """The pool's nodes are launched by Karpenter on AWS."""
 
-    instance_types: list[str] = Field(min_length=1)
-    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
-        default=["on-demand"], min_length=1
+    instance_types: list[str] = Field(
+        min_length=1, json_schema_extra=examples.instance_types,
+        description="EC2 instance types the NodePool may launch; each decides the GPU model and count.",
     )
-    max_gpus: Count = Field(alias="maxGPUs")
-    ami_family: Literal["AL2023", "Bottlerocket"] = "AL2023"
+    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
+        default=["on-demand"], min_length=1, description="Purchase options (`karpenter.sh/capacity-type`)."
+    )
+    max_gpus: Count = Field(
+        alias="maxGPUs",
+        description="Most physical GPUs the pool may have at once, in whole nodes "
+        "(the NodePool's `nvidia.com/gpu` limit).",
+    )
+    ami_family: Literal["AL2023", "Bottlerocket"] = Field(
+        default="AL2023", description="Node image family of the EC2NodeClass (`amiSelectorTerms` alias)."
+    )
     ami_version: str = Field(default="latest", description="Pinned version, e.g. v20260801.")
-    zones: list[str] | None = None
-    expire_after: Duration = "720h"
-    consolidate_after: Duration | None = None
-    weight: Annotated[int, Field(ge=1, le=100)] | None = None
+    zones: list[str] | None = Field(
+        default=None, description="Availability zones the pool may use; default: any.", examples=[["us-east-1a"]]
+    )
+    expire_after: Duration = Field(
+        default="720h",
+        description="Karpenter replaces nodes older than this, running pods or not (expiry is forceful); "
+        "`Never` keeps them.",
+    )
+    consolidate_after: Duration | None = Field(
+        default=None, description="How long Karpenter waits before consolidating an empty (inference pools: or "
+        "underused) node; default from the tiers' workloads, 10m, or 5m for inference.",
+    )
+    weight: Annotated[int, Field(ge=1, le=100)] | None = Field(
+        default=None, description="NodePool weight: Karpenter tries pools of higher weight first."
+    )
     node_overlay: bool = Field(
         default=False,
         description="Emit a NodeOverlay so Karpenter sees shared/MIG capacity (alpha feature gate).",
@@ -237,23 +301,35 @@ class Karpenter(Model):
 
 
 class Exclusive(Model):
-    mode: Literal["exclusive"]
+    """Whole GPUs, advertised as nvidia.com/gpu."""
+
+    mode: Literal["exclusive"] = Field(description="One pod per GPU.")
 
 
 class MigDevices(Model):
     """A layout for some GPUs of each node, by index (mig-parted `devices`)."""
 
-    devices: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    devices: list[Annotated[int, Field(ge=0)]] = Field(
+        min_length=1, description="GPU indexes, as nvidia-smi numbers them."
+    )
     layout: dict[ProfileName, Count] | None = Field(
-        default=None, description="Omit to leave these GPUs with MIG disabled (whole GPUs)."
+        default=None, json_schema_extra=examples.mig_layout,
+        description="MIG profile -> instances per GPU; omit to leave these GPUs with MIG disabled (whole GPUs).",
     )
 
 
 class Mig(Model):
-    mode: Literal["mig"]
-    strategy: Literal["mixed", "single"] = "mixed"
+    """Multi-Instance GPU: mig-manager splits each GPU into GPU instances."""
+
+    mode: Literal["mig"] = Field(description="Split GPUs into MIG instances.")
+    strategy: Literal["mixed", "single"] = Field(
+        default="mixed",
+        description="Device-plugin MIG strategy: `mixed` advertises `nvidia.com/mig-<profile>`; `single` "
+        "advertises nvidia.com/gpu and needs one identical profile on every GPU of a node.",
+    )
     layout: dict[ProfileName, Count] | None = Field(
-        default=None, description="One layout for every GPU of every node."
+        default=None, json_schema_extra=examples.mig_layout,
+        description="MIG profile -> instances per GPU, one layout for every GPU of every node.",
     )
     devices: list[MigDevices] | None = Field(
         default=None, description="Per-GPU layouts; every GPU index appears once."
@@ -270,39 +346,59 @@ class Mig(Model):
 
 
 class _Shared(Model):
-    replicas: int
+    replicas: int = Field(description="Pods that share each GPU: the device plugin advertises this many units per GPU.")
     rename_by_default: bool = Field(
-        default=True, description="Advertise <resource>.shared instead of nvidia.com/gpu."
+        default=True, description="Advertise `<resource>.shared` instead of `nvidia.com/gpu`."
     )
-    fail_requests_greater_than_one: bool = True
+    fail_requests_greater_than_one: bool = Field(
+        default=True, description="Reject a container that requests more than one unit (it would get no more GPU)."
+    )
 
 
 class TimeSlicing(_Shared):
-    mode: Literal["time-slicing"]
+    """GPUs time-sliced between pods (no memory or fault isolation)."""
+
+    mode: Literal["time-slicing"] = Field(description="Time-slice each GPU between `replicas` pods.")
 
 
 class Mps(_Shared):
-    mode: Literal["mps"]
+    """GPUs shared through CUDA MPS (not with MIG)."""
+
+    mode: Literal["mps"] = Field(description="Share each GPU through CUDA MPS between `replicas` pods.")
 
 
 Sharing = Annotated[Union[Exclusive, Mig, TimeSlicing, Mps], Field(discriminator="mode")]
 
 
 class Pool(Model):
-    name: Name
-    gpu: str = Field(min_length=1, description="GPU model: GFD name, nvidia-smi name or alias.")
+    """Nodes with one GPU model and the same sharing and topology settings."""
+
+    name: Name = Field(description="Pool name; used in node labels, file paths and object names.")
+    gpu: str = Field(
+        min_length=1, json_schema_extra=examples.gpu_models,
+        description="GPU model: GFD name, nvidia-smi name or alias.",
+    )
     gpus_per_node: Count | None = Field(
         default=None, description="Required for static pools; Karpenter pools take it from the instance type."
     )
     nodes: list[NodeName] | None = Field(default=None, description="Static nodes, by Kubernetes node name.")
-    karpenter: Karpenter | None = None
-    sharing: Sharing = Field(default_factory=_exclusive)
-    topology: Topology = Field(default_factory=_topology)
+    karpenter: Karpenter | None = Field(
+        default=None, description="Karpenter launches the pool's nodes on AWS (instead of `nodes`)."
+    )
+    sharing: Sharing = Field(
+        default_factory=lambda: Exclusive(mode="exclusive"),
+        description="How GPUs are shared: `exclusive` (default), `mig`, `time-slicing` or `mps`.",
+    )
+    topology: Topology = Field(default_factory=Topology, description="kubelet Topology Manager settings.")
     taints: list[Taint] | None = Field(
         default=None, description="Default for Karpenter pools: nvidia.com/gpu=present:NoSchedule."
     )
-    labels: dict[LabelKey, LabelValue] = {}
-    price_per_gpu_hour: Annotated[float, Field(ge=0)] | None = Field(default=None, alias="pricePerGPUHour")
+    labels: dict[LabelKey, LabelValue] = Field(
+        default={}, description="Labels for the pool's nodes (static nodes and NodePool template alike)."
+    )
+    price_per_gpu_hour: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, alias="pricePerGPUHour", description="Price of one GPU-hour, for cost reports."
+    )
     interconnect: Literal["nvlink", "pcie"] | None = Field(
         default=None, description="GPU-to-GPU paths when no inventory says; default from the GPU model."
     )
@@ -329,58 +425,139 @@ class Pool(Model):
 
 
 class Tier(Model):
-    name: Name
-    pool: Name
-    profile: ProfileName | None = Field(default=None, description="MIG profile, for tiers on MIG pools.")
-    workload: Literal["training", "inference", "interactive", "batch"] | None = None
-    priority: Annotated[int, Field(ge=-2147483648, le=1_000_000_000)] = 0
-    preemption: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
-    max_gpus_per_pod: Count | None = Field(default=None, alias="maxGPUsPerPod")
-    requires_nvlink: bool = Field(default=False, alias="requiresNVLink")
+    """A service class users consume: one pool's resource, with a priority."""
+
+    name: Name = Field(description="Tier name; its PriorityClass is `gpuplan-<name>`.")
+    pool: Name = Field(description="The pool whose GPUs the tier hands out.")
+    profile: ProfileName | None = Field(
+        default=None, json_schema_extra=examples.mig_profile, description="MIG profile, for tiers on MIG pools."
+    )
+    workload: Literal["training", "inference", "interactive", "batch"] | None = Field(
+        default=None, description="What runs in the tier; sets Karpenter disruption defaults and some checks."
+    )
+    priority: Annotated[int, Field(ge=-2147483648, le=1_000_000_000)] = Field(
+        default=0, description="PriorityClass value; immutable: a change replaces the PriorityClass."
+    )
+    preemption: Literal["PreemptLowerPriority", "Never"] = Field(
+        default="PreemptLowerPriority", description="PriorityClass preemptionPolicy; immutable like the value."
+    )
+    max_gpus_per_pod: Count | None = Field(
+        default=None, alias="maxGPUsPerPod", description="Most units one pod may request; checked against one node."
+    )
+    requires_nvlink: bool = Field(
+        default=False, alias="requiresNVLink", description="Pods need their GPUs connected by NVLink."
+    )
     max_oversubscription: Annotated[float, Field(gt=0)] | None = Field(
         default=None, description="Quota / capacity ratio allowed (default 1.0)."
     )
     enforce_priority: bool = Field(
         default=False, description="Scope this tier's quota to its PriorityClass."
     )
-    description: str | None = None
+    description: str | None = Field(
+        default=None, description="Description of the tier's PriorityClass; default names its resource and pool."
+    )
 
 
 class Tenant(Model):
-    name: Name
-    namespaces: list[Name] = Field(min_length=1)
+    """A team: its namespaces and their quotas per tier."""
+
+    name: Name = Field(description="Tenant name.")
+    namespaces: list[Name] = Field(min_length=1, description="Namespaces gpuplan creates for the tenant.")
     quotas: dict[Name, dict[Name, Annotated[int, Field(ge=0)]]] = Field(
-        default={}, description="namespace -> tier -> units of the tier's resource"
+        default={}, description="namespace -> tier -> units of the tier's resource (one ResourceQuota per namespace)."
     )
-    labels: dict[LabelKey, LabelValue] = {}
+    labels: dict[LabelKey, LabelValue] = Field(default={}, description="Labels for the tenant's namespaces.")
 
 
 class DisabledRule(Model):
-    code: str = Field(pattern=r"^GP[0-9]{3}$")
-    reason: str = Field(min_length=1)
+    code: str = Field(
+        pattern=r"^GP[0-9]{3}$", json_schema_extra=examples.disableable_codes,
+        description="Diagnostic code of the rule (`gpuplan explain CODE`).",
+    )
+    reason: str = Field(min_length=1, description="Why, for reviewers.")
 
 
 class Rules(Model):
-    disable: list[DisabledRule] = []
+    disable: list[DisabledRule] = Field(default=[], description="Rules turned off for this fleet, each with a reason.")
+
+
+# --- monitoring --------------------------------------------------------------
+
+
+# a Prometheus duration (rule `for:`), without "Never"
+PromDuration = Annotated[str, Field(pattern=r"^([0-9]+[smhd])+$")]
+
+
+class MonitoringThresholds(Model):
+    """When an alert fires: a level and how long it must hold (Prometheus durations)."""
+
+    underused_percent: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=10, description="A tier's GPUs, allocated to a namespace, under this average use are wasted."
+    )
+    underused_for: PromDuration = Field(default="2h", description="How long a tier stays under-used before the alert fires.")
+    memory_percent: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=95, description="Framebuffer memory used, in % of the GPU (or MIG instance)."
+    )
+    memory_for: PromDuration = Field(default="15m", description="How long GPU memory stays near full before the alert fires.")
+    quota_percent: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=90, description="A namespace's use of a tier's quota."
+    )
+    quota_for: PromDuration = Field(default="30m", description="How long a namespace stays near its quota before the alert fires.")
+    not_ready_for: PromDuration = Field(
+        default="15m", description="Device plugin / DCGM exporter missing on a node, or capacity off plan."
+    )
+    mig_failed_for: PromDuration = Field(
+        default="5m", description="How long a node's nvidia.com/mig.config.state stays failed before the alert fires."
+    )
+
+
+class Monitoring(Model):
+    """Scraping, alert rules and a dashboard for a kube-prometheus-stack install."""
+
+    release: LabelValue = Field(
+        default="kube-prometheus-stack",
+        description="Helm release of kube-prometheus-stack: its Prometheus selects ServiceMonitors and "
+        "PrometheusRules labelled release=<this>.",
+    )
+    namespace: Name | None = Field(
+        default=None, description="Namespace of the PrometheusRules and dashboard; default: the GPU Operator's."
+    )
+    dashboard_label: LabelKey = Field(
+        default="grafana_dashboard", description="Label the Grafana dashboard sidecar watches (value \"1\")."
+    )
+    scrape_interval: PromDuration = Field(default="15s", description="DCGM exporter scrape interval.")
+    thresholds: MonitoringThresholds = Field(
+        default_factory=MonitoringThresholds, description="Alert levels and durations."
+    )
 
 
 class FleetSpec(Model):
-    cluster: Cluster
+    cluster: Cluster = Field(description="The cluster the fleet runs in.")
     inventory: list[str] = Field(default=[], description="Globs of node-probe inventory files, relative to this file.")
-    pools: list[Pool] = Field(min_length=1)
-    tiers: list[Tier] = []
-    tenants: list[Tenant] = []
-    rules: Rules = Field(default_factory=_rules)
+    pools: list[Pool] = Field(min_length=1, description="GPU node pools.")
+    tiers: list[Tier] = Field(default=[], description="Service classes users consume.")
+    tenants: list[Tenant] = Field(default=[], description="Teams, their namespaces and quotas.")
+    rules: Rules = Field(default_factory=Rules, description="Rule settings.")
+    monitoring: Monitoring | None = Field(
+        default=None, description="Alert rules, a dashboard and DCGM scraping for kube-prometheus-stack."
+    )
 
 
 class Metadata(Model):
-    name: Name
-    labels: dict[LabelKey, LabelValue] = {}
-    annotations: dict[str, str] = {}
+    name: Name = Field(
+        description="Fleet name; names the delivery objects (`gpuplan-<name>`) and labels every generated object "
+        "(`app.kubernetes.io/part-of`)."
+    )
+    labels: dict[LabelKey, LabelValue] = Field(
+        default={}, description="Labels of this document (not copied to objects)."
+    )
+    annotations: dict[str, str] = Field(default={}, description="Annotations of this document (not copied to objects).")
 
 
 class Fleet(Model):
-    api_version: Literal["gpuplan.dev/v1alpha1"] = Field(alias="apiVersion")
-    kind: Literal["Fleet"]
-    metadata: Metadata
-    spec: FleetSpec
+    """A GPU fleet: its cluster, node pools, tiers and tenants."""
+
+    api_version: Literal["gpuplan.dev/v1alpha1"] = Field(alias="apiVersion", description="Spec version.")
+    kind: Literal["Fleet"] = Field(description="Always `Fleet`.")
+    metadata: Metadata = Field(description="The fleet's name.")
+    spec: FleetSpec = Field(description="The fleet.")

@@ -20,7 +20,6 @@ from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.spec.loader import Document
 from gpuplan.spec.models import API_VERSION, Fleet
-from gpuplan.spec.validator_cache import validator
 
 E_UNKNOWN_KEY = Code(
     "GP101", "unknown key", Severity.ERROR,
@@ -309,7 +308,7 @@ def parse_fleet(doc: Document) -> tuple[Fleet | None, list[Diagnostic]]:
             f"the document is {describe(doc.data)}, not a mapping", file=doc.file, line=1, col=1,
             hint="a fleet spec starts with apiVersion, kind, metadata and spec")]
     try:
-        fleet = validator(Fleet).validate_python(doc.data)
+        fleet = Fleet.model_validate(doc.data)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         return None, [_diag_for(doc, e) for e in _drop_misspelt_missing(errors)]

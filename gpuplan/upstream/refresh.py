@@ -19,6 +19,11 @@ and writes, for the kinds in ``TARGETS`` only (what gpuplan emits or reads):
     gpuplan/cloud/data/aws-gpu-instance-types.json        copied as it is
     gpuplan/catalog/gpus.json                             rebuilt by gpuplan.catalog.build_catalog
 
+The Prometheus Operator schemas (``crds/monitoring.coreos.com``) come from a
+prometheus-operator checkout through ``python -m gpuplan.upstream.refresh_monitoring``;
+this script leaves them as they are and lists them, with their CEL rules and
+the sources in ``SOURCES-monitoring.md``, in ``sources.json`` and ``SOURCES.md``.
+
 ``--check`` writes nothing and exits 1 when any shipped file differs from what
 the reference would produce. Only this script (never the program or its tests)
 opens the reference directory.
@@ -48,6 +53,7 @@ TARGETS: tuple[tuple[str, str, str], ...] = (
     ("nvidia.com", "ClusterPolicy", "v1"),
     ("nfd.k8s-sigs.io", "NodeFeatureRule", "v1alpha1"),
     ("argoproj.io", "Application", "v1alpha1"),
+    ("argoproj.io", "AppProject", "v1alpha1"),
     ("kustomize.toolkit.fluxcd.io", "Kustomization", "v1"),
     ("helm.toolkit.fluxcd.io", "HelmRelease", "v2"),
     ("source.toolkit.fluxcd.io", "HelmRepository", "v1"),
@@ -146,6 +152,7 @@ def plan(reference: Path) -> dict[Path, str]:
             "transform": "spec.versions[].schema.openAPIV3Schema of the CRD; additionalProperties: false on every "
                          "object with properties outside x-kubernetes-preserve-unknown-fields; descriptions removed",
         })
+    entries += monitoring_entries(files)
     hardware = []
     for shipped, ref in HARDWARE.items():
         raw = (reference / ref).read_text(encoding="utf-8")
@@ -164,6 +171,46 @@ def plan(reference: Path) -> dict[Path, str]:
     files[HERE / "sources.json"] = dump({"crds": entries, "hardware": hardware})
     files[HERE / "SOURCES.md"] = render_markdown(entries, hardware)
     return files
+
+
+_MON_ROW = re.compile(r"^\| (?P<file>crds/[^|]+?) \| (?P<api>[^ |]+) (?P<kind>[^|]+?) \| (?P<repo>[^|]+?) \| "
+                      r"(?P<tag>[^|]+?) \| (?P<commit>[^|]+?) \| (?P<path>[^|]+?) \|$")
+
+
+def monitoring_entries(files: dict[Path, str]) -> list[dict]:
+    """Entries for the schemas ``refresh_monitoring`` pins (its SOURCES-monitoring.md),
+    with a ``cel/`` list of their rules read from the schema itself."""
+    src = HERE / "SOURCES-monitoring.md"
+    if not src.is_file():
+        return []
+    out = []
+    for line in src.read_text(encoding="utf-8").splitlines():
+        m = _MON_ROW.match(line.strip())
+        if not m:
+            continue
+        schema = json.loads((HERE / m["file"]).read_text(encoding="utf-8"))
+        group, _, version = m["api"].rpartition("/")
+        cel = f"cel/{m['kind'].lower()}-{group.split('.')[0]}-{version}.cel.json"
+        rules = inline_rules(schema)
+        files[HERE / cel] = dump(rules)
+        out.append({
+            "apiVersion": m["api"], "kind": m["kind"], "schema": m["file"], "cel": cel, "celRules": len(rules),
+            "repository": m["repo"], "tag": m["tag"], "commit": m["commit"], "date": "", "path": m["path"],
+            "transform": "refreshed by python -m gpuplan.upstream.refresh_monitoring (SOURCES-monitoring.md)",
+        })
+    return out
+
+
+def inline_rules(schema: dict, path: str = "$") -> list[dict]:
+    """The ``x-kubernetes-validations`` of a schema, as ``cel/*.cel.json`` lists them."""
+    out = [{"message": r.get("message", ""), "path": path, "rule": r["rule"]}
+           for r in schema.get("x-kubernetes-validations", [])]
+    for k, v in schema.get("properties", {}).items():
+        out += inline_rules(v, f"{path}.{k}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            out += inline_rules(schema[key], f"{path}[*]")
+    return out
 
 
 def render_markdown(entries: list[dict], hardware: list[dict]) -> str:
@@ -185,8 +232,9 @@ def render_markdown(entries: list[dict], hardware: list[dict]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for e in entries:
+        date = f" ({e['date']})" if e["date"] else ""
         lines.append(f"| `{e['schema']}` | {e['apiVersion']} {e['kind']} | {e['celRules']} | {e['repository']} | "
-                     f"{e['tag']} | {e['commit']} ({e['date']}) | `{e['path']}` |")
+                     f"{e['tag']} | {e['commit']}{date} | `{e['path']}` |")
     lines += ["", "## Hardware and cloud facts", "", "| file | source |", "|---|---|"]
     for h in hardware:
         if "repository" in h:
@@ -209,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     files = plan(args.reference)
     stale = [p for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     managed = {p for p in files if p.is_relative_to(HERE)}
-    extra = [p for d in ("crds", "cel") for p in (HERE / d).rglob("*.json") if p not in managed]
+    groups = {g for g, _, _ in TARGETS}
+    extra = [p for p in (HERE / "cel").glob("*.json") if p not in managed]
+    extra += [p for g in groups for p in (HERE / "crds" / g).glob("*.json") if p not in managed]
     if args.check:
         for p in stale + extra:
             print(f"stale: {p.relative_to(REPO)}")

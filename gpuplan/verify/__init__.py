@@ -32,7 +32,7 @@ E_BUILD_REJECTED = Code(
     "GP850", "build refused: the API server would reject the tree", Severity.ERROR,
     "`gpuplan build` verifies what it is about to write (as `gpuplan verify` does) and writes "
     "nothing when an object would be rejected by the API server: the spec passed gpuplan's own "
-    "checks but produced a value an upstream schema or CEL rule refuses. Exit code 6.",
+    "checks but produced a value an upstream schema or CEL rule refuses. Exit code 7.",
     bad="pools:\n  - name: p\n    labels: {karpenter.sh/team: ml}   # into a NodePool template: restricted domain",
     good="pools:\n  - name: p\n    labels: {example.com/team: ml}",
 )
@@ -70,6 +70,7 @@ class Stats:
     core_objects: int = 0
     not_verified: int = 0
     build_files: int = 0  # kustomization.yaml and the like
+    plain: int = 0  # documents without apiVersion and kind (Helm values)
     shapes: int = 0
     cel_evaluations: int = 0
     not_evaluated: dict[str, int] = field(default_factory=dict)  # rule label -> objects
@@ -323,6 +324,10 @@ def verify_paths(paths: list[str], options: Options = Options(), *, base: list[s
         ident = identify(m)
         if isinstance(ident, Diagnostic):
             v.diagnostics.append(ident)
+            if ident.is_error:
+                v.stats.not_verified += 1
+            else:
+                v.stats.plain += 1
             continue
         key = identity(m.data)
         v.add(m.data, m.file, lambda p, k, m=m: m.locate(p, key=k), old.get(key) if key else None)

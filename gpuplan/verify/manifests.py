@@ -38,7 +38,15 @@ E_NOT_OBJECT = Code(
     bad="- apiVersion: v1\n  kind: Namespace", good="apiVersion: v1\nkind: Namespace\nmetadata: {name: a}",
 )
 
-CODES = (E_READ, E_DUPLICATE, E_NOT_OBJECT)
+I_PLAIN = Code(
+    "GP838", "plain data, not a Kubernetes object", Severity.INFO,
+    "A YAML document with neither `apiVersion` nor `kind` (Helm values, a tool's configuration) is not "
+    "an object the API server would see: it is listed, not verified.",
+    bad="# generated/gpu-operator/values.yaml\ndriver: {enabled: false}",
+    good="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}",
+)
+
+CODES = (E_READ, E_DUPLICATE, E_NOT_OBJECT, I_PLAIN)
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_DEPTH = 100  # a Kubernetes object nests ~20 levels; Helm values inline a few more
@@ -261,7 +269,7 @@ def read_file(path: Path, display: str) -> tuple[list[Manifest], list[Diagnostic
 
 def discover(paths: list[str]) -> tuple[list[tuple[Path, str]], list[Diagnostic]]:
     """The manifest files under ``paths``: files as given, directories walked
-    (sorted, hidden entries and ``values.yaml`` Helm values skipped)."""
+    (sorted, hidden entries skipped)."""
     files: list[tuple[Path, str]] = []
     diags: list[Diagnostic] = []
     for arg in paths:
@@ -270,7 +278,7 @@ def discover(paths: list[str]) -> tuple[list[tuple[Path, str]], list[Diagnostic]
             for root, dirs, names in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for n in sorted(names):
-                    if n.endswith(YAML_SUFFIXES) and not n.startswith(".") and n != "values.yaml":
+                    if n.endswith(YAML_SUFFIXES) and not n.startswith("."):
                         full = Path(root) / n
                         files.append((full, full.as_posix()))
         elif p.is_file():
@@ -288,6 +296,10 @@ def identify(m: Manifest) -> tuple[str, str] | Diagnostic:
         return E_NOT_OBJECT.diag(f"document {m.index + 1} is a {type(d).__name__}, not a mapping", file=m.file,
                                  line=line, col=col)
     api, kind = d.get("apiVersion"), d.get("kind")
+    if api is None and kind is None:
+        line, col = m.locate(())
+        return I_PLAIN.diag(f"document {m.index + 1} has no apiVersion and no kind: plain data, not verified",
+                            file=m.file, line=line, col=col)
     if not isinstance(api, str) or not isinstance(kind, str) or not api or not kind:
         line, col = m.locate(())
         return E_NOT_OBJECT.diag(f"document {m.index + 1} has no string apiVersion and kind", file=m.file,

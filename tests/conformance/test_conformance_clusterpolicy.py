@@ -43,7 +43,7 @@ def cluster_policy(values: dict) -> dict:
     if "config" in mm:
         spec["migManager"]["config"] = {"name": mm["config"]["name"], "default": mm["config"]["default"]}
     de = values["dcgmExporter"]
-    spec["dcgmExporter"] = {"enabled": de["enabled"], "serviceMonitor": {"enabled": de["serviceMonitor"]["enabled"]}}
+    spec["dcgmExporter"] = {"enabled": de["enabled"], "serviceMonitor": dict(de["serviceMonitor"])}
     return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"}, "spec": spec}
 
 

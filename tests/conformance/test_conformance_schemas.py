@@ -30,7 +30,7 @@ def test_every_object_validates(examples, example):
             pytest.fail(f"{path}: {obj['kind']} {obj['metadata'].get('name')}: {exc}")
         kinds.add(obj["kind"])
     must = {"Namespace", "PriorityClass", "ResourceQuota", "ConfigMap", "NodeFeatureRule"}
-    must |= {"Application"} if example == "argocd" else {"Kustomization", "HelmRepository", "HelmRelease"}
+    must |= {"Application", "PrometheusRule"} if example == "argocd" else {"Kustomization", "HelmRepository", "HelmRelease"}
     assert must <= kinds, must - kinds
 
 

@@ -1,8 +1,8 @@
-"""Karpenter output: NodePool, EC2NodeClass, NodeOverlay and the MIG startup-taint
-remover, validated against the strict upstream schemas pinned in
-gpuplan/upstream (Karpenter v1.14.1) and every CEL rule those schemas carry,
-evaluated by gpuplan.verify with a real CEL engine; userData parsed as the
-node would parse it."""
+"""Karpenter output: NodePool, EC2NodeClass, NodeOverlay and the MIG gate,
+validated against the strict upstream schemas pinned in gpuplan/upstream
+(Karpenter v1.14.1) and every CEL rule those schemas carry, evaluated by
+gpuplan.verify with a real CEL engine; userData parsed as the node would
+parse it."""
 
 from __future__ import annotations
 
@@ -144,13 +144,13 @@ def test_nodepool_shape_for_a_training_pool() -> None:
     assert t["expireAfter"] == "336h"
     assert "expireAfter" not in spec["disruption"]
     assert "startupTaints" not in t
-    assert spec["limits"] == {"nvidia.com/gpu": "64"}
+    assert spec["limits"] == {"nodes": "8"}
     # a training pool is never consolidated under running jobs, and never drifted
     assert spec["disruption"]["consolidationPolicy"] == "WhenEmpty"
     assert {"nodes": "0", "reasons": ["Drifted"]} in spec["disruption"]["budgets"]
     labels = spec["template"]["metadata"]["labels"]
     assert labels["gpuplan.dev/pool"] == "train-h100"
-    assert labels["nvidia.com/device-plugin.config"] == "train-h100"
+    assert labels["nvidia.com/device-plugin.config"].startswith("train-h100-")
     # aws-burst: driver and toolkit preinstalled cluster-wide -> no per-node operand switches
     assert "nvidia.com/gpu.deploy.driver" not in labels
 
@@ -164,9 +164,10 @@ def test_node_labels_come_from_node_labels_module() -> None:
     labels = yaml.safe_load(r.files["pools/burst-h100/nodepool.yaml"])["spec"]["template"]["metadata"]["labels"]
     for k, v in pool_node_labels(rf, pv).items():
         assert labels[k] == v
-    # fleet.yaml: the operator manages driver and toolkit, the EKS AMI ships both
+    # fleet.yaml: the operator manages the driver (the EKS AMI ships its own); the
+    # toolkit is one fleet-wide choice, never switched off per node
     assert labels["nvidia.com/gpu.deploy.driver"] == "false"
-    assert labels["nvidia.com/gpu.deploy.container-toolkit"] == "false"
+    assert "nvidia.com/gpu.deploy.container-toolkit" not in labels
 
 
 def test_inference_pool_disruption_and_zones() -> None:
@@ -188,7 +189,7 @@ def test_limit_is_whole_nodes_and_custom_taints(tmp_path: Path) -> None:
     r = compile_fleet(p)
     assert any(d.code == "GP617" for d in r.diagnostics)
     np_ = yaml.safe_load(r.files["pools/train/nodepool.yaml"])
-    assert np_["spec"]["limits"] == {"nvidia.com/gpu": "16"}
+    assert np_["spec"]["limits"] == {"nodes": "2"}
     assert np_["spec"]["weight"] == 50
     assert np_["spec"]["template"]["spec"]["taints"] == [{"key": "example.com/team", "value": "ml",
                                                           "effect": "NoSchedule"}]
@@ -257,7 +258,62 @@ def test_bottlerocket_userdata_is_toml() -> None:
     assert k["topology-manager-policy"] == "single-numa-node"
     assert k["topology-manager-scope"] == "pod"
     assert k["cpu-manager-policy"] == "static"
-    assert settings["kubelet-device-plugins"]["nvidia"]["enabled"] is False
+    # Bottlerocket's own device plugin serves the pool: never `enabled = false`
+    # (that key exists only from Bottlerocket 1.63; this pool pins v1.40.0), and an
+    # exclusive pool needs none of its settings
+    assert "kubelet-device-plugins" not in settings
+    labels = pool_objects(EXAMPLES[1], "infer-l40s")["nodepool"]["spec"]["template"]["metadata"]["labels"]
+    assert labels["nvidia.com/gpu.deploy.operands"] == "false"  # no GPU Operator operand on Bottlerocket
+
+
+# Settings keys of Bottlerocket's NVIDIA device plugin, with the release that added them
+# (bottlerocket-os/bottlerocket CHANGELOG.md v1.23.0 #4182, v1.25.0 #4230,
+# sources/settings-migrations/v1.25.0/kubelet-device-plugins-time-slicing-settings;
+# `enabled`: AWS EKS user guide, device-management-nvidia-time-slicing, Bottlerocket 1.63.0).
+BOTTLEROCKET_KEYS = {
+    "pass-device-specs": (1, 23, 0), "device-id-strategy": (1, 23, 0), "device-list-strategy": (1, 23, 0),
+    "device-sharing-strategy": (1, 25, 0), "time-slicing": (1, 25, 0), "enabled": (1, 63, 0),
+}
+
+
+def _bottlerocket_accepts(userdata: str, version: tuple[int, int, int]) -> bool:
+    """Bottlerocket's settings API rejects keys its release does not know."""
+    plugin = tomllib.loads(userdata).get("settings", {}).get("kubelet-device-plugins", {}).get("nvidia", {})
+    return all(version >= BOTTLEROCKET_KEYS.get(k, (999, 0, 0)) for k in plugin)
+
+
+def test_bottlerocket_time_slicing_through_its_own_plugin(tmp_path: Path) -> None:
+    def pool(ami: str) -> str:
+        return ("    - name: ts\n      gpu: L40S\n"
+                f"      karpenter: {{instanceTypes: [g6e.xlarge], maxGPUs: 4, amiFamily: Bottlerocket, amiVersion: {ami}}}\n"
+                "      sharing: {mode: time-slicing, replicas: 4}\n")
+
+    r = compile_fleet(spec_file(tmp_path, pool("v1.40.0")))
+    ud = yaml.safe_load(r.files["pools/ts/ec2nodeclass.yaml"])["spec"]["userData"]
+    nvidia = tomllib.loads(ud)["settings"]["kubelet-device-plugins"]["nvidia"]
+    assert nvidia["device-sharing-strategy"] == "time-slicing"
+    assert nvidia["time-slicing"] == {"replicas": 4, "rename-by-default": True, "fail-requests-greater-than-one": True}
+    assert _bottlerocket_accepts(ud, (1, 40, 0))
+    old = compile_fleet(spec_file(tmp_path, pool("v1.20.0")))
+    [d] = [d for d in old.diagnostics if d.is_error]
+    assert d.code == "GP644" and d.path == "spec.pools[0].karpenter.amiVersion" and not old.files
+
+
+def test_bottlerocket_userdata_runs_on_the_pinned_release() -> None:
+    """8bd6184 wrote `enabled = false`, which Bottlerocket v1.40.0 does not know."""
+    nc = pool_objects(EXAMPLES[1], "infer-l40s")["ec2nodeclass"]["spec"]
+    assert _bottlerocket_accepts(nc["userData"], (1, 40, 0))
+
+
+def test_bottlerocket_refuses_mig_and_mps(tmp_path: Path) -> None:
+    for sharing in ("{mode: mps, replicas: 4}", "{mode: mig, layout: {1g.10gb: 7}}"):
+        p = spec_file(tmp_path,
+                      "    - name: b\n      gpu: H100-SXM5-80GB\n"
+                      "      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 8, amiFamily: Bottlerocket, "
+                      "amiVersion: v1.40.0}\n"
+                      f"      sharing: {sharing}\n")
+        r = compile_fleet(p)
+        assert "GP643" in {d.code for d in r.diagnostics if d.is_error}
 
 
 def test_no_userdata_without_topology(tmp_path: Path) -> None:
@@ -281,47 +337,100 @@ def test_nodeoverlay_advertises_mig_capacity() -> None:
     assert reqs["karpenter.sh/nodepool"] == ["mig-a100"]
 
 
-def test_mig_startup_taint_has_a_remover() -> None:
-    files = build(EXAMPLES[1])
-    np_ = files["pools/mig-a100/nodepool.yaml"][0]
-    t = np_["spec"]["template"]
-    assert t["spec"]["startupTaints"] == [{"key": "gpuplan.dev/mig-pending", "value": "true",
-                                           "effect": "NoSchedule"}]
-    labels = t["metadata"]["labels"]
-    assert labels["nvidia.com/mig.config"] == "gpuplan-mig-a100"
-    docs = {d["kind"]: d for d in files["karpenter/mig-ready.yaml"]}
-    assert set(docs) == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet"}
-    pod = docs["DaemonSet"]["spec"]["template"]["spec"]
-    sel = pod["nodeSelector"]
-    assert sel["nvidia.com/mig.config.state"] == "success"
-    for k, v in sel.items():  # the remover runs only on the MIG nodes, after mig-manager succeeded
-        if k != "nvidia.com/mig.config.state":
-            assert labels[k] == v
-    assert {"operator": "Exists"} in pod["tolerations"]
-    script = pod["containers"][0]["command"][-1]
-    assert "gpuplan.dev/mig-pending" in script and 'kubectl taint node "$NODE_NAME" "$taint:NoSchedule-"' in script
-    assert docs["ClusterRole"]["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
-    # non-MIG pools get no startup taint
-    assert "startupTaints" not in files["pools/train-h100/nodepool.yaml"][0]["spec"]["template"]["spec"]
+def _karpenter_limit_allows(nodepool: dict, node_capacity: dict[str, int], launched: int) -> bool:
+    """Whether Karpenter launches one more node: it subtracts each initialized
+    node's advertised capacity plus `nodes: 1` from the NodePool limits
+    (kubernetes-sigs/karpenter@v1.14.1 pkg/controllers/state/statenode.go:359-375)
+    and refuses a launch once `nodes` is exhausted or an instance type would
+    exceed a limit (pkg/controllers/provisioning/scheduling/scheduler.go:709-717)."""
+    used = {k: v * launched for k, v in {**node_capacity, "nodes": 1}.items()}
+    for key, limit in nodepool["spec"].get("limits", {}).items():
+        if used.get(key, 0) + {**node_capacity, "nodes": 1}.get(key, 0) > int(limit):
+            return False
+    return True
 
 
-def test_mig_ready_objects_validate_as_core_kinds() -> None:
-    import kubernetes_validate as kv
-
-    docs = build(EXAMPLES[1])["karpenter/mig-ready.yaml"]
-    for d in docs:
-        kv.validate(d, "1.33.0", strict=True)
-
-
-def test_operator_tolerates_the_startup_taint() -> None:
+@pytest.mark.parametrize("pool", ["mig-a100", "train-h100", "infer-l40s"])
+def test_limit_caps_the_pool_at_its_nodes(pool: str) -> None:
+    """The pool never grows past the ceiling the README states (maxGPUs in whole
+    nodes), even when its nodes advertise no nvidia.com/gpu (MIG mixed: 8bd6184's
+    `limits: {nvidia.com/gpu: 16}` never filled and the MIG pool was unbounded)."""
     from gpuplan.compiler import check_fleet
-    from gpuplan.lower.karpenter import operator_tolerations
 
     rf = check_fleet(EXAMPLES[1]).resolved
-    assert operator_tolerations(rf) == [{"key": "gpuplan.dev/mig-pending", "operator": "Exists",
-                                         "effect": "NoSchedule"}]
-    rf0 = check_fleet(EXAMPLES[0]).resolved
-    assert operator_tolerations(rf0) == []
+    pv = rf.pool_by_name[pool]
+    np_ = pool_objects(EXAMPLES[1], pool)["nodepool"]
+    n = 0
+    while n < 1000 and _karpenter_limit_allows(np_, pv.node_resources(), n):
+        n += 1
+    assert n == pv.node_count
+    files = compile_fleet(EXAMPLES[1]).files
+    readme = files["README.md"].decode()
+    assert f"| {pool} |" in readme and f"Karpenter, ≤ {n} (limits.nodes)" in readme
+    assert f"{pool} ≤ {n} nodes = {n * pv.gpus_per_node} GPUs" in files["CAPACITY.md"].decode()
+
+
+def _schedulable(pod_tolerations: list[dict], pod_resources: dict[str, int], node_taints: list[dict],
+                 node_allocatable: dict[str, int]) -> bool:
+    """kube-scheduler: TaintToleration (NoSchedule) and NodeResourcesFit; the
+    pod's tolerations are after ExtendedResourceToleration, which adds
+    `{key: <resource>, operator: Exists}` for each extended resource requested."""
+    tols = list(pod_tolerations) + [{"key": r, "operator": "Exists"} for r in pod_resources if "/" in r]
+
+    def tolerated(t: dict) -> bool:
+        return any(x.get("key") in (None, t["key"]) and (x.get("operator") == "Exists" or x.get("value") == t.get("value"))
+                   and x.get("effect") in (None, t["effect"]) for x in tols)
+
+    return (all(tolerated(t) for t in node_taints if t["effect"] == "NoSchedule")
+            and all(node_allocatable.get(r, 0) >= n for r, n in pod_resources.items()))
+
+
+def test_mig_pool_takes_no_gpu_work_before_its_layout() -> None:
+    """A new MIG node first advertises whole GPUs. Before the layout is applied
+    no pod may take one (mig-manager could not repartition it); after, the
+    pool's tier pods run. No container, no RBAC: 8bd6184 relied on a DaemonSet
+    running /bin/bash in the distroless kubectl image, which cannot start."""
+    from gpuplan.compiler import check_fleet
+
+    files = build(EXAMPLES[1])
+    rf = check_fleet(EXAMPLES[1]).resolved
+    pv = rf.pool_by_name["mig-a100"]
+    t = files["pools/mig-a100/nodepool.yaml"][0]["spec"]["template"]
+    taints = t["spec"]["taints"]
+    before = {"nvidia.com/gpu": pv.gpus_per_node}  # MIG not applied yet
+    after = pv.node_resources()
+    # what a tier of the pool runs: its MIG resource, tolerating the pool's taints (README)
+    tier_tols = [{"key": x["key"], "operator": "Exists", "effect": x["effect"]} for x in taints]
+    tier_pod = {"nvidia.com/mig-1g.10gb": 1}
+    whole_gpu_pod = {"nvidia.com/gpu": 1}
+    gpu_taint_tol = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert not _schedulable(tier_tols, tier_pod, taints, before)
+    assert not _schedulable(gpu_taint_tol, whole_gpu_pod, taints, before)
+    assert not _schedulable([], whole_gpu_pod, taints, before)
+    assert _schedulable(tier_tols, tier_pod, taints, after)
+    assert not _schedulable([], whole_gpu_pod, taints, after)
+    # Karpenter initializes the node only once the requested MIG resource is
+    # registered (initialization.go:82-85): no startup taint to remove
+    assert "startupTaints" not in t["spec"]
+    # nothing gpuplan emits runs a container or grants node-wide RBAC
+    for path, docs in files.items():
+        for d in docs:
+            assert d.get("kind") not in {"DaemonSet", "Deployment", "ClusterRole", "ClusterRoleBinding"}, path
+    # the operator's operands and the NFD worker tolerate the gate, or mig-manager never runs there
+    values = files["gpu-operator/values.yaml"][0]
+    want = {"key": "gpuplan.dev/mig-pool", "operator": "Exists", "effect": "NoSchedule"}
+    assert want in values["daemonsets"]["tolerations"]
+    assert want in values["node-feature-discovery"]["worker"]["tolerations"]
+
+
+def test_mig_gate_only_on_karpenter_mig_pools() -> None:
+    files = build(EXAMPLES[1])
+    for pool in ("train-h100", "infer-l40s"):
+        keys = [x["key"] for x in files[f"pools/{pool}/nodepool.yaml"][0]["spec"]["template"]["spec"]["taints"]]
+        assert "gpuplan.dev/mig-pool" not in keys
+    readme = compile_fleet(EXAMPLES[1]).files["README.md"].decode()
+    row = next(line for line in readme.splitlines() if line.startswith("| mig-a100 |"))
+    assert "gpuplan.dev/mig-pool=mig-a100:NoSchedule" in row
 
 
 def test_output_is_deterministic() -> None:
@@ -330,10 +439,14 @@ def test_output_is_deterministic() -> None:
     assert a == b
 
 
-def test_operator_values_tolerate_the_startup_taint() -> None:
-    """Without this toleration mig-manager never runs on a new MIG node and the
-    startup taint is never removed."""
-    values = yaml.safe_load(compile_fleet(EXAMPLES[1]).files["gpu-operator/values.yaml"])
-    want = {"key": "gpuplan.dev/mig-pending", "operator": "Exists", "effect": "NoSchedule"}
-    assert want in values["daemonsets"]["tolerations"]
-    assert want in values["node-feature-discovery"]["worker"]["tolerations"]
+def test_bottlerocket_topology_settings_are_gated_too(tmp_path: Path) -> None:
+    def codes(ami: str) -> list[str]:
+        p = spec_file(tmp_path,
+                      "    - name: b\n      gpu: L40S\n"
+                      f"      karpenter: {{instanceTypes: [g6e.xlarge], maxGPUs: 4, amiFamily: Bottlerocket, "
+                      f"amiVersion: {ami}}}\n"
+                      "      topology: {policy: single-numa-node, scope: pod}\n")
+        return [d.code for d in compile_fleet(p).diagnostics if d.is_error]
+
+    assert codes("v1.1.0") == ["GP644"]  # topology-manager-* from v1.2.0
+    assert codes("v1.2.0") == []

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from tests.outputkit import fleet, one
 
-from gpuplan.lower.device_plugin import CONFIGMAP_NAME, DEFAULT_CONFIG, cluster_mig_strategy
+from gpuplan.lower.device_plugin import CONFIGMAP_NAME, DEFAULT_CONFIG, cluster_mig_strategy, config_key
 
 PATH = "gpu-operator/device-plugin-config.yaml"
 ALLOWED_TOP = {"version", "flags", "sharing"}
@@ -29,7 +29,7 @@ def test_one_config_per_pool_plus_default(examples, example):
     cm = one(c, PATH)
     assert cm["kind"] == "ConfigMap" and cm["metadata"]["name"] == CONFIGMAP_NAME
     assert cm["metadata"]["namespace"] == c.resolved.fleet.spec.cluster.gpu_operator.namespace
-    expected = {DEFAULT_CONFIG} | {pv.device_plugin_config_name for pv in c.resolved.pools}
+    expected = {DEFAULT_CONFIG} | {config_key(c.resolved, pv) for pv in c.resolved.pools}
     assert set(cm["data"]) == expected
 
 
@@ -37,7 +37,7 @@ def test_one_config_per_pool_plus_default(examples, example):
 def test_payloads_follow_the_facts(examples, example):
     c = examples[example]
     data = one(c, PATH)["data"]
-    by_key = {pv.device_plugin_config_name: pv for pv in c.resolved.pools}
+    by_key = {config_key(c.resolved, pv): pv for pv in c.resolved.pools}
     for key, text in data.items():
         assert isinstance(text, str) and text.endswith("\n")
         cfg = yaml.safe_load(text)
@@ -66,10 +66,14 @@ def test_payloads_follow_the_facts(examples, example):
             assert cfg["flags"]["migStrategy"] != "mixed"
 
 
+def _data(c, pool: str) -> str:
+    return one(c, PATH)["data"][config_key(c.resolved, c.resolved.pool_by_name[pool])]
+
+
 def test_example_time_slicing_and_mps(examples):
-    ts = yaml.safe_load(one(examples["argocd"], PATH)["data"]["dev-a100"])
+    ts = yaml.safe_load(_data(examples["argocd"], "dev-a100"))
     assert ts["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
-    mps = yaml.safe_load(one(examples["flux"], PATH)["data"]["interactive-l40s"])
+    mps = yaml.safe_load(_data(examples["flux"], "interactive-l40s"))
     assert mps["sharing"]["mps"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 8}]
     assert mps["flags"]["migStrategy"] == "none"
 
@@ -108,11 +112,19 @@ def test_cluster_strategy(build, pools, expected):
     assert cluster_mig_strategy(c.resolved) == expected
     values = one(c, "gpu-operator/values.yaml")
     assert values["mig"]["strategy"] == expected
-    data = one(c, PATH)["data"]
     for name, _, sharing in pools:
-        got = yaml.safe_load(data[name])["flags"]["migStrategy"]
+        got = yaml.safe_load(_data(c, name))["flags"]["migStrategy"]
         if expected:
             assert got == expected  # the file says what the MIG_STRATEGY env makes the node run
         else:
             own = "single" if "single" in sharing else "mixed" if "mig" in sharing else "none"
             assert got == own
+
+
+def test_config_names_stay_label_values():
+    from gpuplan.lower.common import content_name
+    from gpuplan.spec.models import _LABEL_VALUE
+
+    for prefix in ("a", "p" * 63, "gpuplan-" + "x" * 63, "ab-" * 21):
+        name = content_name(prefix, {"k": prefix})
+        assert len(name) <= 63 and _LABEL_VALUE.match(name), name

@@ -25,8 +25,10 @@ def test_root_kustomization_lists_every_applied_file(examples, example):
 
 def test_argocd_applications(examples):
     c = examples["argocd"]
-    root = one(c, "delivery/bootstrap.yaml")
+    project, root = docs(c.files["delivery/bootstrap.yaml"])
     g = c.resolved.fleet.spec.cluster.gitops
+    assert project["kind"] == "AppProject" and root["spec"]["project"] == project["metadata"]["name"]
+    assert op_project(c) == project["metadata"]["name"] != "default"
     assert root["kind"] == "Application" and root["metadata"]["namespace"] == "argocd"
     assert root["spec"]["source"] == {"repoURL": g.repo_url, "targetRevision": g.revision, "path": g.path}
     assert root["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
@@ -45,6 +47,103 @@ def test_argocd_applications(examples):
     assert "CreateNamespace=true" in opts and "ServerSideApply=true" in opts
     assert op["spec"]["destination"]["namespace"] == "gpu-operator"
     assert op["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-1"
+
+
+def op_project(c) -> str:
+    return one(c, "delivery/gpu-operator.yaml")["spec"]["project"]
+
+
+def _argo_permits(project: dict, obj: dict, namespaced: bool) -> bool:
+    """Argo CD's per-object project check at sync (argoproj/argo-cd@v3.5.1
+    controller/sync.go:647-671, pkg/apis/application/v1alpha1/app_project_types.go:
+    399-419, 483-520): a cluster-scoped kind must be in clusterResourceWhitelist,
+    a namespaced object's namespace must match a destination."""
+    import fnmatch
+
+    spec = project["spec"]
+    group = obj["apiVersion"].rpartition("/")[0]
+    if not namespaced:
+        return any(fnmatch.fnmatchcase(group, w["group"]) and fnmatch.fnmatchcase(obj["kind"], w["kind"])
+                   for w in spec.get("clusterResourceWhitelist", []))
+    ns = obj["metadata"].get("namespace", "")
+    return any(fnmatch.fnmatchcase(ns, d["namespace"]) for d in spec["destinations"])
+
+
+CLUSTER_SCOPED = {"Namespace", "PriorityClass", "NodeFeatureRule", "NodePool", "EC2NodeClass", "NodeOverlay",
+                  "ClusterRole", "ClusterRoleBinding"}
+
+
+@pytest.mark.parametrize("example", ["argocd", "aws"])
+def test_app_project_admits_the_tree_and_nothing_wider(examples, example):
+    from tests.outputkit import REPO, compile_ok
+
+    c = examples[example] if example in examples else compile_ok(REPO / "examples" / "aws-burst.yaml")
+    project, root = docs(c.files["delivery/bootstrap.yaml"])
+    for path, o in all_objects(c):
+        if path.startswith("delivery/bootstrap"):
+            continue
+        assert _argo_permits(project, o, o["kind"] not in CLUSTER_SCOPED), (path, o["kind"])
+    assert _argo_permits(project, {"apiVersion": "v1", "kind": "x", "metadata": {
+        "namespace": root["spec"]["destination"]["namespace"]}}, True)
+    # scoped: not every namespace, not every kind, only the two repositories
+    assert not _argo_permits(project, {"apiVersion": "v1", "kind": "Secret",
+                                       "metadata": {"namespace": "kube-system"}}, True)
+    assert not _argo_permits(project, {"apiVersion": "admissionregistration.k8s.io/v1",
+                                       "kind": "ValidatingAdmissionPolicy", "metadata": {}}, False)
+    assert sorted(project["spec"]["sourceRepos"]) == sorted(
+        {c.resolved.fleet.spec.cluster.gitops.repo_url, "https://helm.ngc.nvidia.com/nvidia"})
+
+
+def test_crd_kinds_skip_dry_run(examples):
+    """A missing CRD must not fail the dry run of the whole sync (argo-cd@v3.5.1
+    gitops-engine/pkg/sync/sync_context.go:1072): every object whose CRD comes
+    with the operator chart or Karpenter skips it."""
+    from tests.outputkit import REPO, compile_ok
+
+    for c in (examples["argocd"], compile_ok(REPO / "examples" / "aws-burst.yaml")):
+        for path, o in all_objects(c):
+            if o["kind"] in {"NodeFeatureRule", "NodePool", "EC2NodeClass", "NodeOverlay"}:
+                opts = o["metadata"]["annotations"]["argocd.argoproj.io/sync-options"].split(",")
+                assert "SkipDryRunOnMissingResource=true" in opts, (path, o["kind"])
+
+
+def _argo_prunes(obj: dict, app_prune: bool = True) -> str:
+    """What Argo CD does with an object that left the tree: 'prune',
+    'confirm' (held until confirmed) or 'keep' (gitops-engine/pkg/sync/
+    sync_context.go:322-343)."""
+    opts = obj["metadata"].get("annotations", {}).get("argocd.argoproj.io/sync-options", "").split(",")
+    if "Prune=false" in opts:
+        return "keep"
+    if "Prune=confirm" in opts:
+        return "confirm"
+    return "prune" if app_prune else "keep"
+
+
+def _flux_prunes(obj: dict) -> bool:
+    """kustomize-controller garbage-collects objects that left the tree unless
+    annotated or labelled prune: disabled (fluxcd/kustomize-controller@v1.9.4
+    docs/spec/v1/kustomizations.md:160-168, 1686-1693)."""
+    meta = obj["metadata"]
+    marks = {**meta.get("labels", {}), **meta.get("annotations", {})}
+    return marks.get("kustomize.toolkit.fluxcd.io/prune", "").lower() != "disabled"
+
+
+@pytest.mark.parametrize("example", ["argocd", "flux"])
+def test_removing_a_tenant_never_deletes_its_namespaces(examples, example):
+    c = examples[example]
+    namespaces = [(p, o) for p, o in all_objects(c) if o["kind"] == "Namespace"]
+    flux_op_ns = [o for o in docs(c.files.get("delivery/gpu-operator/namespace.yaml", b"")) if o]
+    assert namespaces
+    for path, ns in namespaces + [("delivery/gpu-operator/namespace.yaml", o) for o in flux_op_ns]:
+        if example == "argocd":
+            assert _argo_prunes(ns) == "confirm", path
+            opts = ns["metadata"]["annotations"]["argocd.argoproj.io/sync-options"].split(",")
+            assert "Delete=false" in opts  # kept when the Application is deleted (controller/appcontroller.go:1253)
+        else:
+            assert not _flux_prunes(ns), path
+    # and nothing else is protected: pruning still cleans up what gpuplan stops producing
+    others = [o for p, o in all_objects(c) if o["kind"] != "Namespace"]
+    assert all(_argo_prunes(o) == "prune" if example == "argocd" else _flux_prunes(o) for o in others)
 
 
 def test_argocd_waves_order_the_tree(examples):
@@ -100,3 +199,14 @@ def test_every_file_carries_the_header(examples, example):
     for path, data in examples[example].files.items():
         head = data.split(b"\n", 1)[0]
         assert b"generated by gpuplan" in head, path
+
+
+def test_named_project_is_used_and_not_emitted(build):
+    from tests.outputkit import fleet
+
+    c = build(fleet("  pools:\n    - {name: p, gpu: L40S, gpusPerNode: 4, nodes: [n1]}\n")
+              .replace('repoURL: "https://git.example.com/fleet.git"}',
+                       'repoURL: "https://git.example.com/fleet.git", project: platform}'))
+    [root] = docs(c.files["delivery/bootstrap.yaml"])
+    assert root["kind"] == "Application" and root["spec"]["project"] == "platform"
+    assert one(c, "delivery/gpu-operator.yaml")["spec"]["project"] == "platform"

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from tests.outputkit import fleet, one
 
-from gpuplan.lower.mig_parted import CONFIGMAP_NAME
+from gpuplan.lower.mig_parted import CONFIGMAP_NAME, config_name
 
 PATH = "gpu-operator/mig-parted-config.yaml"
 ENTRY_KEYS = {"device-filter", "devices", "mig-enabled", "mig-devices"}
@@ -21,6 +21,10 @@ def _config(c) -> dict:
     return yaml.safe_load(cm["data"]["config.yaml"])
 
 
+def _pool_config(c, pool: str) -> list:
+    return _config(c)["mig-configs"][config_name(c.resolved.pool_by_name[pool])]
+
+
 @pytest.mark.parametrize("example", ["argocd", "flux"])
 def test_schema(examples, example):
     c = examples[example]
@@ -29,7 +33,7 @@ def test_schema(examples, example):
     assert cfg["version"] == "v1"
     configs = cfg["mig-configs"]
     assert configs["all-disabled"] == [{"devices": "all", "mig-enabled": False}]
-    assert set(configs) == {"all-disabled"} | {pv.mig_config_name for pv in c.resolved.pools if pv.mig_config_name}
+    assert set(configs) == {"all-disabled"} | {config_name(pv) for pv in c.resolved.pools if config_name(pv)}
     for name, entries in configs.items():
         assert isinstance(entries, list) and entries, name
         for e in entries:
@@ -55,7 +59,7 @@ def test_geometry_accepted_by_the_mig_parted_checker(examples, example):
 
 
 def test_uniform_layout_is_devices_all(examples):
-    entries = _config(examples["argocd"])["mig-configs"]["gpuplan-infer-a100"]
+    entries = _pool_config(examples["argocd"], "infer-a100")
     assert entries == [{
         "device-filter": ["0x20B210DE"],
         "devices": "all",
@@ -65,7 +69,7 @@ def test_uniform_layout_is_devices_all(examples):
 
 
 def test_per_gpu_layouts(examples):
-    entries = _config(examples["flux"])["mig-configs"]["gpuplan-infer-h100"]
+    entries = _pool_config(examples["flux"], "infer-h100")
     f = ["0x233010DE"]
     assert entries == [
         {"device-filter": f, "devices": [0, 1, 2, 3], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}},
@@ -88,7 +92,7 @@ def test_same_layouts_are_grouped_by_first_index(build):
           - {devices: [0], layout: {7g.80gb: 1}}
           - {devices: [3, 1]}
 """))
-    entries = _config(c)["mig-configs"]["gpuplan-p"]
+    entries = _pool_config(c, "p")
     assert [(e["devices"], e["mig-enabled"]) for e in entries] == [([0, 2], True), ([1, 3], False)]
 
 

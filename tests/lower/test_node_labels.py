@@ -38,12 +38,18 @@ def test_every_static_pool_has_a_rule_matching_its_nodes(examples, example):
         assert labels["nvidia.com/device-plugin.config"] in plugin
         if "nvidia.com/mig.config" in labels:
             assert labels["nvidia.com/mig.config"] in mig
-        assert "taints" not in rule, "taints through NFD need nfd-master --enable-taints"
+        want = [{k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v is not None}
+                for t in pv.pool.taints or ()]
+        assert rule.get("taints", []) == want
+    values = yaml.safe_load(c.files["gpu-operator/values.yaml"])
+    # nfd-master ignores NodeFeatureRule taints unless started with -enable-taints
+    # (node-feature-discovery@v0.19.0 pkg/nfd-master/nfd-master.go:965)
+    assert values["node-feature-discovery"]["master"]["enableTaints"] is True
 
 
 def test_mig_config_label_choice(examples):
     a = examples["argocd"]
-    assert _rule(a, "infer-a100")["labels"]["nvidia.com/mig.config"] == "gpuplan-infer-a100"
+    assert _rule(a, "infer-a100")["labels"]["nvidia.com/mig.config"].startswith("gpuplan-infer-a100-")
     # non-MIG pools of MIG-capable GPUs are held at all-disabled
     assert _rule(a, "train-a100")["labels"]["nvidia.com/mig.config"] == "all-disabled"
     assert _rule(a, "dev-a100")["labels"]["nvidia.com/mig.config"] == "all-disabled"
@@ -66,6 +72,54 @@ def test_pool_labels_join_but_never_override(build):
     labels = _rule(c, "p")["labels"]
     assert labels == {
         "gpuplan.dev/pool": "p",
-        "nvidia.com/device-plugin.config": "p",
+        "nvidia.com/device-plugin.config": labels["nvidia.com/device-plugin.config"],
         "example.com/rack": "r1",
     }
+    assert labels["nvidia.com/device-plugin.config"].startswith("p-")
+
+
+def _nfd_master(node: dict, rules: list[dict], enable_taints: bool) -> dict:
+    """nfd-master's taint handling for one node (node-feature-discovery@v0.19.0
+    pkg/nfd-master/nfd-master.go:963-968, 986-1056): with -enable-taints, the
+    taints of matching rules are added, and taints it added before (recorded in
+    the nfd.node.kubernetes.io/taints annotation) that no rule gives any more
+    are removed; other taints are left alone."""
+    ann = "nfd.node.kubernetes.io/taints"
+    want = []
+    for r in rules:
+        match = r["matchFeatures"][0]["matchExpressions"]["nodename"]["value"]
+        if node["name"] in match and enable_taints:
+            want += [(t["key"], t.get("value", ""), t["effect"]) for t in r.get("taints", [])]
+    owned = set(node.get(ann, []))
+    taints = [t for t in node["taints"] if t not in owned or t in want]
+    taints += [t for t in want if t not in taints]
+    return {"name": node["name"], "taints": taints, ann: sorted(set(want) | (owned & set(want)))}
+
+
+def test_static_pool_taints_follow_the_spec_on_existing_nodes(build):
+    """A taint added to a static pool in fleet.yaml reaches nodes that are
+    already registered, and a removed one goes away again; kubelet's
+    registerWithTaints (what the README said before) only acts at first
+    registration, so neither happened."""
+    spec = """\
+  pools:
+    - name: p
+      gpu: L40S
+      gpusPerNode: 2
+      nodes: [n1]
+      taints: [{taints}]
+"""
+    one_taint = build(fleet(spec.replace("{taints}", "{key: nvidia.com/gpu, value: present, effect: NoSchedule}")),
+                      "a.yaml")
+    two = build(fleet(spec.replace("{taints}", "{key: nvidia.com/gpu, value: present, effect: NoSchedule}, "
+                                               "{key: example.com/team, value: ml, effect: NoExecute}")), "b.yaml")
+    node = {"name": "n1", "taints": [("nvidia.com/gpu", "present", "NoSchedule")]}  # registered with it
+
+    def enabled(c):
+        return yaml.safe_load(c.files["gpu-operator/values.yaml"])["node-feature-discovery"]["master"]["enableTaints"]
+
+    node = _nfd_master(node, [_rule(one_taint, "p")], enabled(one_taint))
+    node = _nfd_master(node, [_rule(two, "p")], enabled(two))
+    assert ("example.com/team", "ml", "NoExecute") in node["taints"]
+    node = _nfd_master(node, [_rule(one_taint, "p")], enabled(one_taint))
+    assert node["taints"] == [("nvidia.com/gpu", "present", "NoSchedule")]

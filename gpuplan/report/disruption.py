@@ -1,0 +1,291 @@
+"""What a change to the generated tree will do to running workloads, for review.
+
+`gpuplan diff` (the tree on disk against the spec) and `gpuplan plan --base OLD`
+(two specs) list these first, before any other change: the objects differ in
+many harmless ways, and a reviewer must not have to find the one that deletes a
+namespace or repartitions a node among them. Computed from the two trees of
+objects — what the controllers will actually see — not from the specs:
+
+- **destructive**: a Namespace leaves the tree. Deleting it deletes every
+  object in it. gpuplan marks Namespaces so that neither Argo CD nor Flux
+  deletes one on its own (gpuplan.lower.gitops.PROTECTED_KINDS), so this is
+  the change a person will be asked to confirm, or must carry out by hand;
+- **drain**: a node's ``nvidia.com/mig.config`` changes: mig-manager
+  repartitions its GPUs (NVIDIA/mig-parted@v0.15.0 cmd/nvidia-mig-manager/
+  main.go:572-577) and cannot while GPU pods use them; a new NoExecute taint
+  on static nodes evicts the pods that do not tolerate it;
+- **reconfigure**: a node's ``nvidia.com/device-plugin.config`` changes: the
+  device plugin restarts with the new sharing config (NVIDIA/k8s-device-plugin@
+  v0.20.0 cmd/config-manager/main.go:272-278); running pods keep their devices;
+- **replace**: a Karpenter NodePool's template or its EC2NodeClass changes:
+  Karpenter marks the pool's nodes drifted and replaces them, draining their
+  pods, within the pool's disruption budgets; a PriorityClass whose ``value``
+  or ``preemptionPolicy`` changes is deleted and recreated (immutable fields);
+- **upgrade**: the managed driver, the toolkit or CDI changes: the GPU Operator
+  rolls it onto every node it manages, evicting GPU pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+SEVERITY_ORDER = ("destructive", "drain", "replace", "upgrade", "reconfigure")
+MIG_LABEL = "nvidia.com/mig.config"
+PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+VALUES_PATH = "gpu-operator/values.yaml"
+
+
+@dataclass(frozen=True, order=True)
+class Disruption:
+    severity: str  # one of SEVERITY_ORDER
+    subject: str  # "Namespace vision-train", "node gpu-a100-05", "NodePool mig-a100", ...
+    message: str
+
+    @property
+    def rank(self) -> int:
+        return SEVERITY_ORDER.index(self.severity)
+
+
+Parsed = Mapping[Any, tuple[str, Any]]  # gpuplan.output.objdiff.tree_objects
+
+
+def _objects(parsed: Parsed) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(kind, namespace, name) -> object, for the Kubernetes objects of a tree."""
+    out = {}
+    for key, (_, value) in parsed.items():
+        if key.kind and isinstance(value, dict):
+            out[(key.kind, key.namespace, key.name)] = value
+    return out
+
+
+def _values(parsed: Parsed, objs: dict) -> dict[str, Any]:
+    for key, (_, value) in parsed.items():
+        if not key.kind and key.path == VALUES_PATH and isinstance(value, dict):
+            return value
+    for obj in objs.values():  # Flux: the values live in the HelmRelease
+        if obj.get("kind") == "HelmRelease":
+            return obj.get("spec", {}).get("values") or {}
+    return {}
+
+
+def _static_nodes(objs: dict) -> dict[str, tuple[str, dict[str, str], list[dict]]]:
+    """node -> (pool, labels, taints) from the pools' NodeFeatureRules."""
+    out = {}
+    for (kind, _, name), obj in objs.items():
+        if kind != "NodeFeatureRule":
+            continue
+        for rule in obj.get("spec", {}).get("rules", []):
+            pool = rule.get("labels", {}).get("gpuplan.dev/pool", name)
+            for feat in rule.get("matchFeatures", []):
+                nodes = feat.get("matchExpressions", {}).get("nodename", {}).get("value", [])
+                for node in nodes:
+                    out[node] = (pool, rule.get("labels", {}), rule.get("taints", []))
+    return out
+
+
+def _configs(objs: dict) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(device-plugin configs by key, mig-parted configs by name) of a tree."""
+    import yaml
+
+    from gpuplan.lower.device_plugin import CONFIGMAP_NAME as PLUGIN_CM
+    from gpuplan.lower.mig_parted import CONFIG_KEY
+    from gpuplan.lower.mig_parted import CONFIGMAP_NAME as MIG_CM
+
+    plugin: dict[str, Any] = {}
+    mig: dict[str, Any] = {}
+    for (kind, _, name), obj in objs.items():
+        if kind != "ConfigMap":
+            continue
+        data = obj.get("data") or {}
+        try:
+            if name == PLUGIN_CM:
+                plugin = {k: yaml.load(v, Loader=yaml.CSafeLoader) for k, v in data.items()}
+            elif name == MIG_CM and CONFIG_KEY in data:
+                mig = (yaml.load(data[CONFIG_KEY], Loader=yaml.CSafeLoader) or {}).get("mig-configs") or {}
+        except yaml.YAMLError:  # a hand-edited tree: compare by name only
+            continue
+    return plugin, mig
+
+
+def _same(old_cfgs: dict, new_cfgs: dict, old_name: str | None, new_name: str | None) -> bool:
+    return old_name in old_cfgs and new_name in new_cfgs and old_cfgs[old_name] == new_cfgs[new_name]
+
+
+def _taint(t: dict) -> str:
+    return f"{t['key']}={t['value']}:{t['effect']}" if t.get("value") else f"{t['key']}:{t['effect']}"
+
+
+def _template(nodepool: dict) -> dict:
+    return nodepool.get("spec", {}).get("template", {})
+
+
+def _drift_note(nodepool: dict) -> str:
+    budgets = nodepool.get("spec", {}).get("disruption", {}).get("budgets", [])
+    if any(b.get("nodes") == "0" and "Drifted" in b.get("reasons", []) for b in budgets):
+        return ("drift is blocked for this pool (budget 0 for Drifted): nodes change only as they expire "
+                "or their NodeClaims are deleted")
+    return "Karpenter drains and replaces them within the pool's disruption budgets"
+
+
+def disruptions(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[Disruption]:
+    """The disruptive effects of going from tree ``old`` to tree ``new``, most severe first."""
+    from gpuplan.output.objdiff import tree_objects
+
+    return disruptions_of(tree_objects(old), tree_objects(new))
+
+
+def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
+    """:func:`disruptions` of two trees already parsed by ``objdiff.tree_objects``
+    (``gpuplan diff`` parses each tree once for both reports)."""
+    a, b = _objects(old), _objects(new)
+    out: list[Disruption] = []
+
+    for kind, ns, name in sorted(set(a) - set(b)):
+        if kind == "Namespace":
+            out.append(Disruption(
+                "destructive", f"Namespace {name}",
+                "leaves the tree: deleting it deletes every object in it (workloads, volumes' claims, secrets). "
+                "gpuplan keeps the GitOps engine from deleting it on its own (Argo CD waits for a prune "
+                "confirmation; Flux never prunes it): delete it by hand once it is empty, or keep it"))
+        elif kind == "PriorityClass":
+            out.append(Disruption(
+                "replace", f"PriorityClass {name}",
+                "leaves the tree: new pods that name it are rejected at admission"))
+
+    for key in sorted(set(a) & set(b)):
+        kind, ns, name = key
+        o, n = a[key], b[key]
+        if kind == "PriorityClass":
+            ov, nv = (o.get("value"), o.get("preemptionPolicy")), (n.get("value"), n.get("preemptionPolicy"))
+            if ov != nv:
+                out.append(Disruption(
+                    "replace", f"PriorityClass {name}",
+                    f"value/preemptionPolicy {ov[0]}/{ov[1]} -> {nv[0]}/{nv[1]} are immutable: the class is deleted "
+                    "and recreated; running pods keep their old priority"))
+        elif kind == "NodePool":
+            ot, nt = _template(o), _template(n)
+            if ot != nt:
+                what = []
+                ol, nl = ot.get("metadata", {}).get("labels", {}), nt.get("metadata", {}).get("labels", {})
+                for label in (MIG_LABEL, PLUGIN_LABEL):
+                    if ol.get(label) != nl.get(label):
+                        what.append(f"{label} {ol.get(label)} -> {nl.get(label)}")
+                if ot.get("spec", {}).get("taints") != nt.get("spec", {}).get("taints"):
+                    what.append("taints")
+                if not what:
+                    what.append("node template")
+                note = _drift_note(n)
+                if "blocked" in note and any(ol.get(x) != nl.get(x) for x in (MIG_LABEL, PLUGIN_LABEL)):
+                    # old nodes keep the old config name, which the new ConfigMaps no longer carry
+                    note += ("; until then an old node whose device plugin or mig-manager restarts finds no "
+                             "config of its old name and stops advertising GPUs: roll the pool (delete its "
+                             "NodeClaims) once its jobs are done")
+                out.append(Disruption(
+                    "replace", f"NodePool {name}",
+                    f"{'; '.join(what)}: every node of the pool drifts; {note}"))
+        elif kind == "EC2NodeClass":
+            changed = [f for f in ("amiSelectorTerms", "userData", "blockDeviceMappings", "role")
+                       if o.get("spec", {}).get(f) != n.get("spec", {}).get(f)]
+            if changed:
+                pool = b.get(("NodePool", "", name))
+                out.append(Disruption(
+                    "replace", f"EC2NodeClass {name}",
+                    f"{', '.join(changed)} change: the nodes of pool {name} drift; "
+                    + (_drift_note(pool) if pool else "Karpenter replaces them")))
+
+    on, nn = _static_nodes(a), _static_nodes(b)
+    (op_, om), (np_, nm) = _configs(a), _configs(b)
+    for node in sorted(set(on) & set(nn)):
+        (_, ol, ot), (pool, nl, nt) = on[node], nn[node]
+        o_mig, n_mig = ol.get(MIG_LABEL), nl.get(MIG_LABEL)
+        o_dp, n_dp = ol.get(PLUGIN_LABEL), nl.get(PLUGIN_LABEL)
+        if o_mig != n_mig and _same(om, nm, o_mig, n_mig):
+            # mig-manager asserts the selected config first and leaves GPUs that
+            # already have it alone (mig-parted@v0.15.0 pkg/mig/reconfigure/reconfigure.go:142-146)
+            out.append(Disruption(
+                "reconfigure", f"node {node} (pool {pool})",
+                f"{MIG_LABEL} {o_mig} -> {n_mig}, the same layout under a new name: mig-manager finds it "
+                "applied and leaves the GPUs as they are"))
+        elif o_mig != n_mig:
+            out.append(Disruption(
+                "drain", f"node {node} (pool {pool})",
+                f"{MIG_LABEL} {o_mig} -> {n_mig}: mig-manager repartitions its GPUs; "
+                "drain its GPU pods first (it cannot change GPUs in use)"))
+        elif o_dp != n_dp:
+            same = _same(op_, np_, o_dp, n_dp)
+            out.append(Disruption(
+                "reconfigure", f"node {node} (pool {pool})",
+                f"{PLUGIN_LABEL} {o_dp} -> {n_dp}" + (
+                    ", the same config under a new name: the device plugin restarts once" if same else
+                    ": the device plugin restarts with the new sharing config; running GPU pods keep their "
+                    "devices, drain them if the advertised resources shrink")))
+        added = [t for t in nt if t not in ot and t.get("effect") == "NoExecute"]
+        if added:
+            out.append(Disruption(
+                "drain", f"node {node} (pool {pool})",
+                f"new NoExecute taint {', '.join(map(_taint, added))}: pods that do not tolerate it are evicted"))
+
+    ov, nv = _values(old, a), _values(new, b)
+    od, nd = ov.get("driver", {}), nv.get("driver", {})
+    if od and nd and od.get("enabled") and nd.get("enabled") and (
+            od.get("version"), od.get("usePrecompiled")) != (nd.get("version"), nd.get("usePrecompiled")):
+        policy = nd.get("upgradePolicy", {})
+        how = (f"the operator upgrades {policy.get('maxParallelUpgrades', 1)} node(s) at a time"
+               if policy.get("autoUpgrade", True) else
+               "autoUpgrade is off: each node changes when its driver pod is deleted")
+        out.append(Disruption(
+            "upgrade", "GPU driver",
+            f"{od.get('version') or 'chart default'} -> {nd.get('version') or 'chart default'} on every node with "
+            f"the operator's driver: {how}, evicting their GPU pods"))
+    for part, label in (("toolkit", "container toolkit"), ("cdi", "CDI")):
+        if ov and nv and ov.get(part, {}).get("enabled") != nv.get(part, {}).get("enabled"):
+            out.append(Disruption(
+                "upgrade", label,
+                f"enabled {ov.get(part, {}).get('enabled')} -> {nv.get(part, {}).get('enabled')}: the container "
+                "runtime configuration of every GPU node changes; GPU pods restart"))
+    return sorted(out, key=lambda d: (d.rank, d.subject, d.message))
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+
+def render_text(ds: list[Disruption]) -> str:
+    if not ds:
+        return "No disruptive changes (no namespace deleted, no node reconfigured or replaced)\n"
+    lines = [f"DISRUPTIVE CHANGES ({len(ds)}): review before merging"]
+    for d in ds:
+        lines.append(f"  [{d.severity.upper()}] {d.subject}: {d.message}")
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(ds: list[Disruption]) -> str:
+    if not ds:
+        return "**No disruptive changes** (no namespace deleted, no node reconfigured or replaced).\n"
+    destructive = sum(d.severity == "destructive" for d in ds)
+    head = f"### :warning: Disruptive changes ({len(ds)})"
+    lines = [head, ""]
+    if destructive:
+        lines += [f"> [!CAUTION]\n> {destructive} namespace(s) leave the tree: deleting them deletes everything "
+                  "in them.", ""]
+    lines += ["| | what | effect |", "|---|---|---|"]
+    for d in ds:
+        msg = d.message.replace("|", "\\|")
+        lines.append(f"| **{d.severity}** | {d.subject.replace('|', '/')} | {msg} |")
+    return "\n".join(lines) + "\n"
+
+
+def to_data(ds: list[Disruption]) -> list[dict[str, str]]:
+    return [{"severity": d.severity, "subject": d.subject, "message": d.message} for d in ds]
+
+
+def render_html(ds: list[Disruption]) -> str:
+    from html import escape
+
+    if not ds:
+        return "<p><strong>No disruptive changes</strong> (no namespace deleted, no node reconfigured or replaced).</p>"
+    rows = "".join(f"<tr><td><strong>{escape(d.severity)}</strong></td><td>{escape(d.subject)}</td>"
+                   f"<td>{escape(d.message)}</td></tr>" for d in ds)
+    return (f'<section class="disruptive"><h2>&#9888; Disruptive changes ({len(ds)})</h2>'
+            f"<table><thead><tr><th></th><th>what</th><th>effect</th></tr></thead><tbody>{rows}</tbody></table>"
+            "</section>")

@@ -1,0 +1,219 @@
+"""The Action's pull-request report: a real git repository, a real base branch,
+real `gpuplan plan --base` and `gpuplan diff` runs, a real HTTP exchange for the
+comment (a local server speaking the GitHub issue-comments API)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+
+from gpuplan import pr_report
+from gpuplan.pr_report import MARKER, Run, render
+from tests.conftest import REPO
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(("git", *args), cwd=repo, check=True, capture_output=True, text=True,
+                          env={**os.environ, **GIT_ENV}).stdout
+
+
+def _build(repo: Path) -> None:
+    r = subprocess.run((sys.executable, "-m", "gpuplan", "build", "fleet.yaml"), cwd=repo,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def _changed_spec(text: str) -> str:
+    """Remove tenant `research` (and its namespace), change the inference pool's MIG layout
+    (dropping 2g.20gb and the tier that used it), and raise a tier's priority."""
+    text = text.replace("layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}", "layout: {3g.40gb: 1, 1g.10gb: 4}")
+    text = text.replace("    - name: inference-medium\n      pool: infer-a100\n      profile: 2g.20gb\n"
+                        "      workload: inference\n      priority: 300000\n", "")
+    text = text.replace("inference-medium: 6, ", "")
+    text = text.replace("      priority: 1000\n", "      priority: 2000\n")
+    return text[:text.index("    - name: research\n")]
+
+
+@pytest.fixture
+def pr_repo(tmp_path, monkeypatch) -> Path:
+    """A fleet repository: `main` has the example fleet and its tree; the checked-out
+    branch `change` has the changed spec, rebuilt and committed (as CI sees a PR)."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    for k, v in GIT_ENV.items():
+        monkeypatch.setenv(k, v)
+    repo = tmp_path / "fleet-repo"
+    repo.mkdir()
+    original = (REPO / "examples" / "fleet.yaml").read_text()
+    (repo / "fleet.yaml").write_text(original)
+    _git(repo, "init", "-q", "-b", "main")
+    _build(repo)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    _git(repo, "checkout", "-q", "-b", "change")
+    changed = _changed_spec(original)
+    assert changed != original and "research" not in changed
+    (repo / "fleet.yaml").write_text(changed)
+    _build(repo)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "change")
+    return repo
+
+
+def test_report_shows_disruption_and_objects(pr_repo):
+    text = pr_report.report("fleet.yaml", "generated", "main", pr_repo)
+    assert text.startswith(MARKER + "\n")
+    head, objects = text.split("### Generated objects (`gpuplan diff`)")
+    disruption, capacity = head.split("<details><summary>Capacity report")
+    # the MIG change drains both inference nodes, GPU by GPU
+    for node in ("gpu-a100-05", "gpu-a100-06"):
+        assert (f"- node {node} (pool infer-a100): GPUs 0, 1, 2, 3 change MIG state — drained: "
+                "every GPU {1g.10gb: 2, 2g.20gb: 1, 3g.40gb: 1} -> every GPU {1g.10gb: 4, 3g.40gb: 1}") in disruption
+    assert "tier notebooks: PriorityClass 1000/Never -> 2000/Never" in disruption
+    assert "| tenant | research | removed |" in disruption
+    assert "| tier | inference-medium | removed |" in disruption
+    assert "## Pools" in capacity and "## Pools" not in disruption  # the full report is folded
+    # the object diff is against the tree main deploys: the namespace Argo CD will prune
+    assert "| Namespace |  | `research-notebooks` | `tenants/research/namespaces.yaml` |" in objects
+    assert "| ResourceQuota | `research-notebooks` | `gpuplan-gpus` |" in objects
+    assert "| PriorityClass.scheduling.k8s.io |  | `gpuplan-inference-medium` |" in objects
+    assert "| ConfigMap | `gpu-operator` | `gpuplan-mig-parted-config` |" in objects
+    # the layout change renames the content-addressed mig-parted config: old key out, new key in
+    assert re.search(r'\.mig-configs\.gpuplan-infer-a100-[0-9a-f]{8}: - \[', objects)
+    assert re.search(r'\.mig-configs\.gpuplan-infer-a100-[0-9a-f]{8}: \+ \[', objects)
+    assert "| **drain** | node gpu-a100-05 (pool infer-a100) |" in objects
+    assert "| **destructive** | Namespace research-notebooks |" in objects
+    # headers name the spec as the PR's tree does: unchanged files are not reported changed
+    assert "50-gpuplan-topology.conf" not in objects
+    # the base worktree is gone again
+    assert _git(pr_repo, "worktree", "list").count("\n") == 1
+
+
+def test_base_branch_is_fetched_into_a_shallow_clone(pr_repo, tmp_path):
+    """As actions/checkout leaves it: one commit deep, no base branch; the report fetches it."""
+    clone = tmp_path / "ci-checkout"
+    _git(tmp_path, "clone", "-q", "--depth=1", "--branch=change", f"file://{pr_repo}", str(clone))
+    assert "main" not in _git(clone, "branch", "-a")
+    text = pr_report.report("fleet.yaml", "generated", "main", clone)
+    assert "- node gpu-a100-05 (pool infer-a100): GPUs 0, 1, 2, 3 change MIG state" in text
+    assert "| Namespace |  | `research-notebooks` |" in text
+    assert _git(pr_repo, "rev-parse", "main")[:12] in text
+
+
+def test_base_without_fleet_reports_everything_new(pr_repo):
+    _git(pr_repo, "checkout", "-q", "--orphan", "empty")
+    _git(pr_repo, "rm", "-rq", "--cached", ".")
+    _git(pr_repo, "commit", "-q", "--allow-empty", "-m", "empty")
+    _git(pr_repo, "checkout", "-q", "-f", "change")
+    text = pr_report.report("fleet.yaml", "generated", "empty", pr_repo)
+    assert "`fleet.yaml` does not exist on `empty`" in text
+    assert "| Namespace |  | `research-notebooks` |" not in text
+    assert "**gpuplan diff**: " in text and " added, 0 removed, 0 changed" in text
+
+
+def test_failing_command_is_shown_not_hidden():
+    plan = Run(("gpuplan", "plan"), 1, "", "fleet.yaml:3:1: error[GP101]: ```unknown``` key\n")
+    diff = Run(("gpuplan", "diff"), 0, "**gpuplan diff**: 0 added\n", "")
+    text = render(fleet="fleet.yaml", base_ref="main", base_commit="0" * 40, plan=plan, diff=diff)
+    assert "`gpuplan plan` exited 1:" in text
+    # a fence longer than any backtick run in the message: the message cannot close it
+    assert "````text\nfleet.yaml:3:1: error[GP101]: ```unknown``` key\n````" in text
+
+
+def test_long_report_fits_a_comment():
+    plan = Run(("gpuplan", "plan"), 0, "# Capacity\n" + "x" * 80_000 + "\n## Change from base (a → b)\n- drained\n", "")
+    diff = Run(("gpuplan", "diff"), 0, "**gpuplan diff**: 1 changed\n", "")
+    text = render(fleet="f.yaml", base_ref="main", base_commit="0" * 40, plan=plan, diff=diff)
+    assert len(text) <= pr_report.MAX_COMMENT
+    assert "- drained" in text and "**gpuplan diff**: 1 changed" in text
+    assert "the capacity report is cut here" in text
+
+
+class _FakeGitHub(BaseHTTPRequestHandler):
+    comments: list[dict] = []
+    calls: list[tuple[str, str, str | None]] = []
+
+    def _reply(self, status: int, payload) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> dict:
+        return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+    def do_GET(self):  # noqa: N802
+        self.calls.append(("GET", self.path, self.headers.get("Authorization")))
+        page = int(self.path.rsplit("page=", 1)[1])
+        self._reply(200, self.comments[(page - 1) * 100:page * 100])
+
+    def do_POST(self):  # noqa: N802
+        self.calls.append(("POST", self.path, self.headers.get("Authorization")))
+        self.comments.append({"id": 1000 + len(self.comments), "body": self._body()["body"]})
+        self._reply(201, self.comments[-1])
+
+    def do_PATCH(self):  # noqa: N802
+        self.calls.append(("PATCH", self.path, self.headers.get("Authorization")))
+        cid = int(self.path.rsplit("/", 1)[1])
+        body = self._body()["body"]
+        for c in self.comments:
+            if c["id"] == cid:
+                c["body"] = body
+        self._reply(200, {"id": cid, "body": body})
+
+    def log_message(self, *args):
+        pass
+
+
+def test_comment_is_created_then_updated_in_place(pr_repo, tmp_path, monkeypatch, capsys):
+    _FakeGitHub.comments = [{"id": 7, "body": "LGTM"}]
+    _FakeGitHub.calls = []
+    server = HTTPServer(("127.0.0.1", 0), _FakeGitHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 42}}))
+    summary = tmp_path / "summary.md"
+    monkeypatch.chdir(pr_repo)
+    monkeypatch.setenv("GITHUB_API_URL", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "acme/gpu-fleet")
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+    monkeypatch.setenv("GITHUB_BASE_REF", "main")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    try:
+        assert pr_report.main(["--comment"]) == 0
+        assert pr_report.main(["--comment"]) == 0
+    finally:
+        server.shutdown()
+    methods = [(m, p) for m, p, _ in _FakeGitHub.calls]
+    assert ("POST", "/repos/acme/gpu-fleet/issues/42/comments") in methods
+    assert methods[-1] == ("PATCH", "/repos/acme/gpu-fleet/issues/comments/1001")
+    assert {auth for _, _, auth in _FakeGitHub.calls} == {"Bearer t0ken"}
+    assert len(_FakeGitHub.comments) == 2  # the other comment, and one gpuplan comment
+    ours = _FakeGitHub.comments[1]["body"]
+    assert ours.startswith(MARKER) and "change MIG state — drained" in ours and "`research-notebooks`" in ours
+    # the job summary got the same report on each run
+    assert summary.read_text() == ours * 2
+    err = capsys.readouterr().err
+    assert "created the comment on pull request #42" in err and "updated the comment" in err
+
+
+def test_not_a_pull_request_is_a_quiet_no_op(monkeypatch, capsys):
+    monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+    assert pr_report.main([]) == 0
+    assert "nothing to report" in capsys.readouterr().err

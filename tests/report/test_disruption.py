@@ -1,0 +1,136 @@
+"""Disruptive changes, listed first by `gpuplan plan --base` and `gpuplan diff`:
+namespace removals, nodes repartitioned or reconfigured, pools replaced,
+PriorityClasses recreated, driver upgrades."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from gpuplan.cli.main import cli
+from gpuplan.compiler import check_fleet, render_files
+from gpuplan.report.disruption import disruptions
+from tests.report.helpers import write
+from tests.rules.helpers import BASE, edit
+
+
+def plan(*args):
+    return CliRunner().invoke(cli, ["plan", *map(str, args)], catch_exceptions=False)
+
+
+def tree(tmp_path, text, name):
+    rf = check_fleet(write(tmp_path, text, name)).resolved
+    assert rf is not None
+    return render_files(rf, "fleet.yaml")
+
+
+TWO_TENANTS = edit(BASE, "  tenants:\n", "  tenants:\n    - {name: beta, namespaces: [beta-ns]}\n")
+
+
+def test_namespace_removal_is_destructive_and_first(tmp_path):
+    old, new = write(tmp_path, TWO_TENANTS, "old.yaml"), write(tmp_path, BASE, "new.yaml")
+    for fmt, first in (("text", "DISRUPTIVE CHANGES (1)"), ("markdown", "### :warning: Disruptive changes (1)")):
+        r = plan(new, "--base", old, "--format", fmt)
+        assert r.exit_code == 0, r.output
+        assert r.stdout.startswith(first), r.stdout[:200]
+        head = r.stdout.split("Capacity: small")[0]
+        assert "Namespace beta-ns" in head and "destructive" in head.lower()
+    data = json.loads(plan(new, "--base", old, "--format", "json").stdout)
+    assert data["disruptive"][0]["severity"] == "destructive"
+    assert data["disruptive"][0]["subject"] == "Namespace beta-ns"
+    html = plan(new, "--base", old, "--format", "html").stdout
+    assert html.index("Namespace beta-ns") < html.index("Capacity: small</h1>")
+
+
+def test_no_disruption_says_so(tmp_path):
+    old, new = write(tmp_path, BASE, "old.yaml"), write(tmp_path, edit(BASE, "serve: 8,", "serve: 6,"), "new.yaml")
+    r = plan(new, "--base", old)
+    assert r.stdout.startswith("No disruptive changes")
+
+
+def test_mig_layout_change_drains_the_pool_nodes_only(tmp_path):
+    old = tree(tmp_path, BASE, "old.yaml")
+    new = tree(tmp_path, edit(BASE, "layout: {1g.10gb: 7}", "layout: {3g.40gb: 2}").replace(
+        "serve, pool: infer, profile: 1g.10gb", "serve, pool: infer, profile: 3g.40gb"), "new.yaml")
+    ds = disruptions(old, new)
+    drains = [d for d in ds if d.severity == "drain"]
+    assert [d.subject for d in drains] == ["node n3 (pool infer)"]
+    assert "mig-manager repartitions" in drains[0].message and "drain its GPU pods" in drains[0].message
+
+
+def test_sharing_change_reconfigures_the_pool_nodes(tmp_path):
+    old = tree(tmp_path, BASE, "old.yaml")
+    new = tree(tmp_path, edit(BASE, "replicas: 4}", "replicas: 8}"), "new.yaml")
+    ds = disruptions(old, new)
+    assert [(d.severity, d.subject) for d in ds] == [("reconfigure", "node n4 (pool dev)")]
+
+
+def test_priority_and_driver_changes(tmp_path):
+    old = tree(tmp_path, BASE, "old.yaml")
+    text = edit(BASE, "priority: 10, preemption: Never", "priority: 20, preemption: Never")
+    text = edit(text, "    gitops:\n", "    gpuOperator: {driverVersion: 580.95.05}\n    gitops:\n")
+    ds = disruptions(old, tree(tmp_path, text, "new.yaml"))
+    got = {(d.severity, d.subject) for d in ds}
+    assert ("replace", "PriorityClass gpuplan-notebooks") in got
+    assert ("upgrade", "GPU driver") in got
+    driver = next(d for d in ds if d.subject == "GPU driver")
+    assert "595.91.07 -> 580.95.05" in driver.message
+
+
+KARPENTER = edit(BASE, '    kubernetesVersion: "1.33"\n',
+                 '    kubernetesVersion: "1.33"\n    aws: {clusterName: small, nodeRole: KarpenterNodeRole}\n'
+                 '    gpuOperator: {toolkit: preinstalled}\n') + """\
+"""
+
+
+def test_karpenter_mig_pool_change_replaces_its_nodes(tmp_path):
+    text = edit(KARPENTER, "      gpusPerNode: 4\n      nodes: [n3]\n",
+                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260801, "
+                "nodeOverlay: true}\n")
+    old = tree(tmp_path, text, "old.yaml")
+    new = tree(tmp_path, edit(text, "layout: {1g.10gb: 7}", "layout: {1g.10gb: 4, 3g.40gb: 1}"), "new.yaml")
+    ds = disruptions(old, new)
+    [np_] = [d for d in ds if d.subject == "NodePool infer"]
+    assert np_.severity == "replace" and "nvidia.com/mig.config" in np_.message and "drifts" in np_.message
+
+
+def test_diff_lists_namespace_removal_first(tmp_path, gpuplan_cli):
+    spec = write(tmp_path, TWO_TENANTS)
+    assert gpuplan_cli("build", str(spec), "-o", str(tmp_path / "generated")).returncode == 0
+    spec.write_text(BASE)
+    for fmt, first in (("text", "DISRUPTIVE CHANGES (1)"), ("markdown", "### :warning: Disruptive changes (1)")):
+        r = gpuplan_cli("diff", "--format", fmt, str(spec), "-o", str(tmp_path / "generated"))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith(first)
+        assert r.stdout.index("Namespace beta-ns") < r.stdout.index("removed")
+
+
+def test_job_pool_with_blocked_drift_is_told_to_roll(tmp_path):
+    text = edit(KARPENTER, "      gpusPerNode: 4\n      nodes: [n3]\n",
+                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260801, "
+                "nodeOverlay: true}\n")
+    text = edit(text, "profile: 1g.10gb, workload: inference", "profile: 1g.10gb, workload: training")
+    old = tree(tmp_path, text, "old.yaml")
+    new = tree(tmp_path, edit(text, "layout: {1g.10gb: 7}", "layout: {1g.10gb: 4, 3g.40gb: 1}"), "new.yaml")
+    [np_] = [d for d in disruptions(old, new) if d.subject == "NodePool infer"]
+    assert "drift is blocked" in np_.message and "delete its NodeClaims" in np_.message
+
+
+def test_renamed_config_with_the_same_layout_is_not_a_drain(tmp_path):
+    """Upgrading from a gpuplan that named configs gpuplan-<pool> renames every
+    config; mig-manager finds the same layout applied and leaves the GPUs alone
+    (mig-parted@v0.15.0 pkg/mig/reconfigure/reconfigure.go:142-146)."""
+    import yaml as _yaml
+
+    old = tree(tmp_path, BASE, "old.yaml")
+    new = dict(old)
+    text = new["gpu-operator/mig-parted-config.yaml"].decode()
+    cm = [d for d in _yaml.safe_load_all(text) if d][0]
+    configs = _yaml.safe_load(cm["data"]["config.yaml"])
+    [name] = [n for n in configs["mig-configs"] if n != "all-disabled"]
+    legacy = "gpuplan-infer"
+    old["gpu-operator/mig-parted-config.yaml"] = text.replace(name, legacy).encode()
+    old["pools/infer/node-labels.yaml"] = new["pools/infer/node-labels.yaml"].decode().replace(name, legacy).encode()
+    [d] = disruptions(old, new)
+    assert d.severity == "reconfigure" and "same layout" in d.message and d.subject == "node n3 (pool infer)"
