@@ -17,6 +17,7 @@ rule looks at those). Results are data (``Diagnostic``); nothing here prints.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,8 +140,8 @@ class Verifier:
         return self._check_core(obj, api, kind), 0, ()
 
     def _check_crd(self, obj: dict, old: dict | None, group: str, kind: str, version: str):
+        from gpuplan.upstream import crd_kinds, crd_schema
         from gpuplan.verify import schemas
-        from gpuplan.upstream import crd_kinds
 
         validator = schemas.crd_validator(group, kind, version)
         if validator is None:
@@ -148,12 +149,10 @@ class Verifier:
             return [Problem(schemas.E_NOT_SERVED, ("apiVersion",), False,
                             f"{group}/{version} {kind} is not served by the pinned CRDs of {group}",
                             hint="served: " + ", ".join(served))], 0, ()
-        import copy
-
-        from gpuplan.upstream import crd_schema
-
-        obj = schemas.apply_defaults(crd_schema(group, kind, version), copy.deepcopy(obj))
-        old = schemas.apply_defaults(crd_schema(group, kind, version), copy.deepcopy(old)) if old is not None else None
+        # the API server defaults an object before it validates schema and rules
+        schema = crd_schema(group, kind, version)
+        obj = schemas.apply_defaults(schema, copy.deepcopy(obj))
+        old = schemas.apply_defaults(schema, copy.deepcopy(old)) if old is not None else None
         problems = [Problem(schemas.E_CRD_SCHEMA, p, k, m) for p, k, m in schemas.schema_errors(validator, obj)]
         if problems or not self.options.cel:
             # CEL runs on schema-valid objects only: its type errors would only repeat these

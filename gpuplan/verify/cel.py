@@ -24,7 +24,6 @@ calls nothing else, and lists the rest with the reason.
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -32,7 +31,6 @@ from typing import Any, Callable, Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Severity
-from gpuplan.verify.schemas import apply_defaults
 
 E_RULE = Code(
     "GP840", "CEL validation rule fails", Severity.ERROR,
@@ -263,11 +261,10 @@ class Finding:
 
 
 def evaluate(tree: Node, obj: dict, old: dict | None = None, counter: list[int] | None = None) -> Iterator[Finding]:
-    """Every rule of ``tree`` on ``obj`` (already schema-valid), defaulted first;
+    """Every rule of ``tree`` on ``obj`` (schema-valid, defaults applied:
+    ``schemas.apply_defaults``), with ``old`` for transition rules;
     ``counter[0]`` counts the evaluations run."""
-    new = apply_defaults(tree.schema, copy.deepcopy(obj))
-    prev = apply_defaults(tree.schema, copy.deepcopy(old)) if old is not None else _MISSING
-    yield from _walk(tree, new, prev, (), counter if counter is not None else [0])
+    yield from _walk(tree, obj, old if old is not None else _MISSING, (), counter if counter is not None else [0])
 
 
 _MISSING = object()
