@@ -27,7 +27,8 @@ sys.path.insert(0, str(REPO))
 
 from gpuplan.probe.collect import probe_node  # noqa: E402
 from gpuplan.probe.fake import load_fake  # noqa: E402
-from gpuplan.probe.inventory import dump_json, dump_yaml, load_inventory  # noqa: E402
+from gpuplan.probe.inventory import dump_json, dump_yaml  # noqa: E402
+from gpuplan.probe.reader import load_inventory  # noqa: E402
 
 FIXTURE = REPO / "tests" / "probe" / "fixtures" / "h100-sxm-8x.yaml"
 

@@ -75,7 +75,10 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.operator",
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",
+    "gpuplan.rules.dra",
+    "gpuplan.rules.queueing",
     "gpuplan.probe.codes",
+    "gpuplan.probe.paths",
     "gpuplan.output.tree",
     "gpuplan.drift",
     "gpuplan.verify.manifests",
@@ -83,6 +86,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.verify.cel",
     "gpuplan.verify",
     "gpuplan.internal",
+    "gpuplan.reporters",
 )
 
 

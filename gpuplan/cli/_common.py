@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import click
 
@@ -18,23 +18,30 @@ format_option = click.option(
 )
 strict_option = click.option("--strict", is_flag=True, help="Fail on warnings too.")
 verbose_option = click.option("-v", "--verbose", is_flag=True, help="Show informational notes too (text format).")
+outside_option = click.option(
+    "--allow-inventory-outside-repo", "allow_outside", is_flag=True,
+    help="Let the spec's inventory: entries name files outside its repository (absolute paths, "
+    "'..'). Off by default: CI runs a spec from a pull request.",
+)
 
 
 def _color() -> bool:
     return "NO_COLOR" not in os.environ and sys.stderr.isatty()
 
 
-def emit(diags: Sequence[Diagnostic], fmt: str, *, verbose: bool = False) -> None:
+def emit(diags: Sequence[Diagnostic], fmt: str, *, verbose: bool = False,
+         sources: Mapping[str, str] | None = None) -> None:
     """Print diagnostics once. Text goes to stderr (the output of a compiler);
     machine formats go to stdout, where CI tools read them. Informational notes
-    show in text only with --verbose (machine formats always carry them)."""
+    show in text only with --verbose (machine formats always carry them).
+    ``sources``: the texts whose lines the text format may quote."""
     from gpuplan.reporters import render, summary
 
     if fmt == "text":
         if not verbose:
             diags = [d for d in diags if d.severity is not Severity.INFO]
         if diags:
-            click.echo(render("text", diags, color=_color()), err=True, nl=False)
+            click.echo(render("text", diags, color=_color(), sources=sources), err=True, nl=False)
             click.echo(summary(diags), err=True)
     else:
         click.echo(render(fmt, diags), nl=False)

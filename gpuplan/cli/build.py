@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from gpuplan.cli._common import emit, format_option, strict_option, verbose_option
+from gpuplan.cli._common import emit, format_option, outside_option, strict_option, verbose_option
 from gpuplan.exitcodes import ExitCode
 
 fleet_argument = click.argument("fleet", type=click.Path(dir_okay=False))
@@ -16,12 +16,14 @@ output_option = click.option(
 )
 
 
-def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, verify: bool = False):
+def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, allow_outside: bool = False,
+             verify: bool = False):
     """Compile in memory; print diagnostics; None when the spec is invalid."""
     from gpuplan.compiler import Options, compile_fleet
 
-    compiled = compile_fleet(fleet, out_dir=out_dir, options=Options(strict=strict, verify=verify))
-    emit(compiled.diagnostics, fmt, verbose=verbose)
+    compiled = compile_fleet(fleet, out_dir=out_dir,
+                             options=Options(strict=strict, allow_inventory_outside=allow_outside, verify=verify))
+    emit(compiled.diagnostics, fmt, verbose=verbose, sources=compiled.sources)
     if compiled.rejected:
         return compiled
     if compiled.resolved is None or not compiled.files:
@@ -37,8 +39,10 @@ def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, ve
 @format_option
 @strict_option
 @verbose_option
+@outside_option
 @click.pass_context
-def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, strict: bool, verbose: bool) -> None:
+def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, strict: bool, verbose: bool,
+          allow_outside: bool) -> None:
     """Compile FLEET into the generated tree (default: generated/).
 
     The tree is written to a temporary directory and swapped in whole; files
@@ -46,7 +50,7 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
     not generate are kept; a generated file edited by hand stops the build
     (exit 1) unless --force. The tree is verified first as `gpuplan verify`
     does; one the API server would reject is not written (exit 7)."""
-    compiled = _compile(fleet, out_dir, fmt, strict, verbose, verify=True)
+    compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside, verify=True)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
     if compiled.rejected:
@@ -60,6 +64,7 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
         ctx.exit(int(ExitCode.INVALID))
     if result.diagnostics:
         emit(result.diagnostics, fmt, verbose=verbose)
+    if not result.ok:  # refused: nothing changed (GP806 leftovers are a warning: the tree is written)
         ctx.exit(int(ExitCode.INVALID))
     if fmt == "text":
         click.echo(
@@ -73,10 +78,11 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
 @output_option
 @format_option
 @verbose_option
+@outside_option
 @click.pass_context
-def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool) -> None:
+def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool, allow_outside: bool) -> None:
     """Exit 3 with a unified diff when the generated tree does not match FLEET."""
-    compiled = _compile(fleet, out_dir, fmt, False, verbose)
+    compiled = _compile(fleet, out_dir, fmt, False, verbose, allow_outside)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
     from gpuplan.output.tree import TreeError, check_tree
@@ -90,7 +96,11 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool)
         if fmt == "text":
             click.echo(f"{out_dir}: up to date ({len(compiled.files)} files)")
         return
-    click.echo(result.diff, nl=False)
+    from gpuplan.reporters import escape
+
+    # line by line, so a value in a generated or committed file cannot pass
+    # for a workflow command in a CI log (the diff stays one line per line)
+    click.echo("\n".join(escape(line) for line in result.diff.split("\n")), nl=False)
     if fmt != "text":  # per-file annotations for CI (text users read the diff)
         emit(result.diagnostics, fmt)
     click.echo(f"{out_dir}: stale; run `gpuplan build {fleet}" + (f" -o {out_dir}" if out_dir != "generated" else "")

@@ -31,23 +31,37 @@ def inventory() -> None:
               help="kubectl binary.")
 @click.option("--chunk-size", type=click.IntRange(1, 10000), default=500, show_default=True,
               help="Objects per LIST page.")
-@click.option("--prune", is_flag=True, help="Remove inventory files of nodes that no longer publish.")
+@click.option("--prune", is_flag=True,
+              help="Remove inventory files of nodes that no longer publish or are no longer in the cluster "
+                   "(reads the Node list).")
 @click.pass_context
 def pull(ctx: click.Context, namespace: str, out_dir: str, context: str | None, kubectl: str,
          chunk_size: int, prune: bool, fmt: str) -> None:
     """Read every node's inventory ConfigMap and write OUTPUT/<node>.yaml (or .json)."""
-    from gpuplan.probe.pull import PullError, inventories_from_list, kubectl_command, run_kubectl, write_inventories
+    from gpuplan.probe.pull import (
+        PullError, inventories_from_list, kubectl_command, node_names, nodes_command, run_kubectl, write_inventories,
+    )
+    from gpuplan.reporters import escape
 
     cmd = kubectl_command(kubectl=kubectl, namespace=namespace, context=context, chunk_size=chunk_size)
     try:
         listing = run_kubectl(cmd)
     except PullError as exc:
-        click.echo(f"gpuplan inventory pull: {exc}", err=True)
+        click.echo(f"gpuplan inventory pull: {escape(str(exc))}", err=True)
         ctx.exit(int(ExitCode.INVALID))
         return
-    invs, warnings = inventories_from_list(listing)
+    nodes = None
+    if prune:
+        # ConfigMaps outlive deleted nodes (the probe sets no owner reference
+        # unless it may read Nodes); the Node list tells which are stale
+        try:
+            nodes = node_names(run_kubectl(nodes_command(kubectl=kubectl, context=context, chunk_size=chunk_size)))
+        except PullError as exc:
+            click.echo(f"gpuplan inventory pull: warning: cannot list nodes ({escape(str(exc))}); "
+                       "inventories of deleted nodes are kept", err=True)
+    invs, warnings = inventories_from_list(listing, nodes=nodes)
     for w in warnings:
-        click.echo(f"gpuplan inventory pull: warning: {w}", err=True)
+        click.echo(f"gpuplan inventory pull: warning: {escape(w)}", err=True)
     try:
         res = write_inventories(Path(out_dir), invs, prune=prune, fmt=fmt)
     except OSError as exc:

@@ -287,13 +287,14 @@ def _check_mig_parted(ctx: click.Context, path: str, driver: str | None, as_json
     import os
 
     from gpuplan.mig.migparted import check_mig_parted_file
+    from gpuplan.spec.loader import LoadError
 
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         _usage(ctx, f"no such file: {path}")
     try:
         report = check_mig_parted_file(path, driver=driver)
-    except (OSError, UnicodeDecodeError) as exc:
-        _usage(ctx, f"cannot read {path}: {exc}")
+    except LoadError as exc:
+        _usage(ctx, f"cannot read {path}: {exc.diag.message}")
     if as_json:
         _json({
             "file": report.file,

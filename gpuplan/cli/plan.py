@@ -10,14 +10,14 @@ REPORT_FORMATS = ("text", "markdown", "json", "html")
 
 
 def _checked(path: str, *, allow: frozenset[str] = frozenset()):
-    """Check a spec; return (resolved fleet or None, diagnostics, blocking?)."""
+    """Check a spec; return (resolved fleet or None, diagnostics, blocking?, source texts)."""
     from gpuplan.compiler import check_fleet
     from gpuplan.diagnostics import Severity
 
     checked = check_fleet(path)
     blocking = checked.resolved is None or any(
         d.severity is Severity.ERROR and d.code not in allow for d in checked.diagnostics)
-    return checked.resolved, checked.diagnostics, blocking
+    return checked.resolved, checked.diagnostics, blocking, checked.sources
 
 
 @click.command()
@@ -44,9 +44,9 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
 
     # --optimise exists to repair layouts that do not meet the quotas; those errors do not block it
     allow = frozenset({"GP402", "GP410"}) if optimise else frozenset()
-    rf, diags, blocking = _checked(fleet, allow=allow)
+    rf, diags, blocking, sources = _checked(fleet, allow=allow)
     if diags:
-        emit(diags, "text")
+        emit(diags, "text", sources=sources)
     if blocking or rf is None:
         ctx.exit(int(ExitCode.INVALID))
         return
@@ -54,10 +54,10 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
     diff = None
     disruptive = None
     if base is not None:
-        old_rf, old_diags, old_blocking = _checked(base)
+        old_rf, old_diags, old_blocking, old_sources = _checked(base)
         if old_blocking or old_rf is None:
             click.echo(f"gpuplan: the base spec {base} is not valid:", err=True)
-            emit(old_diags, "text")
+            emit(old_diags, "text", sources=old_sources)
             ctx.exit(int(ExitCode.INVALID))
             return
         from gpuplan.compiler import render_files
@@ -76,6 +76,10 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
         opt = run_optimise(rf, read_source(fleet))
 
     text = render(fmt, capacity(rf), diff=diff, optimise=opt, disruption=disruptive)
+    if base is not None:
+        from gpuplan.report.migration import append_to_report, migration_plan
+
+        text = append_to_report(fmt, text, migration_plan(old_rf, rf))
     if output:
         with open(output, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)

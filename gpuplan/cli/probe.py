@@ -122,12 +122,12 @@ def probe(ctx: click.Context, output: str, fmt: str | None, node_name: str | Non
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
+        from gpuplan.output.atomic import write_atomic
+
         path = Path(output)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(path)
+            write_atomic(path, text.encode("utf-8"))
         except OSError as exc:
             _fail(ctx, ExitCode.INVALID, f"cannot write {path}: {exc.strerror or exc}")
             return

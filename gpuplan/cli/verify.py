@@ -40,7 +40,7 @@ def verify(ctx: click.Context, paths: tuple[str, ...], k8s_version: str | None, 
 
     result = verify_paths(list(paths), Options(kubernetes_version=k8s_version or DEFAULT_KUBERNETES_VERSION),
                           base=list(base) or None)
-    emit(result.diagnostics, fmt, verbose=verbose)
+    emit(result.diagnostics, fmt, verbose=verbose, sources=result.sources)
     code = exit_code(result.diagnostics, strict)
     if fmt == "text":
         s = result.stats

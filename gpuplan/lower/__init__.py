@@ -23,6 +23,8 @@ TARGET_MODULES: tuple[str, ...] = (
     "gpuplan.lower.kubelet",
     "gpuplan.lower.karpenter",
     "gpuplan.lower.monitoring",  # only with spec.monitoring
+    "gpuplan.lower.dra",  # DRA pools only
+    "gpuplan.lower.kueue",  # only with spec.queueing; before gitops (Flux lists its HelmRelease)
     "gpuplan.lower.gitops",  # needs everything above
     "gpuplan.lower.capacity",  # CAPACITY.md (the `gpuplan plan` report)
     "gpuplan.lower.docs",  # README.md: last, describes the tree

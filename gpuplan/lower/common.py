@@ -57,3 +57,28 @@ def content_name(prefix: str, data: Any, *, limit: int = 63) -> str:
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     digest = hashlib.sha256(blob.encode()).hexdigest()[:8]
     return f"{prefix[: limit - 9]}-{digest}"
+
+
+def pool_node_taints(pv: Any) -> list[dict[str, str]]:
+    """The taints the nodes of a pool carry once ready (startup taints aside): Karpenter
+    pools get ``karpenter.pool_taints`` (spec, else the GPU taint), static pools the
+    spec's. Targets that must agree with the nodes (tolerations) read them here."""
+    if pv.pool.karpenter is not None:
+        from gpuplan.lower.karpenter import pool_taints
+
+        return pool_taints(pv)
+    from gpuplan.lower.node_labels import static_pool_taints
+
+    return static_pool_taints(pv)
+
+
+def spec_taints(taints: Any) -> list[dict[str, str]]:
+    """The spec's taints as Kubernetes Taint objects (no ``value`` key when unset)."""
+    out = []
+    for t in taints:
+        d = {"key": t.key}
+        if t.value is not None:
+            d["value"] = t.value
+        d["effect"] = t.effect
+        out.append(d)
+    return out

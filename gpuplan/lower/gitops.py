@@ -217,23 +217,49 @@ def argo_operator_application(rf: ResolvedFleet) -> dict[str, Any]:
     return obj(ARGO_API, "Application", meta, spec=spec)
 
 
-# Cluster-scoped kinds the project admits: the tree's own, and those of chart
-# gpu-operator v26.7.0 with its node-feature-discovery subchart
-# (NVIDIA/gpu-operator@v26.7.0 deployments/gpu-operator/templates/, crds/,
-# charts/node-feature-discovery/; OpenShift's SecurityContextConstraints left out).
+# Cluster-scoped kinds the project admits: the tree's own, and those of the
+# charts its Applications install, by chart name.
 _TREE_CLUSTER_KINDS = {
     "Namespace": "", "PriorityClass": "scheduling.k8s.io", "NodeFeatureRule": "nfd.k8s-sigs.io",
     "NodePool": "karpenter.sh", "NodeOverlay": "karpenter.sh", "EC2NodeClass": "karpenter.k8s.aws",
+    "DeviceClass": "resource.k8s.io",
+    "ClusterQueue": "kueue.x-k8s.io", "Cohort": "kueue.x-k8s.io", "ResourceFlavor": "kueue.x-k8s.io",
+    "Topology": "kueue.x-k8s.io", "WorkloadPriorityClass": "kueue.x-k8s.io",
 }
-CHART_CLUSTER_KINDS = (
-    ("apiextensions.k8s.io", "CustomResourceDefinition"),
-    ("nfd.k8s-sigs.io", "NodeFeatureRule"),
-    ("nvidia.com", "ClusterPolicy"),
-    ("nvidia.com", "GPUCluster"),
-    ("nvidia.com", "NVIDIADriver"),
-    ("rbac.authorization.k8s.io", "ClusterRole"),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
-)
+_RBAC = (("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"))
+CHART_CLUSTER_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
+    # NVIDIA/gpu-operator@v26.7.0 deployments/gpu-operator/templates/, crds/,
+    # charts/node-feature-discovery/ (OpenShift's SecurityContextConstraints left out)
+    GPU_OPERATOR_CHART: (
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("nfd.k8s-sigs.io", "NodeFeatureRule"),
+        ("nvidia.com", "ClusterPolicy"),
+        ("nvidia.com", "GPUCluster"),
+        ("nvidia.com", "NVIDIADriver"),
+        *_RBAC,
+    ),
+    # dra-driver-nvidia-gpu deployments/helm/nvidia-dra-driver-gpu/templates/ and crds/:
+    # its DeviceClasses, the ComputeDomain CRD, RBAC and the GPU mutating webhook
+    "dra-driver-nvidia-gpu": (
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("resource.k8s.io", "DeviceClass"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        *_RBAC,
+    ),
+    # kubernetes-sigs/kueue charts/kueue/templates/: CRDs, RBAC, webhooks and the
+    # visibility API's APIService
+    "kueue": (
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("apiregistration.k8s.io", "APIService"),
+        *_RBAC,
+    ),
+}
+
+
+def _applications(produced: Sequence[Artifact]) -> list[dict[str, Any]]:
+    return [d for a in produced if a.documents for d in a.documents if d.get("kind") == "Application"]
 
 
 def managed_namespaces(rf: ResolvedFleet) -> list[str]:
@@ -255,11 +281,26 @@ def argo_project(rf: ResolvedFleet, produced: Sequence[Artifact]) -> dict[str, A
     g = rf.fleet.spec.cluster.gitops
     kinds = {k for a in produced if a.kustomize and a.documents for d in a.documents
              if (k := d.get("kind")) in _TREE_CLUSTER_KINDS}
-    whitelist = sorted({(_TREE_CLUSTER_KINDS[k], k) for k in kinds} | set(CHART_CLUSTER_KINDS))
+    whitelist = {(_TREE_CLUSTER_KINDS[k], k) for k in kinds} | set(CHART_CLUSTER_KINDS[GPU_OPERATOR_CHART])
+    repos = {g.repo_url, NGC_HELM_REPO}
+    namespaces = set(managed_namespaces(rf))
+    # Applications other targets produced (e.g. a DRA driver chart): their
+    # sources, destinations and chart kinds must be admitted too
+    for app in _applications(produced):
+        spec_ = app["spec"]
+        for src in spec_.get("sources") or [spec_.get("source", {})]:
+            repos.add(src["repoURL"])
+            # a Helm source names its chart; an OCI source is the chart's artifact
+            chart = src.get("chart") or src["repoURL"].rstrip("/").rsplit("/", 1)[-1]
+            whitelist.update(CHART_CLUSTER_KINDS.get(chart, ()))
+        namespaces.add(spec_["destination"]["namespace"])
+    namespaces.update(ns for a in produced if a.kustomize and a.documents for d in a.documents
+                      if (ns := d.get("metadata", {}).get("namespace")))
+    whitelist = sorted(whitelist)
     spec = {
         "description": f"gpuplan fleet {rf.fleet.metadata.name}: GPU Operator, pools, tenants",
-        "sourceRepos": sorted({g.repo_url, NGC_HELM_REPO}),
-        "destinations": [{"server": IN_CLUSTER, "namespace": ns} for ns in managed_namespaces(rf)],
+        "sourceRepos": sorted(repos),
+        "destinations": [{"server": IN_CLUSTER, "namespace": ns} for ns in sorted(namespaces)],
         "clusterResourceWhitelist": [{"group": grp, "kind": kind} for grp, kind in whitelist],
     }
     meta = metadata(rf, project_name(rf), namespace=gitops_namespace(rf))

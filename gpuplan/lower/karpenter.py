@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.lower import Artifact
-from gpuplan.lower.common import POOL_LABEL, metadata, obj
+from gpuplan.lower.common import POOL_LABEL, metadata, obj, spec_taints
 from gpuplan.lower.kubelet import kubelet_topology_fields
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 
@@ -88,16 +88,7 @@ def mig_pool_taint(pv: PoolView) -> dict[str, str] | None:
 def pool_taints(pv: PoolView) -> list[dict[str, str]]:
     """The taints of a Karpenter pool's nodes: the spec's (else the GPU taint),
     plus the MIG gate on MIG pools."""
-    if pv.pool.taints is None:
-        out = [dict(DEFAULT_TAINT)]
-    else:
-        out = []
-        for t in pv.pool.taints:
-            d = {"key": t.key}
-            if t.value is not None:
-                d["value"] = t.value
-            d["effect"] = t.effect
-            out.append(d)
+    out = [dict(DEFAULT_TAINT)] if pv.pool.taints is None else spec_taints(pv.pool.taints)
     gate = mig_pool_taint(pv)
     if gate is not None and all(t["key"] != gate["key"] for t in out):
         out.append(gate)

@@ -17,7 +17,10 @@ Labels set (reference/k8s/facts.md §c, §k):
   a node that once ran a MIG layout (or was labelled by hand) is returned to
   whole GPUs when its pool says so. GPUs that cannot do MIG get no
   ``mig.config`` label: mig-manager does not run there;
-- the pool's own ``labels`` from the spec (they never override the three above).
+- ``nvidia.com/gpu.deploy.device-plugin=false`` on pools with ``allocation.backend: dra``:
+  the GPU Operator's device plugin stays off those nodes and the DRA driver's
+  kubelet plugin runs there instead (:mod:`gpuplan.lower.dra`);
+- the pool's own ``labels`` from the spec (they never override the labels above).
 
 Taints of static pools go into the same rule (``taints:``), and the operator
 values turn on nfd-master's ``-enable-taints`` (:func:`gpuplan.lower.operator.
@@ -35,8 +38,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
 from gpuplan.lower import Artifact
-from gpuplan.lower.common import POOL_LABEL, metadata, obj
+from gpuplan.lower.common import POOL_LABEL, metadata, obj, spec_taints
 from gpuplan.lower.gitops import object_annotations
 from gpuplan.resolve import PoolView, ResolvedFleet
 
@@ -69,6 +73,9 @@ def pool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
     mig = pool_mig_config(pv)
     if mig is not None:
         out[MIG_CONFIG_LABEL] = mig
+    if is_dra(rf, pv):
+        # the operator's device plugin off, the DRA kubelet plugin on (gpuplan.lower.dra)
+        out[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
     for key in sorted(pv.pool.labels):
         if key not in out:
             out[key] = pv.pool.labels[key]
@@ -81,14 +88,7 @@ def rule_name(pv: PoolView) -> str:
 
 def static_pool_taints(pv: PoolView) -> list[dict[str, str]]:
     """The taints nfd-master keeps on a static pool's nodes: the spec's ``taints``."""
-    out = []
-    for t in pv.pool.taints or ():
-        d = {"key": t.key}
-        if t.value is not None:
-            d["value"] = t.value
-        d["effect"] = t.effect
-        out.append(d)
-    return out
+    return spec_taints(pv.pool.taints or ())
 
 
 def node_feature_rule(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from gpuplan.dra import is_dra
 from gpuplan.lower import Artifact
 from gpuplan.lower.common import metadata, obj
 from gpuplan.lower.device_plugin import CONFIGMAP_NAME as PLUGIN_CONFIGMAP
@@ -118,7 +119,9 @@ def values(rf: ResolvedFleet) -> dict[str, Any]:
         "cdi": {"enabled": managed_toolkit},
         "mig": {"strategy": cluster_mig_strategy(rf)},
         "devicePlugin": {
-            "enabled": True,
+            # off only when every pool uses DRA: the chart then also drops the
+            # validator's plugin check (controllers/object_controls.go L2464-2468)
+            "enabled": not all(is_dra(rf, pv) for pv in rf.pools),
             "config": {"create": False, "name": PLUGIN_CONFIGMAP, "default": DEFAULT_CONFIG},
         },
         "gfd": {"enabled": True},

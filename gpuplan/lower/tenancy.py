@@ -98,15 +98,48 @@ def _hard(totals: dict[str, int]) -> dict[str, str]:
     return {quota_key(r): str(totals[r]) for r in sorted(totals)}
 
 
+def _queued_grants(rf: ResolvedFleet, tenant: Tenant, ns: str) -> tuple[list[tuple[Tier, str, int]], dict[str, int]] | None:
+    """With Kueue (docs/kueue.md), a queued tier's quota is its ClusterQueue's, shared by
+    every namespace of the tenant and able to borrow: the namespace's ResourceQuota allows
+    what Kueue may admit (nominal + borrowable), so it never refuses a pod Kueue admitted.
+    Returns (grants with those ceilings, totals per resource), or None without a queue."""
+    from gpuplan.report.queues import namespace_ceilings
+
+    ceilings = namespace_ceilings(rf, tenant)
+    if ceilings is None:
+        return None
+    grants = []
+    totals = {r: 0 for r in rf.gpu_resources}
+    shared: set[tuple[str, str]] = set()  # non-enforced tiers on one flavor share its ceiling once
+    for tier, res, units in _grants(rf, tenant, ns):
+        if (tier.pool, res) in ceilings:
+            units = ceilings[(tier.pool, res)]
+            if not tier.enforce_priority:
+                units = 0 if (tier.pool, res) in shared else units
+                shared.add((tier.pool, res))
+        else:
+            totals[res] = totals.get(res, 0) + units
+        grants.append((tier, res, units))
+    for (_, res), units in ceilings.items():
+        totals[res] = totals.get(res, 0) + units
+    return grants, totals
+
+
 def namespace_quotas(rf: ResolvedFleet, tenant: Tenant, ns: str) -> list[dict[str, Any]]:
     grants = _grants(rf, tenant, ns)
     totals = {r: 0 for r in rf.gpu_resources}
     for _, res, units in grants:
         totals[res] = totals.get(res, 0) + units
+    queued = _queued_grants(rf, tenant, ns) if rf.fleet.spec.queueing is not None else None
+    if queued is not None:
+        grants, totals = queued
     ann = object_annotations(rf, "ResourceQuota")
     extra = {TENANT_LABEL: tenant.name}
+    from gpuplan.lower.dra import quota_hard as dra_quota_hard
+
+    hard = {**_hard(totals), **dra_quota_hard(rf, tenant, ns)}
     out = [obj("v1", "ResourceQuota", metadata(rf, QUOTA_NAME, namespace=ns, extra_labels=extra, annotations=ann),
-               spec={"hard": _hard(totals)})]
+               spec={"hard": dict(sorted(hard.items()))})]
     enforced = [(t, r, u) for t, r, u in grants if t.enforce_priority]
     if not enforced:
         return out

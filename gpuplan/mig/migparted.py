@@ -342,5 +342,8 @@ def check_mig_parted_text(text: str, file: str = "<input>", *, driver: str | Non
 
 
 def check_mig_parted_file(path: str | Path, *, driver: str | None = None) -> MigPartedReport:
-    p = Path(path)
-    return check_mig_parted_text(p.read_text(encoding="utf-8"), str(path), driver=driver)
+    """Raises ``gpuplan.spec.loader.LoadError`` for a file that is not a
+    regular UTF-8 file within the spec's size limit."""
+    from gpuplan.spec.loader import read_source
+
+    return check_mig_parted_text(read_source(path, display=str(path)), str(path), driver=driver)

@@ -16,8 +16,9 @@ tree by hand). It is committed with the tree, depends only on the contents
 **Writing** (:func:`write_tree`) builds the complete new tree in
 ``<parent>/.<name>.gpuplan-new`` (same filesystem), then swaps it in:
 
-1. under an ``flock`` on the parent directory, :func:`recover` cleans up what an
-   interrupted run left (see there);
+1. under an ``flock`` on ``<parent>/.<name>.gpuplan-lock`` (one lock per tree, so
+   builds into sibling directories run side by side; the lock file is removed
+   again), :func:`recover` cleans up what an interrupted run left (see there);
 2. the old tree is read and every refusal is decided before anything is
    written; a refusal changes nothing on disk;
 3. the new tree gets the rendered files (0644), the person's files (hard
@@ -32,6 +33,13 @@ tree by hand). It is committed with the tree, depends only on the contents
 
 Only a crash of the process is covered, not a power loss (no fsync: it costs
 seconds on thousands of files and the tree is regenerable from the spec).
+
+**Leftovers.** The old tree is removed after the swap. What cannot be removed
+(files left by an earlier ``sudo gpuplan build``, a directory made read-only)
+does not fail a build whose new tree is in place: the remains are moved aside
+to ``.<name>.gpuplan-stale-<random>`` so no fixed name stays taken, reported
+once (GP806, a warning) with the command that clears them, and quietly retried
+by later builds.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ import errno
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import stat
 from contextlib import contextmanager
@@ -68,6 +77,8 @@ __all__ = [
 RECORD_NAME = ".gpuplan.sha256"
 _NEW_SUFFIX = ".gpuplan-new"
 _OLD_SUFFIX = ".gpuplan-old"
+_LOCK_SUFFIX = ".gpuplan-lock"
+_STALE_INFIX = ".gpuplan-stale-"
 FILE_MODE = 0o644
 DIR_MODE = 0o755
 
@@ -124,7 +135,19 @@ STALE = Code(
     good="$ gpuplan build fleet.yaml && git add fleet.yaml generated/",
 )
 
-CODES = (HAND_EDITED, NOT_GENERATED, BAD_RECORD, OUTPUT_DIR, STALE)
+LEFTOVER = Code(
+    "GP806",
+    "old tree could not be removed",
+    Severity.WARNING,
+    "The new tree is in place, but part of the old one could not be deleted (files owned by "
+    "another user, such as root after a `sudo gpuplan build`, or a directory without write "
+    "permission). The remains are moved aside next to the tree and named in the message with "
+    "the command that removes them; later builds are not affected and retry the removal.",
+    bad="$ sudo gpuplan build fleet.yaml   # root-owned files in generated/\n$ gpuplan build fleet.yaml",
+    good="$ sudo rm -rf .generated.gpuplan-stale-*   # as the message says; then build as yourself",
+)
+
+CODES = (HAND_EDITED, NOT_GENERATED, BAD_RECORD, OUTPUT_DIR, STALE, LEFTOVER)
 
 
 class TreeError(Exception):
@@ -141,7 +164,7 @@ class WriteResult:
     removed: tuple[str, ...] = ()  # generated earlier, no longer produced: pruned
     unchanged: tuple[str, ...] = ()  # produced with the content already on disk
     kept: tuple[str, ...] = ()  # a person's files, carried over unchanged
-    diagnostics: tuple[Diagnostic, ...] = ()  # refusals; when present nothing changed
+    diagnostics: tuple[Diagnostic, ...] = ()  # refusals (errors: nothing changed); GP806 warnings
 
     @property
     def ok(self) -> bool:
@@ -274,12 +297,29 @@ def _scan(root: Path) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+# No file gpuplan writes comes near this; a bigger one in the tree was put there.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
 def _read(root: Path, rel: str) -> bytes:
     # O_NOFOLLOW: the last component is re-checked at open time; the parents
-    # were seen as real directories by _scan.
-    fd = os.open(root / rel, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    # were seen as real directories by _scan. O_NONBLOCK and fstat: a FIFO
+    # swapped in since the scan is refused instead of waited on; reads are capped.
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(root / rel, flags)
     with os.fdopen(fd, "rb") as f:
-        return f.read()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            raise TreeError(OUTPUT_DIR.diag(
+                f"{rel} is not a regular file of at most {MAX_FILE_BYTES // (1024 * 1024)} MiB; "
+                "gpuplan never wrote it", file=str(root / rel),
+                hint="remove it from the output tree"))
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise TreeError(OUTPUT_DIR.diag(f"{rel} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; "
+                                        "gpuplan never wrote it", file=str(root / rel),
+                                        hint="remove it from the output tree"))
+    return data
 
 
 @dataclass(frozen=True)
@@ -324,7 +364,9 @@ def recover(out_dir: Path | str) -> list[str]:
       backup is put back (the old tree wins); otherwise ``<out>`` is the new
       tree and the backup is removed.
 
-    Returns what was done, for messages. Call it under the writer's lock."""
+    What cannot be removed is moved aside (``.<name>.gpuplan-stale-*``), and
+    such remains of earlier runs are retried quietly: a leftover never blocks
+    a build. Returns what was done, for messages. Call it under the writer's lock."""
     target = _real_target(Path(out_dir))
     new, old = _siblings(target)
     done: list[str] = []
@@ -333,15 +375,61 @@ def recover(out_dir: Path | str) -> list[str]:
             os.rename(old, target)
             done.append(f"restored {target} from an interrupted write")
         else:
-            shutil.rmtree(old)
+            _discard(old)
             done.append(f"removed {old}")
     if os.path.lexists(new):
         if new.is_dir() and not new.is_symlink():
-            shutil.rmtree(new)
+            _discard(new)
         else:
             os.unlink(new)
         done.append(f"removed {new}")
+    prefix = f".{target.name}{_STALE_INFIX}"
+    try:
+        stale = [e for e in os.scandir(target.parent) if e.name.startswith(prefix)]
+    except OSError:
+        stale = []
+    for e in stale:
+        if e.is_dir(follow_symlinks=False):
+            _rmtree(Path(e.path))
     return done
+
+
+def _rmtree(path: Path) -> None:
+    """Remove what can be removed under ``path``; make our own read-only
+    directories writable on the way. Never raises."""
+
+    def retry(func, p, _exc) -> None:
+        try:
+            parent = os.path.dirname(p)
+            for d in (parent, p) if func in (os.rmdir, os.unlink) else (p,):
+                if d and stat.S_ISDIR(os.lstat(d).st_mode):
+                    os.chmod(d, 0o700)
+            func(p)
+        except OSError:
+            pass  # someone else's file: left for the report
+
+    shutil.rmtree(path, onerror=retry)
+
+
+def _discard(path: Path) -> Path | None:
+    """Remove a tree gpuplan is done with. None when it is gone; otherwise the
+    remains are moved to a fresh ``.<name>.gpuplan-stale-*`` name (so no fixed
+    name stays taken) and that path is returned."""
+    _rmtree(path)
+    if not os.path.lexists(path):
+        return None
+    import secrets
+
+    name = path.name
+    for suffix in (_NEW_SUFFIX, _OLD_SUFFIX):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    aside = path.parent / f"{name}{_STALE_INFIX}{secrets.token_hex(4)}"
+    try:
+        os.rename(path, aside)
+    except OSError:
+        return path
+    return aside
 
 
 def _real_target(out: Path) -> Path:
@@ -349,23 +437,48 @@ def _real_target(out: Path) -> Path:
     return Path(os.path.realpath(out)) if out.is_symlink() else Path(os.path.abspath(out))
 
 
+def _lock_path(target: Path) -> Path:
+    return target.parent / f".{target.name}{_LOCK_SUFFIX}"
+
+
 @contextmanager
-def _locked(directory: Path) -> Iterator[bool]:
-    """Exclusive flock on the parent directory: one writer per tree, no lock file."""
+def _locked(target: Path) -> Iterator[bool]:
+    """Exclusive flock on ``.<name>.gpuplan-lock`` beside the tree: one writer
+    per tree, while trees in sibling directories are written side by side.
+
+    The lock file is removed on release, so a writer that opened it just
+    before checks, once it holds the lock, that the name still leads to the
+    file it locked (else it tries again with the new one)."""
     try:
         import fcntl
     except ImportError:  # not POSIX: no locking
         yield True
         return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
+    path = _lock_path(target)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        fd = os.open(path, flags, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
             yield False
             return
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        mine = os.fstat(fd)
+        if st is not None and (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+            break
+        os.close(fd)  # the holder before us removed it: lock the new one
+    try:
         yield True
     finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
         os.close(fd)  # releases the lock
 
 
@@ -399,20 +512,21 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(a))
 
 
-def _swap(new: Path, target: Path, old: Path) -> None:
+def _swap(new: Path, target: Path, old: Path) -> Path | None:
+    """Put the new tree in place. Returns the path of what could not be
+    removed of the old one (the swap itself succeeded), or None."""
     if not os.path.lexists(target):
         os.rename(new, target)
-        return
+        return None
     if _exchange(new, target):
-        shutil.rmtree(new)  # the old tree now lives at the temporary name
-        return
+        return _discard(new)  # the old tree now lives at the temporary name
     os.rename(target, old)
     try:
         os.rename(new, target)
     except BaseException:
         os.rename(old, target)  # put the old tree back
         raise
-    shutil.rmtree(old)
+    return _discard(old)
 
 
 # ------------------------------------------------------------------------ writing
@@ -484,11 +598,13 @@ def write_tree(out_dir: Path | str, files: Mapping[str, bytes], *, force: bool =
         )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(target.parent) as got:
+        with _locked(target) as got:
             if not got:
                 return _refuse(OUTPUT_DIR.diag("another gpuplan is writing this tree", file=display))
             recover(target)
             return _write_locked(target, display, files, force)
+    except TreeError as exc:  # a file in the tree that gpuplan cannot have written
+        return _refuse(exc.diagnostic)
     except OSError as exc:
         return _refuse(OUTPUT_DIR.diag(f"cannot write the output tree: {exc}", file=display))
 
@@ -602,11 +718,20 @@ def _write_locked(target: Path, display: str, files: Mapping[str, bytes], force:
         modes.append((new, stat.S_IMODE(os.stat(target).st_mode) if target.is_dir() else DIR_MODE))
         for d, mode in reversed(modes):
             os.chmod(d, mode)
-        _swap(new, target, old)
+        left = _swap(new, target, old)
     except BaseException:
         # The old tree has not been touched (or _swap put it back).
         shutil.rmtree(new, ignore_errors=True)
         raise
+    if left is not None:
+        shown = os.path.relpath(left)
+        shown = str(left) if shown.startswith("..") else shown
+        quoted = shlex.quote(shown)
+        return WriteResult(written, removed, unchanged, kept, (LEFTOVER.diag(
+            f"the new tree is in place, but the old one could not be removed completely; its remains are in {shown}",
+            file=display,
+            hint=f"remove them as the user who owns them, e.g. `sudo rm -rf {quoted}`; later builds are not affected",
+        ),))
     return result
 
 

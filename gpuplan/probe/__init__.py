@@ -1,6 +1,6 @@
 """Hardware inventory: the NVML node probe and the NodeInventory model.
 
-- ``gpuplan.probe.inventory``: pydantic models, JSON Schema, ``load_inventory``
+- ``gpuplan.probe.inventory``: pydantic models, JSON Schema; ``gpuplan.probe.reader``: ``load_inventory``
   (imports neither pynvml nor ruamel at import time);
 - ``gpuplan.probe.facts``: answers the fleet rules need from one inventory;
 - ``gpuplan.probe.collect``: ``probe_node(nvml, ...)`` (NVML module injected);

@@ -456,10 +456,14 @@ def load_fake(path: str | Path) -> FakeNvml:
     """A FakeNvml for the fixture at ``path`` (YAML)."""
     import yaml  # fixtures are ours; PyYAML's C loader keeps the benchmark honest
 
+    from gpuplan.spec.loader import LoadError, read_source
+
     p = Path(path)
     try:
-        data = yaml.load(p.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, yaml.YAMLError) as exc:
+        data = yaml.load(read_source(p), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except LoadError as exc:
+        raise FixtureError(f"cannot read NVML fixture {p}: {exc.diag.message}") from None
+    except yaml.YAMLError as exc:
         raise FixtureError(f"cannot read NVML fixture {p}: {exc}") from None
     if not isinstance(data, dict):
         raise FixtureError(f"NVML fixture {p} is not a mapping")

@@ -11,14 +11,19 @@ and a file is rewritten only when its bytes change.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from gpuplan.output.atomic import write_atomic
 from gpuplan.probe.inventory import NodeInventory, dump_json, dump_yaml
 from gpuplan.probe.publish import ANNOTATION_NODE, DATA_KEY, SELECTOR
+
+INVENTORY_FILE_MAX = 1024 * 1024  # what a pull ever writes: one inventory
 
 # a node name is a DNS subdomain: safe as a file name
 _SAFE_NODE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -56,6 +61,20 @@ def kubectl_command(
     return cmd
 
 
+def nodes_command(*, kubectl: str = "kubectl", context: str | None = None, chunk_size: int = 500) -> list[str]:
+    """The cluster's Node objects (names only are used): with ``--prune``,
+    the ConfigMaps of deleted nodes are left out. This is the puller's read,
+    so the probe pods on every node need no cluster-wide rights."""
+    cmd = [kubectl]
+    if context:
+        cmd += ["--context", context]
+    return cmd + ["get", "nodes", "--output", "json", f"--chunk-size={int(chunk_size)}"]
+
+
+def node_names(obj: dict[str, Any]) -> set[str]:
+    return {(i.get("metadata") or {}).get("name") for i in obj.get("items", []) if isinstance(i, dict)} - {None}
+
+
 def run_kubectl(cmd: Sequence[str], *, timeout: float = 300) -> dict[str, Any]:
     try:
         proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, check=False)
@@ -78,33 +97,60 @@ def run_kubectl(cmd: Sequence[str], *, timeout: float = 300) -> dict[str, Any]:
     return obj
 
 
-def inventories_from_list(obj: dict[str, Any]) -> tuple[list[NodeInventory], list[str]]:
-    """Valid inventories (sorted by node) and one warning per ConfigMap skipped."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+def _text(value: Any, limit: int = 120) -> str:
+    """A value from a ConfigMap, fit for one log line: quoted, control
+    characters escaped, cut."""
+    r = repr(value)
+    return r if len(r) <= limit else r[: limit - 3] + "..."
 
-    from pydantic import ValidationError
 
-    yaml = YAML(typ="safe", pure=True)
+def inventories_from_list(obj: dict[str, Any], *, nodes: set[str] | None = None) -> tuple[list[NodeInventory], list[str]]:
+    """Valid inventories (sorted by node) and one warning per ConfigMap skipped.
+
+    Each ConfigMap is written by one node, and a node can be compromised: its
+    text goes through the bounded loader (size, depth, values, alias
+    expansion: ``gpuplan.probe.reader``), and whatever is wrong with it is a
+    warning that names the node, never a stop for the other nodes. ``nodes``:
+    the cluster's node names; a ConfigMap of a node not among them is skipped."""
+    from gpuplan.probe.reader import parse_documents, validate_document
+    from gpuplan.spec.loader import INVENTORY_LIMITS
+
     invs: dict[str, NodeInventory] = {}
     warnings: list[str] = []
-    for item in obj.get("items", []):
-        meta = item.get("metadata") or {}
-        where = f"{meta.get('namespace', '?')}/{meta.get('name', '?')}"
-        text = (item.get("data") or {}).get(DATA_KEY)
+    items = obj.get("items", [])
+    for item in items if isinstance(items, list) else []:
+        item = item if isinstance(item, dict) else {}
+        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+        annotated = annotations.get(ANNOTATION_NODE)
+        where = f"{_text(meta.get('namespace', '?'), 80)[1:-1]}/{_text(meta.get('name', '?'), 260)[1:-1]}"
+        if annotated is not None:
+            where += f" (node {_text(annotated, 260)})"
+        data = item.get("data") if isinstance(item.get("data"), dict) else {}
+        text = data.get(DATA_KEY)
         if not isinstance(text, str):
             warnings.append(f"{where}: no {DATA_KEY} key; skipped")
             continue
-        try:
-            inv = NodeInventory.model_validate(yaml.load(text))
-        except YAMLError as exc:
-            warnings.append(f"{where}: {DATA_KEY} is not YAML ({str(exc).splitlines()[0]}); skipped")
+        if len(text) > INVENTORY_LIMITS.max_bytes or len(text.encode("utf-8", "surrogatepass")) > INVENTORY_LIMITS.max_bytes:
+            warnings.append(f"{where}: {DATA_KEY} is larger than {INVENTORY_LIMITS.max_bytes // 1024} KiB; skipped")
             continue
-        except ValidationError as exc:
-            warnings.append(f"{where}: not a valid NodeInventory ({exc.error_count()} problems); skipped")
+        docs, errs = parse_documents(text, DATA_KEY)
+        if not errs and len(docs) != 1:
+            warnings.append(f"{where}: {DATA_KEY} holds {len(docs)} documents, not one; skipped")
+            continue
+        inv = None
+        if not errs:
+            inv, errs = validate_document(docs[0])
+        if inv is None:
+            first = errs[0] if errs else None
+            detail = ""
+            if first is not None:
+                at = f"line {first.line}: " if first.line else ""
+                detail = f" ({at}{_text(first.message, 160)[1:-1]}" + (
+                    f"; {len(errs) - 1} more problems)" if len(errs) > 1 else ")")
+            warnings.append(f"{where}: not a valid NodeInventory{detail}; skipped")
             continue
         node = inv.metadata.name
-        annotated = (meta.get("annotations") or {}).get(ANNOTATION_NODE)
         if annotated != node:
             # the admission policy ties the annotation to the writing node; a
             # document claiming another node is not trusted
@@ -115,6 +161,12 @@ def inventories_from_list(obj: dict[str, Any]) -> tuple[list[NodeInventory], lis
             continue
         if node in invs:
             warnings.append(f"{where}: second inventory for node {node!r}; skipped")
+            continue
+        if nodes is not None and node not in nodes:
+            name = _text(meta.get("name", "?"), 260)[1:-1]
+            namespace = _text(meta.get("namespace", "?"), 80)[1:-1]
+            warnings.append(f"{where}: node {node!r} is not in the cluster any more; skipped "
+                            f"(remove the ConfigMap: kubectl delete configmap -n {namespace} {name})")
             continue
         invs[node] = inv
     return [invs[k] for k in sorted(invs)], warnings
@@ -129,13 +181,27 @@ _HEADERS = {
 _DUMPERS = {".yaml": dump_yaml, ".json": dump_json}
 
 
+def _current(path: Path) -> str | None:
+    """The file's text when it is gpuplan's regular file (a symlink or a
+    FIFO planted at the name is replaced, never read or followed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        raw = fh.read(INVENTORY_FILE_MAX + 1)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def _ours(path: Path) -> bool:
     header = _HEADERS[path.suffix]
-    try:
-        with path.open(encoding="utf-8") as fh:
-            return fh.read(len(header)) == header
-    except (OSError, UnicodeDecodeError):
-        return False
+    text = _current(path)
+    return text is not None and text.startswith(header)
 
 
 def write_inventories(out_dir: Path, invs: Sequence[NodeInventory], *, prune: bool = False,
@@ -154,16 +220,11 @@ def write_inventories(out_dir: Path, invs: Sequence[NodeInventory], *, prune: bo
         path = out_dir / f"{inv.metadata.name}{suffix}"
         keep.add(path.name)
         text = dump(inv)
-        try:
-            old = path.read_text(encoding="utf-8")
-        except OSError:
-            old = None
+        old = _current(path)
         if old == text:
             res.unchanged.append(path)
         else:
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(path)
+            write_atomic(path, text.encode("utf-8"))
             res.written.append(path)
         stale = path.with_suffix(other)
         if stale.is_file() and _ours(stale):

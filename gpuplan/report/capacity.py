@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from gpuplan.spec.models import Mig
 
 if TYPE_CHECKING:
+    from gpuplan.report.queues import QueueLedger
     from gpuplan.resolve import PoolView, ResolvedFleet
     from gpuplan.spec.models import Tier
 
@@ -256,6 +257,7 @@ class CapacityReport:
     tenants: tuple[TenantReport, ...]
     hours_per_month: int = HOURS_PER_MONTH
     notes: tuple[str, ...] = field(default=())
+    queues: "QueueLedger | None" = None  # Kueue's quotas, with spec.queueing (gpuplan.report.queues)
 
     @property
     def physical_gpus(self) -> int:
@@ -395,13 +397,16 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
             cost_per_month=cost, grants=grants, priority=t.priority, preemption=t.preemption,
         ))
 
+    tiers_of_pool: dict[str, list[TierReport]] = {}  # grouped once: linear in pools + tiers
+    for tr in tiers:
+        tiers_of_pool.setdefault(tr.pool, []).append(tr)
     pools = []
     for pv in rf.pools:
         res = pool_resources(pv)
         quota: dict[str, int] = {}
         allocated: float | None = 0.0
-        for tr in tiers:
-            if tr.pool != pv.name or tr.resource is None:
+        for tr in tiers_of_pool.get(pv.name, ()):
+            if tr.resource is None:
                 continue
             quota[tr.resource] = quota.get(tr.resource, 0) + tr.quota
             if tr.cost_per_month is None:
@@ -431,4 +436,11 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
                    if tier_name in rf.tier_by_name)
         tenants.append(TenantReport(tn.name, tuple(tn.namespaces), gs))
 
-    return CapacityReport(rf.fleet.metadata.name, tuple(pools), tuple(tiers), tuple(tenants))
+    report = CapacityReport(rf.fleet.metadata.name, tuple(pools), tuple(tiers), tuple(tenants))
+    if spec.queueing is not None:
+        from dataclasses import replace
+
+        from gpuplan.report.queues import build_ledger
+
+        report = replace(report, queues=build_ledger(rf, report))
+    return report

@@ -176,6 +176,14 @@ def _mig_section(pools: tuple[PoolReport, ...]) -> str:
             '(NVIDIA\'s diagram convention).</p><div class="mig">' + "".join(parts) + "</div>")
 
 
+def _queue_section(r: CapacityReport) -> str:
+    if r.queues is None:
+        return ""
+    from gpuplan.report.queues import queue_rows
+
+    return "<h2>Queues (Kueue)</h2>" + _table(*queue_rows(r.queues))
+
+
 def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None, disruption: Any = None) -> str:
     cost = money(r.cost_per_month)
     over = [t for t in r.tiers if tier_status(t) != "ok"]
@@ -194,6 +202,7 @@ def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None, di
         "<h2>Pools</h2>", _table(*_pool_rows(r)),
         "<h2>Tiers</h2>", _table(*_tier_rows(r), status_col=9),
         "<h2>Tenants</h2>", _table(*_tenant_rows(r)),
+        _queue_section(r),
         _mig_section(r.pools),
     ]
     if disruption is not None:  # first and loudly: above the capacity report

@@ -109,6 +109,10 @@ def to_data(r: CapacityReport) -> dict[str, Any]:
 
 def render_json(r: CapacityReport, diff=None, optimise=None, disruption=None) -> str:
     data = to_data(r)
+    if r.queues is not None:
+        from gpuplan.report.queues import queues_data
+
+        data["queues"] = queues_data(r.queues)
     if diff is not None:
         from gpuplan.report.diff import diff_data
 
@@ -204,6 +208,10 @@ def _diagrams(r: CapacityReport) -> list[tuple[PoolReport, LayoutUsage, str]]:
 def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Callable) -> list[str]:
     parts = [heading(1, f"Capacity: {r.fleet}"), _summary(r), heading(2, "Pools"), table(*_pool_rows(r)),
              heading(2, "Tiers"), table(*_tier_rows(r)), heading(2, "Tenants"), table(*_tenant_rows(r))]
+    if r.queues is not None:
+        from gpuplan.report.queues import queue_rows
+
+        parts += [heading(2, "Queues (Kueue)"), table(*queue_rows(r.queues))]
     diagrams = _diagrams(r)
     if diagrams:
         parts.append(heading(2, "MIG layouts"))

@@ -1,21 +1,88 @@
-"""Render diagnostics once, at the edge. One small module per format."""
+"""Render diagnostics once, at the edge. One small module per format.
+
+Two guarantees every format keeps, whatever the input held:
+
+* **No forged output.** Values in messages come from files (and ConfigMaps)
+  that may be hostile. ``escape`` turns every control character, including
+  newlines, into a visible escape, so a value cannot start a line of its own
+  (a fake ``::warning::`` workflow command, a fake "valid" line) or move the
+  terminal's cursor; and it breaks ``##[``, the runner's legacy command form,
+  which is recognised anywhere in a line. (actions/runner at 258d6c85,
+  src/Runner.Common/ActionCommand.cs: ``TryParseV2`` takes a line whose
+  ``TrimStart()`` starts with ``::``; ``TryParse`` finds ``##[`` by
+  ``IndexOf`` anywhere; src/Runner.Worker/ActionCommandManager.cs tries both
+  on every output line, for commands such as warning, error, add-mask,
+  set-output.)
+* **Bounded output.** At most ``MAX_SHOWN`` diagnostics are rendered; the rest
+  are counted in one "N more" line (code GP016).
+"""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import re
+from typing import Callable, Mapping, Sequence
 
-from gpuplan.diagnostics import Diagnostic
+from gpuplan.codes import Code
+from gpuplan.diagnostics import Diagnostic, Severity
 
 FORMATS = ("text", "json", "github", "sarif")
+MAX_SHOWN = 200
+
+E_MORE = Code(
+    "GP016", "more diagnostics than shown", Severity.INFO,
+    f"A run found more problems than are worth printing: the first {MAX_SHOWN} are shown "
+    "(the first of each kind of schema error), the rest are counted in one line. Fix those "
+    "shown and run again.",
+    bad="spec:\n  k1: 1\n  k2: 1\n  # ... 10,000 misspelt keys", good="spec:\n  pools: [...]",
+)
+
+CODES = (E_MORE,)
+
+# C0 and C1 controls, DEL, and the Unicode line/paragraph separators and
+# bidirectional overrides that can make text display other than it reads.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def render(fmt: str, diags: Sequence[Diagnostic], *, color: bool = False) -> str:
-    """Diagnostics (already normalised) as text in the given format."""
+def _esc(m: re.Match) -> str:
+    c = m.group(0)
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def escape(text: str | None) -> str:
+    """``text`` on one line with every control character made visible, and
+    no ``##[`` (a workflow command wherever it appears in a line)."""
+    if not text:
+        return text or ""
+    return _CONTROL.sub(_esc, text).replace("##[", "##\\x5b")
+
+
+def cap(diags: Sequence[Diagnostic], limit: int = MAX_SHOWN) -> list[Diagnostic]:
+    """The first ``limit`` diagnostics and, when there were more, one GP016
+    line counting the rest (errors and warnings among them)."""
+    if len(diags) <= limit:
+        return list(diags)
+    rest = diags[limit:]
+    errors = sum(1 for d in rest if d.severity is Severity.ERROR)
+    warnings = sum(1 for d in rest if d.severity is Severity.WARNING)
+    first = rest[0]
+    return [*diags[:limit], E_MORE.diag(
+        f"{len(rest):,} more diagnostics not shown ({errors:,} errors, {warnings:,} warnings)",
+        file=first.file, line=first.line, col=first.col,
+        hint="fix the ones shown and run again")]
+
+
+def render(fmt: str, diags: Sequence[Diagnostic], *, color: bool = False,
+           sources: Mapping[str, str] | None = None) -> str:
+    """Diagnostics (already normalised) as text in the given format.
+    ``sources`` maps the files whose lines may be quoted (the spec and the
+    inventory files it names) to their text; nothing else is ever read."""
     renderer: Callable[..., str]
+    diags = cap(diags)
     if fmt == "text":
         from gpuplan.reporters.text import render as renderer
 
-        return renderer(diags, color=color)
+        return renderer(diags, color=color, sources=sources)
     if fmt == "json":
         from gpuplan.reporters.json import render as renderer
     elif fmt == "github":

@@ -7,6 +7,7 @@ from typing import Sequence
 
 from gpuplan import __version__
 from gpuplan.diagnostics import Diagnostic
+from gpuplan.reporters import escape
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
@@ -33,7 +34,7 @@ def render(diags: Sequence[Diagnostic]) -> str:
             "ruleId": d.code,
             "ruleIndex": index[d.code],
             "level": _LEVEL[d.severity.value],
-            "message": {"text": d.message + (f" (hint: {d.hint})" if d.hint else "")},
+            "message": {"text": escape(d.message) + (f" (hint: {escape(d.hint)})" if d.hint else "")},
         }
         if d.file:
             region = {}
@@ -41,11 +42,11 @@ def render(diags: Sequence[Diagnostic]) -> str:
                 region["startLine"] = d.line
                 if d.col is not None:
                     region["startColumn"] = d.col
-            loc: dict = {"physicalLocation": {"artifactLocation": {"uri": d.file}}}
+            loc: dict = {"physicalLocation": {"artifactLocation": {"uri": escape(d.file)}}}
             if region:
                 loc["physicalLocation"]["region"] = region
             if d.path:
-                loc["logicalLocations"] = [{"fullyQualifiedName": d.path}]
+                loc["logicalLocations"] = [{"fullyQualifiedName": escape(d.path)}]
             r["locations"] = [loc]
         results.append(r)
     doc = {

@@ -25,6 +25,8 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.operator",
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",
+    "gpuplan.rules.dra",
+    "gpuplan.rules.queueing",
 )
 
 W_DISABLE_UNKNOWN = Code(

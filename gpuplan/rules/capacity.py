@@ -54,6 +54,10 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
     report = rf.capacity
     tiers = rf.fleet.spec.tiers
     reported_groups: set[tuple[str, str]] = set()
+    group_limit: dict[tuple[str, str | None], float] = {}  # per (pool, resource), computed once
+    for r in report.tiers:
+        key = (r.pool, r.resource)
+        group_limit[key] = min(group_limit.get(key, r.max_oversubscription), r.max_oversubscription)
     for tr in report.tiers:
         if tr.resource is None:
             continue  # GP401
@@ -73,7 +77,7 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
             continue
         if key in reported_groups:
             continue
-        limit = min(r.max_oversubscription for r in report.tiers if (r.pool, r.resource) == key)
+        limit = group_limit[key]
         allowed = tr.capacity * limit
         if tr.pool_resource_quota <= allowed + 1e-9:
             continue

@@ -13,13 +13,23 @@ node tree is what lets it, cheaply and before any other stage sees the data:
   microseconds instead of taking the validator down;
 * refuse tags that would construct anything but plain data.
 
+Every file the compiler reads (the spec, inventory files, inventories pulled
+from ConfigMaps) goes through ``read_source`` and ``load_text``/``load_all``:
+only regular files are opened (a FIFO or ``/dev/zero`` is refused before a
+byte is read), at most the size limit is read, and the parsed ``Document``
+keeps the text so a reporter never opens the file again. ``Limits`` bounds
+bytes, nesting, and values after alias expansion (which also bounds keys).
+
 Scalars are resolved with the YAML 1.2 core schema: ``on``/``yes`` stay
 strings, ``012`` is the integer 12.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +42,22 @@ MAX_DEPTH = 64
 # Upper bound on the number of values after alias expansion. A real fleet of
 # 2,000 nodes and 1,000 tenants is well under 200k.
 MAX_EXPANDED_NODES = 2_000_000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one file may cost: bytes read, nesting depth, values (keys,
+    items and scalars, counted after alias expansion)."""
+
+    max_bytes: int = MAX_BYTES
+    max_depth: int = MAX_DEPTH
+    max_values: int = MAX_EXPANDED_NODES
+
+
+SPEC_LIMITS = Limits()
+# One node's inventory: an 8-GPU node is ~15 kB and ~2,000 values; a ConfigMap
+# holds at most 1 MiB. A document beyond these is not a probe's output.
+INVENTORY_LIMITS = Limits(max_bytes=1024 * 1024, max_depth=32, max_values=100_000)
 
 Path_ = tuple  # spec path: tuple of str keys and int indices
 
@@ -72,7 +98,8 @@ E_ALIAS_BOMB = Code(
 )
 E_TOO_LARGE = Code(
     "GP007", "file too large", Severity.ERROR,
-    f"The file is larger than the limit ({MAX_BYTES // (1024 * 1024)} MiB).",
+    f"The file is larger than the limit ({MAX_BYTES // (1024 * 1024)} MiB for a spec, "
+    f"{INVENTORY_LIMITS.max_bytes // (1024 * 1024)} MiB for one inventory). Only the limit is ever read.",
 )
 E_BINARY = Code(
     "GP008", "not UTF-8 text", Severity.ERROR,
@@ -80,7 +107,7 @@ E_BINARY = Code(
 )
 E_TOO_DEEP = Code(
     "GP009", "nesting too deep", Severity.ERROR,
-    f"Mappings and lists nest deeper than {MAX_DEPTH} levels.",
+    f"Mappings and lists nest deeper than {MAX_DEPTH} levels ({INVENTORY_LIMITS.max_depth} in an inventory).",
 )
 E_UNREADABLE = Code(
     "GP010", "cannot read file", Severity.ERROR,
@@ -97,10 +124,24 @@ E_KEY = Code(
     "Mapping keys must be plain scalars (strings).",
     bad="? [a, b]\n: value", good="a: value",
 )
+E_NOT_REGULAR = Code(
+    "GP013", "not a regular file", Severity.ERROR,
+    "gpuplan reads only regular files: a directory, a FIFO, a socket or a device "
+    "(`/dev/zero`, `/dev/stdin`) is refused before anything is read, so a command never "
+    "hangs or reads without end.",
+    bad="gpuplan validate /dev/zero", good="gpuplan validate fleet.yaml",
+)
+E_TOO_MANY_VALUES = Code(
+    "GP014", "too many values", Severity.ERROR,
+    "The document holds more keys, list items and scalars than the limit for its kind "
+    "of file; no real spec or inventory comes near it.",
+    bad="spec:\n  k1: 1\n  k2: 1\n  # ... two million keys", good="spec:\n  pools: [...]",
+)
 
 CODES = (
     E_SYNTAX, E_DUPLICATE_KEY, E_EMPTY, E_NOT_MAPPING, E_MULTI_DOC, E_ALIAS_BOMB,
-    E_TOO_LARGE, E_BINARY, E_TOO_DEEP, E_UNREADABLE, E_TAG, E_KEY,
+    E_TOO_LARGE, E_BINARY, E_TOO_DEEP, E_UNREADABLE, E_TAG, E_KEY, E_NOT_REGULAR,
+    E_TOO_MANY_VALUES,
 )
 
 
@@ -112,6 +153,7 @@ class Document:
     data: Any
     value_pos: dict[Path_, tuple[int, int]] = field(default_factory=dict)
     key_pos: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+    text: str = field(default="", repr=False)  # the source, for excerpts in reports
 
     def locate(self, path: Path_, *, key: bool = False) -> tuple[int | None, int | None]:
         """Position of ``path``; for a path the file does not contain (a missing
@@ -217,14 +259,16 @@ def _mark(ev: Any) -> tuple[int, int]:
 class _Builder:
     """Turns the event stream of one document into plain data."""
 
-    def __init__(self, file: str, parser: Any) -> None:
+    def __init__(self, file: str, parser: Any, limits: Limits = SPEC_LIMITS) -> None:
         from ruamel.yaml import events as ev
 
         self.ev = ev
         self.file = file
         self.p = parser
+        self.limits = limits
         self.anchors: dict[str, tuple[Any, int]] = {}  # anchor -> (value, expanded size)
         self.expanded = 0
+        self.aliased = False
         self.value_pos: dict[Path_, tuple[int, int]] = {}
         self.key_pos: dict[Path_, tuple[int, int]] = {}
 
@@ -233,13 +277,13 @@ class _Builder:
 
     def _count(self, n: int, pos: tuple[int, int]) -> None:
         self.expanded += n
-        if self.expanded > MAX_EXPANDED_NODES:
-            self.fail(
-                E_ALIAS_BOMB,
-                f"aliases expand to more than {MAX_EXPANDED_NODES:,} values",
-                pos,
-                hint="remove the recursive anchors; gpuplan specs never need this many values",
-            )
+        if self.expanded > self.limits.max_values:
+            limit = self.limits.max_values
+            if self.aliased:
+                self.fail(E_ALIAS_BOMB, f"aliases expand to more than {limit:,} values", pos,
+                          hint="remove the recursive anchors; gpuplan files never need this many values")
+            self.fail(E_TOO_MANY_VALUES, f"the document holds more than {limit:,} keys, items and values",
+                      pos, hint="this is far beyond any real file of this kind; was it generated by mistake?")
 
     def node(self, path: Path_, depth: int) -> tuple[Any, int]:
         """Build the node starting at the next event. Returns (value, expanded size)."""
@@ -251,10 +295,11 @@ class _Builder:
             if e.anchor not in self.anchors:
                 self.fail(E_SYNTAX, f"unknown alias *{e.anchor}", pos)
             value, size = self.anchors[e.anchor]
+            self.aliased = True
             self._count(size, pos)
             return value, size
-        if depth > MAX_DEPTH:
-            self.fail(E_TOO_DEEP, f"nesting deeper than {MAX_DEPTH} levels", pos)
+        if depth > self.limits.max_depth:
+            self.fail(E_TOO_DEEP, f"nesting deeper than {self.limits.max_depth} levels", pos)
         tag = getattr(e, "tag", None)
         kind = None
         if tag is not None:
@@ -344,27 +389,61 @@ class _Builder:
         return out, size
 
 
-def load_text(text: str, file: str) -> Document:
+def load_text(text: str, file: str, limits: Limits = SPEC_LIMITS) -> Document:
     """Parse YAML text (one document) into a ``Document``. Raises ``LoadError``."""
+    docs = _load(text, file, limits, multi=False)
+    if not docs or docs[0].data is None:
+        raise LoadError(E_EMPTY.diag("the document is empty" if docs else "the file holds no YAML document",
+                                     file=file, line=1, col=1, hint="start from examples/fleet.yaml"))
+    return docs[0]
+
+
+def load_all(text: str, file: str, limits: Limits = SPEC_LIMITS) -> list[Document]:
+    """Every non-empty document of a ``---`` separated stream. The limits hold
+    for the file as a whole. Raises ``LoadError`` at the first problem."""
+    return [d for d in _load(text, file, limits, multi=True) if d.data is not None]
+
+
+def _load(text: str, file: str, limits: Limits, *, multi: bool) -> list[Document]:
+    import gc
+
+    # Only acyclic trees of dicts and lists are built; the cyclic GC would
+    # rescan them again and again as they grow (a third of the time on a
+    # large file), so it is paused and restored.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load_events(text, file, limits, multi=multi)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _load_events(text: str, file: str, limits: Limits, *, multi: bool) -> list[Document]:
     from ruamel.yaml import events as ev
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    if len(text) > limits.max_bytes:  # text that did not come through read_source
+        raise LoadError(E_TOO_LARGE.diag(f"the text is larger than {_size(limits.max_bytes)}",
+                                         file=file, line=1, col=1))
     parser = _parser_class()(text)
-    b = _Builder(file, parser)
+    b = _Builder(file, parser, limits)
+    out: list[Document] = []
     try:
         parser.get_event()  # StreamStart
-        if parser.check_event(ev.StreamEndEvent):
-            raise LoadError(E_EMPTY.diag("the file holds no YAML document", file=file, line=1, col=1,
-                                         hint="start from examples/fleet.yaml"))
-        parser.get_event()  # DocumentStart
-        data, _ = b.node((), 1)
-        parser.get_event()  # DocumentEnd
-        if not parser.check_event(ev.StreamEndEvent):
-            e = parser.get_event()
-            line, col = _mark(e)
-            raise LoadError(E_MULTI_DOC.diag(
-                "the file holds more than one YAML document", file=file, line=line, col=col,
-                hint="a fleet spec is exactly one document: remove the `---` and what follows"))
+        while not parser.check_event(ev.StreamEndEvent):
+            if out and not multi:
+                e = parser.get_event()
+                line, col = _mark(e)
+                raise LoadError(E_MULTI_DOC.diag(
+                    "the file holds more than one YAML document", file=file, line=line, col=col,
+                    hint="a fleet spec is exactly one document: remove the `---` and what follows"))
+            parser.get_event()  # DocumentStart
+            b.anchors = {}
+            b.value_pos, b.key_pos = {}, {}
+            data, _ = b.node((), 1)
+            parser.get_event()  # DocumentEnd
+            out.append(Document(file=file, data=data, value_pos=b.value_pos, key_pos=b.key_pos, text=text))
     except LoadError:
         raise
     except MarkedYAMLError as exc:
@@ -378,10 +457,11 @@ def load_text(text: str, file: str) -> Document:
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
         raise LoadError(E_SYNTAX.diag(str(exc).splitlines()[0] if str(exc) else "invalid YAML",
                                       file=file, line=line, col=col)) from None
-    if data is None:
-        raise LoadError(E_EMPTY.diag("the document is empty", file=file, line=1, col=1,
-                                     hint="start from examples/fleet.yaml"))
-    return Document(file=file, data=data, value_pos=b.value_pos, key_pos=b.key_pos)
+    return out
+
+
+def _size(n: int) -> str:
+    return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n // 1024} KiB"
 
 
 def _syntax_hint(problem: str) -> str | None:
@@ -394,20 +474,71 @@ def _syntax_hint(problem: str) -> str | None:
     return None
 
 
-def read_source(path: Path | str, *, display: str | None = None, max_bytes: int = MAX_BYTES) -> str:
-    """Read a file as UTF-8 text within the size limit. Raises ``LoadError``."""
-    p = Path(path)
+def _refuse_kind(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def read_bytes(path: Path | str, *, display: str | None = None, max_bytes: int = MAX_BYTES) -> bytes:
+    """At most ``max_bytes`` of a regular file. Raises ``LoadError``.
+
+    The file is opened with O_NONBLOCK, so opening a FIFO returns at once
+    instead of waiting for a writer, and ``fstat`` on the open descriptor
+    (not a path that could be swapped meanwhile) refuses anything that is not
+    a regular file before a byte is read."""
     name = display or str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        with p.open("rb") as fh:
-            raw = fh.read(max_bytes + 1)
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.EISDIR:
+            raise LoadError(E_NOT_REGULAR.diag(f"{name} is a directory, not a file", file=name)) from None
+        raise LoadError(E_UNREADABLE.diag(f"cannot read {name}: {exc.strerror or exc}", file=name)) from None
+    try:
+        st = os.fstat(fd)
+        kind = _refuse_kind(st.st_mode)
+        if kind:
+            raise LoadError(E_NOT_REGULAR.diag(
+                f"{name} is {kind}, not a regular file", file=name,
+                hint="gpuplan reads only regular files"))
+        if st.st_size > max_bytes:
+            raise _too_large(name, max_bytes)
+        chunks: list[bytes] = []
+        got = 0
+        while got <= max_bytes:  # the file may grow after fstat: the cap is on what is read
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
     except OSError as exc:
         raise LoadError(E_UNREADABLE.diag(f"cannot read {name}: {exc.strerror or exc}", file=name)) from None
-    if len(raw) > max_bytes:
-        raise LoadError(E_TOO_LARGE.diag(
-            f"the file is larger than {max_bytes // (1024 * 1024)} MiB", file=name, line=1, col=1,
-            hint="split inventory into several files; a fleet spec is far smaller"))
-    return decode_source(raw, name)
+    finally:
+        os.close(fd)
+    if got > max_bytes:
+        raise _too_large(name, max_bytes)
+    return b"".join(chunks)
+
+
+def _too_large(name: str, max_bytes: int) -> LoadError:
+    return LoadError(E_TOO_LARGE.diag(
+        f"the file is larger than {_size(max_bytes)}", file=name, line=1, col=1,
+        hint="split inventory into several files; a fleet spec is far smaller"))
+
+
+def read_source(path: Path | str, *, display: str | None = None, max_bytes: int = MAX_BYTES) -> str:
+    """Read a regular file as UTF-8 text within the size limit. Raises ``LoadError``."""
+    name = display or str(path)
+    return decode_source(read_bytes(path, display=name, max_bytes=max_bytes), name)
 
 
 def decode_source(raw: bytes, name: str) -> str:
@@ -428,7 +559,10 @@ def decode_source(raw: bytes, name: str) -> str:
                                       hint="save the file as UTF-8")) from None
 
 
-def load_file(path: Path | str, *, display: str | None = None, max_bytes: int = MAX_BYTES) -> Document:
+def load_file(path: Path | str, *, display: str | None = None, max_bytes: int = MAX_BYTES,
+              limits: Limits = SPEC_LIMITS) -> Document:
     """Read and parse one YAML file. Raises ``LoadError`` with a diagnostic."""
     name = display or str(path)
-    return load_text(read_source(path, display=name, max_bytes=max_bytes), name)
+    if max_bytes != limits.max_bytes:
+        limits = Limits(max_bytes, limits.max_depth, limits.max_values)
+    return load_text(read_source(path, display=name, max_bytes=limits.max_bytes), name, limits)

@@ -194,6 +194,47 @@ class GpuOperator(Model):
     dcgm_exporter: DcgmExporter = Field(default_factory=DcgmExporter, description="GPU metrics.")
 
 
+# --- allocation back-end (device plugin or DRA) -------------------------------
+
+
+AllocationBackend = Literal["device-plugin", "dra"]
+
+
+class Allocation(Model):
+    """How GPUs reach pods, for every pool that does not say otherwise."""
+
+    backend: AllocationBackend = Field(
+        default="device-plugin",
+        description="`device-plugin`: NVIDIA's device plugin advertises extended resources; `dra`: NVIDIA's DRA "
+        "driver publishes ResourceSlices and pods claim devices through DeviceClasses (Kubernetes >= 1.34).",
+    )
+    dra_driver_version: str = Field(
+        default="v0.5.0", alias="draDriverVersion", pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$",
+        description="Version of NVIDIA's DRA driver (chart `dra-driver-nvidia-gpu`) installed for `dra` pools.",
+    )
+    extended_resources: bool = Field(
+        default=True,
+        description="On `dra` pools, give each tier's DeviceClass the tier's device-plugin resource name as "
+        "`extendedResourceName`, so pod specs that request it keep working (feature gate DRAExtendedResource).",
+    )
+    feature_gates: dict[str, bool] = Field(
+        default={},
+        description="Kubernetes feature gates the cluster sets away from its version's defaults, e.g. "
+        "`{DRAExtendedResource: true}` on 1.34 or 1.35.",
+    )
+
+
+class PoolAllocation(Model):
+    """The pool's allocation back-end, when it differs from the cluster's."""
+
+    backend: AllocationBackend | None = Field(
+        default=None, description="`device-plugin` or `dra`; default: `cluster.allocation.backend`."
+    )
+    extended_resources: bool | None = Field(
+        default=None, description="Default: `cluster.allocation.extendedResources`."
+    )
+
+
 class Aws(Model):
     """Cluster-wide settings for Karpenter pools on AWS."""
 
@@ -219,6 +260,9 @@ class Cluster(Model):
     gitops: GitOps = Field(description="The GitOps engine and repository that deliver the generated tree.")
     gpu_operator: GpuOperator = Field(default_factory=GpuOperator, description="NVIDIA GPU Operator settings.")
     aws: Aws | None = Field(default=None, description="AWS settings; required when a pool uses `karpenter`.")
+    allocation: Allocation = Field(
+        default_factory=Allocation, description="How GPUs reach pods: device plugin (default) or DRA."
+    )
 
 
 # --- pools -------------------------------------------------------------------
@@ -402,6 +446,9 @@ class Pool(Model):
     interconnect: Literal["nvlink", "pcie"] | None = Field(
         default=None, description="GPU-to-GPU paths when no inventory says; default from the GPU model."
     )
+    allocation: PoolAllocation | None = Field(
+        default=None, description="The pool's allocation back-end; default: `cluster.allocation`."
+    )
 
     @model_validator(mode="after")
     def _one_provisioning(self) -> "Pool":
@@ -456,6 +503,11 @@ class Tier(Model):
     description: str | None = Field(
         default=None, description="Description of the tier's PriorityClass; default names its resource and pool."
     )
+    gang: Gang | None = Field(
+        default=None,
+        description="The tier runs multi-node jobs admitted all-or-nothing (gang admission through Kueue; "
+        "needs `spec.queueing`).",
+    )
 
 
 class Tenant(Model):
@@ -467,6 +519,9 @@ class Tenant(Model):
         default={}, description="namespace -> tier -> units of the tier's resource (one ResourceQuota per namespace)."
     )
     labels: dict[LabelKey, LabelValue] = Field(default={}, description="Labels for the tenant's namespaces.")
+    queueing: TenantQueueing | None = Field(
+        default=None, description="The tenant's Kueue ClusterQueue: borrowing, lending and fair-sharing weight."
+    )
 
 
 class DisabledRule(Model):
@@ -531,6 +586,123 @@ class Monitoring(Model):
     )
 
 
+# --- queueing (Kueue) ----------------------------------------------------------
+
+
+KUEUE_INTEGRATIONS = (
+    "batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob", "kubeflow.org/pytorchjob",
+    "kubeflow.org/tfjob", "kubeflow.org/xgboostjob", "kubeflow.org/paddlejob", "kubeflow.org/jaxjob",
+    "trainer.kubeflow.org/trainjob", "ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice",
+    "workload.codeflare.dev/appwrapper", "sparkoperator.k8s.io/sparkapplication", "pod", "deployment",
+    "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset",
+)  # the framework names Kueue v0.19.2 registers (pkg/controller/jobs/*)
+
+# a Go duration as Kueue's configuration reads it (metav1.Duration)
+GoDuration = Annotated[str, Field(pattern=r"^([0-9]+(ms|s|m|h))+$")]
+UnitLimits = dict[Name, Annotated[int, Field(ge=0)]]
+
+
+class Gang(Model):
+    """A tier whose jobs span nodes: one pod per node, admitted all-or-nothing."""
+
+    nodes_per_job: Annotated[int, Field(ge=2)] = Field(
+        description="Pods of one job, one per node; Kueue admits the job only when all of them fit."
+    )
+    units_per_node: Count | None = Field(
+        default=None,
+        description="Units of the tier's resource each pod requests; default `maxGPUsPerPod`, else all the "
+        "units one node of the pool advertises.",
+    )
+    topology_level: LabelKey | None = Field(
+        default=None,
+        description="Node label (one of `queueing.topologyLevels`) inside whose domain all pods of a job must "
+        "land (Kueue `kueue.x-k8s.io/podset-required-topology`).",
+        examples=["topology.kubernetes.io/zone"],
+    )
+
+
+class TenantQueueing(Model):
+    """How a tenant's ClusterQueue shares with the cohort (units of each tier's resource)."""
+
+    borrowing_limit: UnitLimits | None = Field(
+        default=None,
+        description="tier -> most units the tenant may borrow above its quota; a granted tier left out may "
+        "borrow whatever the cohort lends; a tier named here without quota is borrowed only.",
+    )
+    lending_limit: UnitLimits | None = Field(
+        default=None,
+        description="tier -> most units of the tenant's quota others may borrow; a tier left out lends all of "
+        "its unused quota.",
+    )
+    fair_sharing_weight: Annotated[int, Field(ge=0)] = Field(
+        default=1, description="The ClusterQueue's fair-sharing weight; 0 makes it borrow only what nobody else wants."
+    )
+    cohort: Name | None = Field(
+        default=None,
+        description="A child Cohort (under the fleet's cohort) for this tenant's queue; tenants that name the "
+        "same one share among themselves first (hierarchical cohorts).",
+    )
+
+
+class KueueInstall(Model):
+    """The Kueue Helm chart gpuplan delivers."""
+
+    chart_version: str = Field(
+        default="0.19.2", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+        description="Version of the chart `oci://registry.k8s.io/kueue/charts/kueue` (the API is `kueue.x-k8s.io/v1beta2`).",
+    )
+    namespace: Name = Field(default="kueue-system", description="Namespace of the Kueue controller.")
+
+
+class GangAdmission(Model):
+    """Kueue `waitForPodsReady`: an admitted job must have all its pods ready in time, or it is evicted and requeued."""
+
+    timeout: GoDuration = Field(
+        default="30m",
+        description="How long an admitted job may take to get all its pods ready (Kueue's default: 30m).",
+    )
+    block_admission: bool = Field(
+        default=False,
+        description="Admit the next job only when the previous one's pods are ready (sequential, no "
+        "partial-gang deadlocks, slower).",
+    )
+    backoff_limit_count: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="Requeues of a job that timed out before it is deactivated; default: no limit."
+    )
+
+
+class Queueing(Model):
+    """Kueue: job queueing over the tiers' quotas."""
+
+    kueue: KueueInstall = Field(default_factory=KueueInstall, description="The Kueue installation.")
+    tiers: list[Name] | None = Field(
+        default=None,
+        description="Tiers whose quota Kueue manages; default: tiers with `workload: training` or `batch`, and "
+        "tiers with `gang`.",
+    )
+    cohort: Name | None = Field(
+        default=None, description="Name of the cohort every tenant's ClusterQueue joins; default `gpuplan-<fleet>`."
+    )
+    fair_sharing: bool = Field(
+        default=True,
+        description="Fair sharing: borrowed capacity is divided by the queues' weights and reclaimed by preemption.",
+    )
+    gang_admission: GangAdmission = Field(
+        default_factory=GangAdmission,
+        description="All-or-nothing admission settings, used when a tier declares `gang`.",
+    )
+    integrations: list[Literal[KUEUE_INTEGRATIONS]] = Field(  # type: ignore[valid-type]
+        default=["batch/job", "jobset.x-k8s.io/jobset"], min_length=1,
+        description="Workload kinds Kueue manages (its `integrations.frameworks`).",
+    )
+    topology_levels: list[LabelKey] | None = Field(
+        default=None,
+        description="Node labels of the network topology, outermost first (e.g. block, rack); Kueue places "
+        "gangs by them (a `Topology` with `kubernetes.io/hostname` as the last level).",
+        examples=[["cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"]],
+    )
+
+
 class FleetSpec(Model):
     cluster: Cluster = Field(description="The cluster the fleet runs in.")
     inventory: list[str] = Field(default=[], description="Globs of node-probe inventory files, relative to this file.")
@@ -540,6 +712,11 @@ class FleetSpec(Model):
     rules: Rules = Field(default_factory=Rules, description="Rule settings.")
     monitoring: Monitoring | None = Field(
         default=None, description="Alert rules, a dashboard and DCGM scraping for kube-prometheus-stack."
+    )
+    queueing: Queueing | None = Field(
+        default=None,
+        description="Kueue over the quotas: flavors per pool, a ClusterQueue per tenant, borrowing, fair "
+        "sharing and gang admission (docs/kueue.md).",
     )
 
 

@@ -310,9 +310,84 @@ def parse_fleet(doc: Document) -> tuple[Fleet | None, list[Diagnostic]]:
     try:
         fleet = Fleet.model_validate(doc.data)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        return None, [_diag_for(doc, e) for e in _drop_misspelt_missing(errors)]
+        return None, _schema_diags(doc, exc)
     return fleet, list(check_names(fleet, doc))
+
+
+# Schema errors turned into diagnostics (with positions and "did you mean"
+# hints) per run. A hostile spec of a million misspelt keys yields a million
+# pydantic errors; mapping each costs far more than finding it, so only the
+# first ones are mapped and the rest are counted in one line.
+MAX_SCHEMA_DIAGS = 100
+
+
+def _schema_diags(doc: Document, exc: ValidationError) -> list[Diagnostic]:
+    from gpuplan.reporters import E_MORE
+
+    total = exc.error_count()
+    if total <= 10 * MAX_SCHEMA_DIAGS:
+        errors = exc.errors(include_url=False)
+    else:
+        # Turning a million pydantic errors into dicts costs gigabytes; the
+        # first ones come as well from the data with every long list and
+        # mapping cut short (the keys any model knows are kept, so a required
+        # key is never cut off). The count stays the full one.
+        del exc
+        errors = _first_errors(doc.data)
+    shown = _drop_misspelt_missing(errors[:MAX_SCHEMA_DIAGS])
+    out = [_diag_for(doc, e) for e in shown]
+    rest = total - min(total, MAX_SCHEMA_DIAGS)  # errors never looked at
+    if rest > 0:
+        first = out[-1] if len(errors) <= MAX_SCHEMA_DIAGS else _diag_for(doc, errors[MAX_SCHEMA_DIAGS])
+        out.append(E_MORE.diag(
+            f"{rest:,} more schema errors not listed", file=doc.file, line=first.line, col=first.col,
+            severity=Severity.ERROR, hint="fix the errors shown and run again"))
+    return out
+
+
+def _first_errors(data: Any) -> list[dict]:
+    keep = _all_field_keys()
+    limit = MAX_SCHEMA_DIAGS + 1
+
+    def cut(node: Any) -> Any:
+        if isinstance(node, list):
+            return [cut(v) for v in node[:limit]]
+        if isinstance(node, dict):
+            out = {}
+            others = 0
+            for k, v in node.items():
+                if k in keep:
+                    out[k] = cut(v)
+                elif others < limit:
+                    out[k] = cut(v)
+                    others += 1
+            return out
+        return node
+
+    try:
+        Fleet.model_validate(cut(data))
+    except ValidationError as exc:
+        return exc.errors(include_url=False)[: MAX_SCHEMA_DIAGS + 1]
+    return []
+
+
+def _all_field_keys() -> set[str]:
+    """Every key (alias or name) of every model the spec can hold."""
+    seen: set[type] = set()
+    keys: set[str] = set()
+    stack: list[Any] = [Fleet]
+    while stack:
+        tp = stack.pop()
+        for t in _unwrap(tp):
+            origin = typing.get_origin(t)
+            if origin in (list, dict, tuple, set, frozenset):
+                stack.extend(typing.get_args(t))
+            elif isinstance(t, type) and issubclass(t, BaseModel) and t not in seen:
+                seen.add(t)
+                for name, f in t.model_fields.items():
+                    keys.update(k for k in (name, f.alias) if k)
+                    stack.append(f.annotation)
+    return keys
 
 
 def _dupes(items: Iterable[tuple[str, tuple]]) -> Iterator[tuple[str, tuple, tuple]]:
@@ -354,21 +429,44 @@ def check_names(fleet: Fleet, doc: Document) -> Iterator[Diagnostic]:
             for name, path, first in _dupes(idx):
                 yield diag(E_DUPLICATE, f"GPU index {name} appears in two device groups", path)
 
+    # Sets for membership, and "did you mean" (a scan of every name) only for
+    # the first few misses: the checks stay linear in the spec's size.
     pools = [p.name for p in spec.pools]
     tiers = [t.name for t in spec.tiers]
+    pool_set, tier_set = set(pools), set(tiers)
+    hints = _HintBudget()
     for i, t in enumerate(spec.tiers):
-        if t.pool not in pools:
+        if t.pool not in pool_set:
             yield diag(E_REFERENCE, f"tier {t.name!r} names pool {t.pool!r}, which is not defined",
-                       ("spec", "tiers", i, "pool"), hint=did_you_mean(t.pool, pools) or f"pools: {', '.join(pools)}")
+                       ("spec", "tiers", i, "pool"),
+                       hint=hints.did_you_mean(t.pool, pools) or f"pools: {_some(pools)}")
     for i, tn in enumerate(spec.tenants):
+        namespaces = set(tn.namespaces)
         for ns, per_tier in tn.quotas.items():
-            if ns not in tn.namespaces:
+            if ns not in namespaces:
                 yield diag(E_REFERENCE, f"quota for namespace {ns!r}, which tenant {tn.name!r} does not list",
                            ("spec", "tenants", i, "quotas", ns),
-                           hint=did_you_mean(ns, tn.namespaces) or "add it to the tenant's namespaces", key=True)
+                           hint=hints.did_you_mean(ns, tn.namespaces) or "add it to the tenant's namespaces", key=True)
             for tier in per_tier:
-                if tier not in tiers:
+                if tier not in tier_set:
                     yield diag(E_REFERENCE, f"quota names tier {tier!r}, which is not defined",
                                ("spec", "tenants", i, "quotas", ns, tier),
-                               hint=did_you_mean(tier, tiers) or (f"tiers: {', '.join(tiers)}" if tiers else "define it under spec.tiers"),
+                               hint=hints.did_you_mean(tier, tiers) or (f"tiers: {_some(tiers)}" if tiers else "define it under spec.tiers"),
                                key=True)
+
+
+class _HintBudget:
+    """``did_you_mean`` for the first ``n`` misses only."""
+
+    def __init__(self, n: int = MAX_SCHEMA_DIAGS) -> None:
+        self.left = n
+
+    def did_you_mean(self, word: Any, candidates: list[str]) -> str | None:
+        if self.left <= 0:
+            return None
+        self.left -= 1
+        return did_you_mean(word, candidates)
+
+
+def _some(names: list[str], n: int = 10) -> str:
+    return ", ".join(names[:n]) + (f", ... ({len(names) - n} more)" if len(names) > n else "")

@@ -19,10 +19,11 @@ and writes, for the kinds in ``TARGETS`` only (what gpuplan emits or reads):
     gpuplan/cloud/data/aws-gpu-instance-types.json        copied as it is
     gpuplan/catalog/gpus.json                             rebuilt by gpuplan.catalog.build_catalog
 
-The Prometheus Operator schemas (``crds/monitoring.coreos.com``) come from a
-prometheus-operator checkout through ``python -m gpuplan.upstream.refresh_monitoring``;
-this script leaves them as they are and lists them, with their CEL rules and
-the sources in ``SOURCES-monitoring.md``, in ``sources.json`` and ``SOURCES.md``.
+The Prometheus Operator schemas (``crds/monitoring.coreos.com``, from a
+prometheus-operator checkout through ``python -m gpuplan.upstream.refresh_monitoring``)
+and Kueue's (``crds/kueue.x-k8s.io``, ``python -m gpuplan.upstream.refresh_kueue``)
+are left as they are; this script lists them, with their CEL rules and the sources
+in ``SOURCES-monitoring.md`` / ``SOURCES-kueue.md``, in ``sources.json`` and ``SOURCES.md``.
 
 ``--check`` writes nothing and exits 1 when any shipped file differs from what
 the reference would produce. Only this script (never the program or its tests)
@@ -43,9 +44,10 @@ HERE = Path(__file__).resolve().parent
 PKG = HERE.parent
 REPO = PKG.parent
 
-# (group, kind, version): the upstream APIs gpuplan emits or reads. The NVIDIA
-# ClusterPolicy is rendered by the GPU Operator chart from gpuplan's values;
-# Kueue's storage version is there for hand-written queues beside the tree.
+# (group, kind, version): the upstream APIs gpuplan emits or reads, refreshed
+# here. The NVIDIA ClusterPolicy is rendered by the GPU Operator chart from
+# gpuplan's values. Kueue (refresh_kueue) and the Prometheus Operator
+# (refresh_monitoring) have refresh scripts of their own.
 TARGETS: tuple[tuple[str, str, str], ...] = (
     ("karpenter.sh", "NodePool", "v1"),
     ("karpenter.sh", "NodeOverlay", "v1alpha1"),
@@ -57,11 +59,6 @@ TARGETS: tuple[tuple[str, str, str], ...] = (
     ("kustomize.toolkit.fluxcd.io", "Kustomization", "v1"),
     ("helm.toolkit.fluxcd.io", "HelmRelease", "v2"),
     ("source.toolkit.fluxcd.io", "HelmRepository", "v1"),
-    ("kueue.x-k8s.io", "ClusterQueue", "v1beta2"),
-    ("kueue.x-k8s.io", "LocalQueue", "v1beta2"),
-    ("kueue.x-k8s.io", "ResourceFlavor", "v1beta2"),
-    ("kueue.x-k8s.io", "Cohort", "v1beta2"),
-    ("kueue.x-k8s.io", "WorkloadPriorityClass", "v1beta2"),
 )
 
 HARDWARE = {
@@ -153,6 +150,7 @@ def plan(reference: Path) -> dict[Path, str]:
                          "object with properties outside x-kubernetes-preserve-unknown-fields; descriptions removed",
         })
     entries += monitoring_entries(files)
+    entries += kueue_entries()
     hardware = []
     for shipped, ref in HARDWARE.items():
         raw = (reference / ref).read_text(encoding="utf-8")
@@ -197,6 +195,37 @@ def monitoring_entries(files: dict[Path, str]) -> list[dict]:
             "apiVersion": m["api"], "kind": m["kind"], "schema": m["file"], "cel": cel, "celRules": len(rules),
             "repository": m["repo"], "tag": m["tag"], "commit": m["commit"], "date": "", "path": m["path"],
             "transform": "refreshed by python -m gpuplan.upstream.refresh_monitoring (SOURCES-monitoring.md)",
+        })
+    return out
+
+
+_KUEUE_ROW = re.compile(r"^\| (?P<file>crds/kueue[^|]+?) \| (?P<how>[^|]+?) \| (?P<path>[^|]+?) \|$")
+
+
+def kueue_entries() -> list[dict]:
+    """Entries for the schemas ``refresh_kueue`` pins (its SOURCES-kueue.md)."""
+    src = HERE / "SOURCES-kueue.md"
+    if not src.is_file():
+        return []
+    from gpuplan.upstream import refresh_kueue
+
+    text = src.read_text(encoding="utf-8")
+    commit = re.search(r"\(([0-9a-f]{40})\)", text)
+    out = []
+    for line in text.splitlines():
+        m = _KUEUE_ROW.match(line.strip())
+        if not m:
+            continue
+        schema = json.loads((HERE / m["file"]).read_text(encoding="utf-8"))
+        kind = schema["properties"]["kind"]["enum"][0]
+        version = m["file"].rsplit("_", 1)[1][: -len(".json")]
+        cel = f"cel/{kind.lower()}-kueue-{version}.cel.json"
+        out.append({
+            "apiVersion": f"{refresh_kueue.GROUP}/{version}", "kind": kind, "schema": m["file"], "cel": cel,
+            "celRules": len(json.loads((HERE / cel).read_text(encoding="utf-8"))),
+            "repository": refresh_kueue.REPOSITORY, "tag": refresh_kueue.TAG,
+            "commit": commit[1] if commit else "", "date": "", "path": m["path"],
+            "transform": f"refreshed by python -m gpuplan.upstream.refresh_kueue ({m['how']}; SOURCES-kueue.md)",
         })
     return out
 
@@ -256,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     files = plan(args.reference)
     stale = [p for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
-    managed = {p for p in files if p.is_relative_to(HERE)}
+    listed = json.loads(files[HERE / "sources.json"])["crds"]
+    managed = {p for p in files if p.is_relative_to(HERE)} | {HERE / e["cel"] for e in listed}
     groups = {g for g, _, _ in TARGETS}
     extra = [p for p in (HERE / "cel").glob("*.json") if p not in managed]
     extra += [p for g in groups for p in (HERE / "crds" / g).glob("*.json") if p not in managed]

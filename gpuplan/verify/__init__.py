@@ -81,6 +81,7 @@ class Stats:
 class Result:
     diagnostics: list[Diagnostic]
     stats: Stats
+    sources: dict[str, str] = field(default_factory=dict)  # text of each file a diagnostic names
 
     @property
     def ok(self) -> bool:
@@ -330,7 +331,18 @@ def verify_paths(paths: list[str], options: Options = Options(), *, base: list[s
             continue
         key = identity(m.data)
         v.add(m.data, m.file, lambda p, k, m=m: m.locate(p, key=k), old.get(key) if key else None)
-    return v.result()
+    result = v.result()
+    texts = {m.file: m.text for m in manifests if m.text is not None}
+    for d in result.diagnostics:
+        if d.file and d.file not in result.sources:
+            text = texts.get(d.file)
+            if text is None:  # a file that did not parse: its text, for the excerpt
+                try:
+                    text = Path(d.file).read_bytes()[:16 * 1024 * 1024].decode("utf-8", errors="replace")
+                except OSError:
+                    continue
+            result.sources[d.file] = text
+    return result
 
 
 def verify_documents(documents: dict[str, list[Any]], files: dict[str, bytes], *, out_dir: str,
@@ -356,7 +368,12 @@ def verify_documents(documents: dict[str, list[Any]], files: dict[str, bytes], *
             key = identity(obj)
             v.add(obj, f"{out_dir}/{path}", lambda p, k, i=i, locate=locate: locate(p, k, i),
                   old.get(key) if key else None)
-    return v.result()
+    result = v.result()
+    for d in result.diagnostics:  # excerpts come from the files about to be written
+        rel = (d.file or "")[len(out_dir) + 1:]
+        if rel in files:
+            result.sources[d.file] = files[rel].decode("utf-8", errors="replace")  # type: ignore[index]
+    return result
 
 
 def read_old_objects(out_dir: str | Path, documents: dict[str, list[Any]]) -> dict[tuple, dict]:

@@ -59,3 +59,26 @@ def test_pre_commit_hooks_use_real_commands():
         prog, cmd = h["entry"].split()
         assert prog == "gpuplan" and cmd in COMMANDS
         assert re.compile(h["files"]).search("fleet.yaml")
+
+
+def test_pre_commit_validate_hook_takes_every_staged_spec(tmp_path):
+    """pre-commit runs `entry + args + staged files` in one call: with two
+    fleet.yaml files staged, both are validated (exit 1 only for a real error)."""
+    from tests.conftest import run_gpuplan
+
+    (hook,) = [h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text()) if h["id"] == "gpuplan-validate"]
+    assert hook["pass_filenames"] is True
+    minimal = (REPO / "tests" / "spec" / "valid" / "minimal.yaml").read_text()
+    staged = []
+    for d in ("eu", "us"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "fleet.yaml").write_text(minimal)
+        staged.append(f"{d}/fleet.yaml")
+    assert all(re.compile(hook["files"]).search(f) for f in staged)
+    argv = hook["entry"].split()[1:] + list(hook.get("args", [])) + staged
+    r = run_gpuplan(*argv, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [f"{f}: valid (1 pools, 0 tiers, 0 tenants)" for f in staged]
+    (tmp_path / "us" / "fleet.yaml").write_text(minimal.replace("gpusPerNode: 4", "gpusPerNode: 0"))
+    r = run_gpuplan(*argv, cwd=tmp_path)
+    assert r.returncode == 1 and "us/fleet.yaml:11:20: error[GP109]" in r.stderr

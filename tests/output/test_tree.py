@@ -381,11 +381,13 @@ def test_killed_writer_is_recovered(out: Path, point: str, use_exchange: bool, e
     # check/read never see a half tree; the next write recovers first.
     done = recover(out)
     assert done
-    assert sorted(os.listdir(out.parent)) == ["generated"]
+    # the killed writer's (empty) lock file stays until the next write
+    assert sorted(os.listdir(out.parent)) in (["generated"], [".generated.gpuplan-lock", "generated"])
     assert snapshot(out) == (new_snap if expect_after_kill == "new" else old_snap)
     r = write_tree(out, NEW)
     assert r.ok
     assert snapshot(out) == new_snap
+    assert sorted(os.listdir(out.parent)) == ["generated"]
 
 
 def test_write_tree_recovers_a_leftover_temp_dir_itself(out: Path) -> None:
@@ -402,7 +404,7 @@ def test_concurrent_writer_is_refused(out: Path) -> None:
     import fcntl
 
     out.parent.mkdir(parents=True)
-    fd = os.open(out.parent, os.O_RDONLY)
+    fd = os.open(out.parent / ".generated.gpuplan-lock", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         r = write_tree(out, NEW)
@@ -412,6 +414,21 @@ def test_concurrent_writer_is_refused(out: Path) -> None:
     finally:
         os.close(fd)
     assert write_tree(out, NEW).ok
+
+
+def test_builds_into_sibling_directories_do_not_refuse_each_other(out: Path) -> None:
+    """The lock is the tree's own: another tree in the same parent is written
+    while the first one's lock is held."""
+    from gpuplan.output.tree import _locked
+
+    out.parent.mkdir(parents=True)
+    with _locked(out.resolve()) as got:
+        assert got
+        r = write_tree(out.parent / "generated-eu", NEW)
+        assert r.ok and r.diagnostics == ()
+        assert not write_tree(out, NEW).ok  # the held tree itself is refused
+    assert write_tree(out, NEW).ok
+    assert sorted(os.listdir(out.parent)) == ["generated", "generated-eu"]
 
 
 # ------------------------------------------------------------------- check_tree
@@ -457,3 +474,138 @@ def test_check_missing_tree(out: Path) -> None:
     r = check_tree(out, NEW)
     assert not r.ok and r.missing == tuple(sorted([*NEW, RECORD_NAME]))
     assert read_tree(out) == {}
+
+
+# ---------------------------------------------------------------- leftovers
+
+
+def _refuse_unlink(monkeypatch, victim: Path) -> None:
+    """The OS refuses to delete this very file (its inode), as it does for a
+    root-owned tree left by `sudo gpuplan build` when gpuplan runs as a user."""
+    real = os.unlink
+    st = os.lstat(victim)
+    key = (st.st_dev, st.st_ino)
+
+    def unlink(path, *a, dir_fd=None, **k):
+        try:
+            s2 = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            s2 = None
+        if s2 is not None and (s2.st_dev, s2.st_ino) == key:
+            raise PermissionError(1, "Operation not permitted", os.fsdecode(path))
+        return real(path, *a, dir_fd=dir_fd, **k)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two-renames"])
+def test_undeletable_old_tree_is_reported_once_and_does_not_wedge_later_builds(out, monkeypatch, exchange):
+    if not exchange:
+        monkeypatch.setattr(tree_mod, "_exchange", lambda a, b: False)
+    write_tree(out, OLD)  # as root, say
+    _refuse_unlink(monkeypatch, out / "pools" / "train" / "nodepool.yaml")
+    r = write_tree(out, NEW)
+    assert r.ok  # the new tree is in place: not a failed build
+    assert snapshot(out) == generated(NEW)
+    (d,) = r.diagnostics
+    assert d.code == "GP806" and d.severity.value == "warning"
+    stale = [n for n in os.listdir(out.parent) if ".gpuplan-stale-" in n]
+    assert len(stale) == 1 and stale[0].startswith(".generated.gpuplan-stale-")
+    assert stale[0] in d.message and "sudo rm -rf " in d.hint and stale[0] in d.hint
+    # later builds work and say nothing more about it
+    for files in (OLD, NEW):
+        r = write_tree(out, files)
+        assert r.ok and r.diagnostics == ()
+    assert sorted(os.listdir(out.parent)) == sorted(["generated", stale[0]])
+    # once the file can be removed, the next build clears the remains quietly
+    monkeypatch.undo()
+    assert write_tree(out, OLD).ok
+    assert sorted(os.listdir(out.parent)) == ["generated"]
+
+
+def test_undeletable_leftover_of_an_earlier_version_does_not_wedge(out, monkeypatch):
+    write_tree(out, OLD)
+    junk = out.parent / ".generated.gpuplan-new" / "sub"
+    junk.mkdir(parents=True)
+    (junk / "root-owned.yaml").write_text("x")
+    _refuse_unlink(monkeypatch, junk / "root-owned.yaml")
+    assert write_tree(out, NEW).ok
+    assert snapshot(out) == generated(NEW)
+    assert not (out.parent / ".generated.gpuplan-new").exists()
+
+
+def test_read_only_directory_in_the_old_tree_is_removed(out):
+    write_tree(out, OLD)
+    ro = out / "mine"
+    ro.mkdir()
+    (ro / "note.txt").write_text("mine")
+    write_tree(out, OLD)
+    # a person's read-only directory is carried into the new tree, and the old
+    # copy (now at the temporary name) must still be removable
+    ro.chmod(0o555)
+    try:
+        r = write_tree(out, NEW)
+        assert r.ok and r.diagnostics == ()
+        assert sorted(os.listdir(out.parent)) == ["generated"]
+        assert (out / "mine" / "note.txt").read_text() == "mine"
+    finally:
+        (out / "mine").chmod(0o755)
+
+
+def test_build_cli_exits_0_with_a_leftover_warning(tmp_path):
+    """Through the real entry point: the warning names the remains and the
+    command, the exit is 0, and the next build is clean."""
+    repo = Path(__file__).resolve().parents[2]
+    spec = repo / "examples" / "fleet.yaml"
+    gen = tmp_path / "generated"
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    first = subprocess.run([sys.executable, "-m", "gpuplan", "build", str(spec), "-o", str(gen)],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    (gen / "obsolete.yaml").write_text("generated earlier")  # make the record list a file no longer produced
+    record = (gen / RECORD_NAME).read_text()
+    import hashlib
+
+    (gen / RECORD_NAME).write_text(record + f"{hashlib.sha256(b'generated earlier').hexdigest()}  obsolete.yaml\n")
+    victim = gen / "obsolete.yaml"
+    code = textwrap.dedent(f"""
+        import os, sys
+        real = os.unlink
+        st = os.lstat({str(victim)!r})
+        def unlink(p, *a, dir_fd=None, **k):
+            try:
+                s2 = os.stat(p, dir_fd=dir_fd, follow_symlinks=False)
+            except OSError:
+                s2 = None
+            if s2 is not None and (s2.st_dev, s2.st_ino) == (st.st_dev, st.st_ino):
+                raise PermissionError(1, "Operation not permitted", os.fsdecode(p))
+            return real(p, *a, dir_fd=dir_fd, **k)
+        os.unlink = unlink
+        from gpuplan.cli.main import main
+        sys.argv = ["gpuplan", "build", {str(spec)!r}, "-o", {str(gen)!r}]
+        main()
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "warning[GP806]: the new tree is in place, but the old one could not be removed completely" in r.stderr
+    assert "sudo rm -rf .generated.gpuplan-stale-" in r.stderr
+    assert not (gen / "obsolete.yaml").exists()
+    again = subprocess.run([sys.executable, "-m", "gpuplan", "build", str(spec), "-o", str(gen)],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0 and "GP806" not in again.stderr
+    assert sorted(os.listdir(tmp_path)) == ["generated"]  # cleared once removable
+
+
+def test_reads_of_the_tree_are_bounded(out, monkeypatch):
+    """A generated file grown past any size gpuplan writes (planted in a pull
+    request, say) is refused, not read into memory."""
+    write_tree(out, OLD)
+    monkeypatch.setattr(tree_mod, "MAX_FILE_BYTES", 1024)
+    with open(out / "kustomization.yaml", "ab") as fh:
+        fh.truncate(1 << 30)  # 1 GiB, sparse
+    r = write_tree(out, NEW)
+    assert [d.code for d in r.diagnostics] == ["GP804"]
+    assert "kustomization.yaml is not a regular file of at most" in r.diagnostics[0].message
+    with pytest.raises(tree_mod.TreeError):
+        check_tree(out, NEW)

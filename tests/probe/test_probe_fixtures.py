@@ -8,7 +8,8 @@ import pytest
 
 from probe_support import GPU_FIXTURES, probe_fixture
 from gpuplan.probe import facts
-from gpuplan.probe.inventory import NodeInventory, dump_json, dump_yaml, load_inventory, to_document
+from gpuplan.probe.inventory import NodeInventory, dump_json, dump_yaml, to_document
+from gpuplan.probe.reader import load_inventory
 
 
 @pytest.mark.parametrize("name", GPU_FIXTURES)

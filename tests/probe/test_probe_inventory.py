@@ -8,7 +8,8 @@ from probe_support import SCHEMA_PATH, probe_fixture
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Severity
 from gpuplan.probe.codes import CODES
-from gpuplan.probe.inventory import dump_yaml, inventory_json_schema, load_inventory, schema_text
+from gpuplan.probe.inventory import dump_yaml, inventory_json_schema, schema_text
+from gpuplan.probe.reader import load_inventory
 
 
 def test_committed_schema_is_current():

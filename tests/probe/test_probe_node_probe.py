@@ -78,11 +78,11 @@ def test_daemonset_runs_unprivileged_on_gpu_nodes_without_taking_a_gpu():
 def test_rbac_is_minimal():
     role = _kind("Role", "gpuplan-node-probe")
     assert role["rules"] == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "patch"]}]
-    cr = _kind("ClusterRole", "gpuplan-node-probe")
-    assert cr["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+    # no cluster-wide rights at all for the pods on every node
+    assert not [d for _, d in _docs() if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
     reader = _kind("Role", "gpuplan-inventory-reader")
     assert reader["rules"][0]["verbs"] == ["get", "list"]
-    all_verbs = {v for d in (role, cr) for r in d["rules"] for v in r["verbs"]}
+    all_verbs = {v for r in role["rules"] for v in r["verbs"]}
     assert not all_verbs & {"delete", "deletecollection", "list", "watch", "update", "*"}
 
 
@@ -97,15 +97,57 @@ def test_admission_policy_ties_writes_to_the_pods_node():
 
 def test_dockerfile():
     text = (NODE_PROBE / "Dockerfile").read_text()
-    assert re.search(r"^FROM python:3\.11-slim\b", text, re.M)
+    (base,) = re.findall(r"^ARG BASE=(\S+)$", text, re.M)
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm@sha256:[0-9a-f]{64}", base), base
+    assert re.findall(r"^FROM (\S+)", text, re.M) == ["${BASE}", "${BASE}"]  # every stage on the pinned digest
     assert re.search(r'^ENTRYPOINT \["gpuplan", "probe"\]$', text, re.M)
     user = re.findall(r"^USER (\S+)", text, re.M)
     assert user and not user[-1].startswith("0") and user[-1] != "root"
-    assert "--no-index" in text
+    assert "--no-index" in text and "--no-build-isolation" in text
+    # every pip command that fetches or installs wheels checks their hashes
+    pip_cmds = [c for c in re.split(r"&&|RUN", text.replace("\\\n", " ")) if re.search(r"pip (install|download)", c)]
+    for c in pip_cmds:
+        assert "--require-hashes" in c or "--no-deps /wheels/gpuplan-" in c, c
+    assert "pip wheel" in text and not re.search(r'pip wheel[^\n]*"pydantic', text)
+
+
+def _lock(name):
+    out = {}
+    text = (NODE_PROBE / name).read_text()
+    for block in re.split(r"\n(?=\S)", "\n".join(l for l in text.splitlines() if not l.startswith("#"))):
+        m = re.match(r"([A-Za-z0-9_.-]+)==(\S+)", block)
+        if m:
+            out[m.group(1).lower()] = (m.group(2), re.findall(r"--hash=sha256:([0-9a-f]{64})", block))
+    return out
+
+
+def test_wheels_are_pinned_by_version_and_hash():
+    run = _lock("requirements.lock")
+    assert set(run) == {"pydantic", "pydantic-core", "annotated-types", "typing-extensions", "typing-inspection",
+                        "ruamel.yaml", "ruamel.yaml.clib", "click", "pyyaml", "nvidia-ml-py"}
+    build = _lock("build-requirements.lock")
+    assert set(build) == {"setuptools", "wheel"}
+    for name, (version, hashes) in {**run, **build}.items():
+        assert re.fullmatch(r"[0-9][0-9A-Za-z.]*", version) and hashes, name
+    # compiled packages carry a wheel for each architecture the image is built for
+    for name in ("pydantic-core", "ruamel.yaml.clib", "pyyaml"):
+        assert len(run[name][1]) == 2, name
+
+
+def test_daemonset_image_is_pinned_by_digest():
+    k = yaml.safe_load((NODE_PROBE / "kustomization.yaml").read_text())
+    (img,) = k["images"]
+    assert img["name"] == _kind("DaemonSet")["spec"]["template"]["spec"]["containers"][0]["image"].split(":")[0]
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", img["digest"]) and "newTag" not in img
 
 
 ALLOWED = {"gpuplan", "pydantic", "pydantic_core", "annotated_types", "typing_extensions",
            "typing_inspection", "yaml", "_yaml", "ruamel", "_ruamel_yaml", "click", "pynvml"}
+# the distribution in requirements.lock that provides each module above
+LOCKED = {"pydantic": "pydantic", "pydantic_core": "pydantic-core", "annotated_types": "annotated-types",
+          "typing_extensions": "typing-extensions", "typing_inspection": "typing-inspection", "yaml": "pyyaml",
+          "_yaml": "pyyaml", "ruamel": "ruamel.yaml", "_ruamel_yaml": "ruamel.yaml.clib", "click": "click",
+          "pynvml": "nvidia-ml-py"}
 
 
 def test_probe_path_imports_only_what_the_image_installs():
@@ -126,4 +168,5 @@ def test_probe_path_imports_only_what_the_image_installs():
                        text=True, cwd=REPO, timeout=120)
     third_party = set(eval(r.stdout.strip().splitlines()[-1]))
     assert third_party - ALLOWED == set(), r.stderr
+    assert {LOCKED[m] for m in third_party - {"gpuplan"}} <= set(_lock("requirements.lock"))
     assert "pydantic" in third_party and "scipy" not in third_party

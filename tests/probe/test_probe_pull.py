@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 from probe_support import REPO, probe_fixture
-from gpuplan.probe.inventory import dump_yaml, load_inventory
+from gpuplan.probe.inventory import dump_yaml
+from gpuplan.probe.reader import load_inventory
 from gpuplan.probe.publish import configmap_body
 
 FAKE_KUBECTL = """#!{python}
@@ -23,6 +24,12 @@ if mode == "fail":
     sys.exit(1)
 if mode == "garbage":
     print("this is not json")
+    sys.exit(0)
+if "nodes" in sys.argv[1:]:
+    if not os.environ.get("FAKE_KUBECTL_NODES"):
+        sys.stderr.write('Error from server (Forbidden): nodes is forbidden\\n')
+        sys.exit(1)
+    sys.stdout.write(open(os.environ["FAKE_KUBECTL_NODES"]).read())
     sys.exit(0)
 sys.stdout.write(open(os.environ["FAKE_KUBECTL_LIST"]).read())
 """
@@ -94,6 +101,27 @@ def test_pull_prunes_only_inventory_files(tmp_path):
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["README.yaml", "ip-10-0-1-23.ec2.internal.yaml"]
     assert "--chunk-size=100" in (tmp_path / "argv.log").read_text()
+
+
+def test_pull_prune_drops_the_inventories_of_deleted_nodes(tmp_path):
+    """The probe gets no cluster-wide rights (no owner reference to its Node),
+    so a deleted node's ConfigMap stays; `pull --prune` reads the Node list
+    and leaves such inventories out, saying how to remove the ConfigMap."""
+    env = _setup(tmp_path, _items())
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps({"kind": "List", "items": [{"metadata": {"name": "gpu-worker-05"}},
+                                                           {"metadata": {"name": "dgx-h100-01"}}]}))
+    assert _pull(env, "-o", "inv", cwd=tmp_path).returncode == 0
+    assert len(list((tmp_path / "inv").iterdir())) == 3
+    r = _pull({**env, "FAKE_KUBECTL_NODES": str(nodes)}, "-o", "inv", "--prune", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (tmp_path / "inv").iterdir()) == ["dgx-h100-01.yaml", "gpu-worker-05.yaml"]
+    assert ("node 'ip-10-0-1-23.ec2.internal' is not in the cluster any more; skipped (remove the ConfigMap: "
+            "kubectl delete configmap -n gpuplan-system inventory-ip-10-0-1-23.ec2.internal)") in r.stderr
+    # without rights to list nodes: a warning, and nothing is dropped
+    r = _pull(env, "-o", "inv", "--prune", cwd=tmp_path)
+    assert r.returncode == 0 and "cannot list nodes" in r.stderr
+    assert len(list((tmp_path / "inv").iterdir())) == 3
 
 
 def test_pull_as_json_reads_back_the_same_and_replaces_the_yaml_files(tmp_path):

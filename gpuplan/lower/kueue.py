@@ -1,0 +1,293 @@
+"""Kueue (``kueue.x-k8s.io/v1beta2``), only with ``spec.queueing``: docs/kueue.md.
+
+What maps to what (the numbers come from ``gpuplan.report.queues``, the ledger the
+capacity rules and ResourceQuotas share):
+
+- pool with a queued tier -> ``ResourceFlavor gpuplan-<pool>``: ``nodeLabels`` =
+  the pool label every pool node carries, ``tolerations`` = the pool's node taints.
+  Kueue injects both into the pods of an admitted job (so they land on the pool), and
+  picks a flavor only when its ``nodeLabels`` agree with the pod's nodeSelector
+  (kueue v0.19.2 ``pkg/scheduler/flavorassigner/flavorassigner.go:1243-1252``);
+- tenant -> ``ClusterQueue gpuplan-<tenant>`` in the fleet's cohort; namespace ->
+  ``LocalQueue default`` (Kueue gives every job without a ``kueue.x-k8s.io/queue-name``
+  the queue named ``default`` of its namespace: ``pkg/controller/jobframework/defaults.go:79-97``,
+  ``pkg/controller/constants/constants.go:27``), so a Job cannot slip past the queue;
+- tier -> ``WorkloadPriorityClass gpuplan-<tier>`` (same name and value as its PriorityClass);
+- ``queueing.topologyLevels`` -> ``Topology gpuplan-<fleet>`` and the flavors' ``topologyName``;
+- the Kueue Helm chart (``oci://registry.k8s.io/kueue/charts/kueue``) with its manager
+  Configuration in ``managerConfig.controllerManagerConfigYaml`` (the chart parses that
+  string and writes it to the manager ConfigMap: ``charts/kueue/templates/manager/manager-config.yaml:24-37``),
+  delivered beside the GPU Operator: an Argo CD Application, or a Flux HelmRelease in
+  ``delivery/gpu-operator/`` (synced, and waited for, before the tree that uses the CRDs).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from gpuplan.lower import Artifact
+from gpuplan.lower.common import POOL_LABEL, TENANT_LABEL, TIER_LABEL, metadata, obj, pool_node_taints
+from gpuplan.lower.gitops import (
+    ARGO_API, ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, IN_CLUSTER,
+    _argo_retry, _repo_path, engine, gitops_namespace, object_annotations, project_name,
+)
+from gpuplan.report.queues import QueueLedger, cohort_name, queue_ledger
+from gpuplan.resolve import ResolvedFleet
+
+API = "kueue.x-k8s.io/v1beta2"
+CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+HOSTNAME = "kubernetes.io/hostname"
+LOCAL_QUEUE = "default"
+CHART_REPO = "oci://registry.k8s.io/kueue/charts"
+CHART = "kueue"
+RELEASE = "kueue"
+VALUES_PATH = "kueue/values.yaml"
+ARGO_APP_PATH = "delivery/kueue.yaml"
+FLUX_PATH = f"{FLUX_OPERATOR_DIR}/kueue.yaml"
+# Kueue's objects need its CRDs and webhook, which the chart installs: after the
+# Application (wave -1) and the namespaces, and without failing the first dry run.
+WAVE = "1"
+
+
+def annotations(rf: ResolvedFleet, kind: str) -> dict[str, str]:
+    out = object_annotations(rf, kind)
+    if ARGO_WAVE in out:
+        out[ARGO_WAVE] = WAVE
+        out[ARGO_SYNC_OPTIONS] = "SkipDryRunOnMissingResource=true"
+    return out
+
+
+def topology_name(rf: ResolvedFleet) -> str:
+    return f"gpuplan-{rf.fleet.metadata.name}"
+
+
+def app_name(rf: ResolvedFleet) -> str:
+    return f"gpuplan-{rf.fleet.metadata.name}-kueue"
+
+
+# --- objects ----------------------------------------------------------------------------
+
+
+def _tolerations(taints: list[dict[str, str]]) -> list[dict[str, str]]:
+    out = []
+    for t in taints:
+        if "value" in t:
+            out.append({"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]})
+        else:
+            out.append({"key": t["key"], "operator": "Exists", "effect": t["effect"]})
+    return out
+
+
+def resource_flavor(rf: ResolvedFleet, pool: str) -> dict[str, Any]:
+    pv = rf.pool_by_name[pool]
+    spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool}}
+    tol = _tolerations(pool_node_taints(pv))
+    if tol:
+        spec["tolerations"] = tol
+    if rf.fleet.spec.queueing.topology_levels:  # type: ignore[union-attr]
+        spec["topologyName"] = topology_name(rf)
+    meta = metadata(rf, f"gpuplan-{pool}", extra_labels={POOL_LABEL: pool}, annotations=annotations(rf, "ResourceFlavor"))
+    return obj(API, "ResourceFlavor", meta, spec=spec)
+
+
+def topology(rf: ResolvedFleet) -> dict[str, Any] | None:
+    levels = rf.fleet.spec.queueing.topology_levels  # type: ignore[union-attr]
+    if not levels:
+        return None
+    names = [lv for lv in levels if lv != HOSTNAME] + [HOSTNAME]  # hostname only as the lowest level
+    meta = metadata(rf, topology_name(rf), annotations=annotations(rf, "Topology"))
+    return obj(API, "Topology", meta, spec={"levels": [{"nodeLabel": n} for n in names]})
+
+
+def _resource_groups(ledger: QueueLedger, qp) -> list[dict[str, Any]]:
+    out = []
+    for resources, pools in ledger.queue_groups(qp):
+        flavors = []
+        for pool in pools:
+            rows = []
+            for res in resources:
+                fq = qp.quota(pool, res)
+                row: dict[str, Any] = {"name": res, "nominalQuota": str(fq.nominal if fq else 0)}
+                if fq is not None and fq.borrowing_limit is not None:
+                    row["borrowingLimit"] = str(fq.borrowing_limit)
+                if fq is not None and fq.lending_limit is not None:
+                    row["lendingLimit"] = str(fq.lending_limit)
+                rows.append(row)
+            flavors.append({"name": f"gpuplan-{pool}", "resources": rows})
+        out.append({"coveredResources": resources, "flavors": flavors})
+    return out
+
+
+def cluster_queue(rf: ResolvedFleet, ledger: QueueLedger, qp) -> dict[str, Any]:
+    q = rf.fleet.spec.queueing
+    spec: dict[str, Any] = {
+        "cohortName": qp.cohort,
+        "namespaceSelector": {"matchLabels": {TENANT_LABEL: qp.tenant}},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": _resource_groups(ledger, qp),
+        # reclaim lent quota from borrowers of any priority: a tenant always gets its grant back
+        "preemption": {"withinClusterQueue": qp.preemption, "reclaimWithinCohort": "Any"},
+    }
+    if q is not None and q.fair_sharing:
+        spec["fairSharing"] = {"weight": str(qp.weight)}
+    meta = metadata(rf, qp.name, extra_labels={TENANT_LABEL: qp.tenant}, annotations=annotations(rf, "ClusterQueue"))
+    return obj(API, "ClusterQueue", meta, spec=spec)
+
+
+def cohorts(rf: ResolvedFleet, ledger: QueueLedger) -> list[dict[str, Any]]:
+    """Hierarchical cohorts, only when a tenant names a child cohort."""
+    if not ledger.child_cohorts:
+        return []
+    out = [obj(API, "Cohort", metadata(rf, ledger.cohort, annotations=annotations(rf, "Cohort")), spec={})]
+    for name in ledger.child_cohorts:
+        out.append(obj(API, "Cohort", metadata(rf, name, annotations=annotations(rf, "Cohort")),
+                       spec={"parentName": ledger.cohort}))
+    return out
+
+
+def local_queue(rf: ResolvedFleet, tenant: str, ns: str) -> dict[str, Any]:
+    meta = metadata(rf, LOCAL_QUEUE, namespace=ns, extra_labels={TENANT_LABEL: tenant},
+                    annotations=annotations(rf, "LocalQueue"))
+    return obj(API, "LocalQueue", meta, spec={"clusterQueue": f"gpuplan-{tenant}"})
+
+
+def workload_priority_class(rf: ResolvedFleet, tier) -> dict[str, Any]:
+    meta = metadata(rf, f"gpuplan-{tier.name}", extra_labels={TIER_LABEL: tier.name},
+                    annotations=annotations(rf, "WorkloadPriorityClass"))
+    return obj(API, "WorkloadPriorityClass", meta, value=tier.priority,
+               description=f"gpuplan tier {tier.name} (queue order; the pods' PriorityClass has the same value)")
+
+
+# --- installation -----------------------------------------------------------------------
+
+
+def manager_config(rf: ResolvedFleet) -> dict[str, Any]:
+    """The manager Configuration. The chart's own defaults (values.yaml, managerConfig) are
+    repeated, because the chart takes the whole string; gpuplan adds waitForPodsReady,
+    fairSharing, integrations and the quota check strategy."""
+    q = rf.fleet.spec.queueing
+    assert q is not None
+    gang = q.gang_admission
+    # waitForPodsReady is on in the v1beta2 Configuration whenever present (and Kueue's
+    # defaults add it with 30m: apis/config/v1beta2/defaults.go:99-116); written out so
+    # the timeout is the spec's
+    wfpr: dict[str, Any] = {"timeout": gang.timeout, "blockAdmission": gang.block_admission,
+                            "requeuingStrategy": {"timestamp": "Eviction"}}
+    if gang.backoff_limit_count is not None:
+        wfpr["requeuingStrategy"]["backoffLimitCount"] = gang.backoff_limit_count
+    cfg: dict[str, Any] = {
+        "apiVersion": CONFIG_API,
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {"groupKindConcurrency": {
+            "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
+            "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1,
+        }},
+        "clientConnection": {"qps": 300, "burst": 500},
+        "waitForPodsReady": wfpr,
+        "integrations": {"frameworks": list(q.integrations)},
+        # the ClusterQueues hold GPU quota only: cpu and memory requests must not make a job
+        # inadmissible (flavorassigner.go:295 IgnoreUndeclaredResources; beta, on in 0.19)
+        "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
+    }
+    if q.fair_sharing:
+        # fairSharing present = on (pkg/scheduler/preemption/fairsharing/strategy.go:50-52)
+        cfg["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
+    return cfg
+
+
+def helm_values(rf: ResolvedFleet) -> dict[str, Any]:
+    from gpuplan.render.yamlwriter import dump
+
+    return {"managerConfig": {"controllerManagerConfigYaml": dump(manager_config(rf)).rstrip("\n")}}
+
+
+def argo_application(rf: ResolvedFleet) -> dict[str, Any]:
+    g = rf.fleet.spec.cluster.gitops
+    k = rf.fleet.spec.queueing.kueue  # type: ignore[union-attr]
+    spec = {
+        "project": project_name(rf),
+        "sources": [
+            {
+                # Argo CD's native OCI source (v3.1+): the chart's artifact, path "."
+                "repoURL": f"{CHART_REPO}/{CHART}",
+                "targetRevision": k.chart_version,
+                "path": ".",
+                "helm": {"releaseName": RELEASE, "valueFiles": [f"$values/{_repo_path(rf, VALUES_PATH)}"]},
+            },
+            {"repoURL": g.repo_url, "targetRevision": g.revision, "ref": "values"},
+        ],
+        "destination": {"server": IN_CLUSTER, "namespace": k.namespace},
+        "syncPolicy": {
+            "automated": {"prune": True, "selfHeal": True},
+            "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"],
+            "retry": _argo_retry(),
+        },
+    }
+    meta = metadata(rf, app_name(rf), namespace=gitops_namespace(rf), annotations=object_annotations(rf, "Application"))
+    return obj(ARGO_API, "Application", meta, spec=spec)
+
+
+def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
+    ns = gitops_namespace(rf)
+    k = rf.fleet.spec.queueing.kueue  # type: ignore[union-attr]
+    repo = obj(FLUX_SOURCE_API, "HelmRepository", metadata(rf, "kueue", namespace=ns), spec={
+        "type": "oci", "interval": "1h", "url": CHART_REPO,
+    })
+    release = obj(FLUX_HELM_API, "HelmRelease", metadata(rf, RELEASE, namespace=ns), spec={
+        "interval": "10m",
+        "releaseName": RELEASE,
+        "targetNamespace": k.namespace,
+        "storageNamespace": k.namespace,
+        "chart": {"spec": {"chart": CHART, "version": k.chart_version,
+                           "sourceRef": {"kind": "HelmRepository", "name": "kueue"}}},
+        "install": {"createNamespace": True, "crds": "CreateReplace", "remediation": {"retries": 3}},
+        "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 3}},
+        "values": helm_values(rf),
+    })
+    return [repo, release]
+
+
+# --- target -------------------------------------------------------------------------------
+
+
+def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+    ledger = queue_ledger(rf)
+    if ledger is None:
+        return []
+    from gpuplan.lower.tenant_page import tenant_pages
+
+    out: list[Artifact] = []
+    flavors = [resource_flavor(rf, p) for p in ledger.pools()]
+    topo = topology(rf)
+    out.append(Artifact("kueue/resourceflavors.yaml", documents=tuple(([topo] if topo else []) + flavors),
+                        description="Kueue ResourceFlavors, one per pool of a queued tier"
+                        + (" (+ the Topology)" if topo else "")))
+    queues = cohorts(rf, ledger) + [cluster_queue(rf, ledger, qp) for qp in ledger.queues]
+    if queues:
+        out.append(Artifact("kueue/clusterqueues.yaml", documents=tuple(queues),
+                            description=f"Kueue ClusterQueues, one per tenant, cohort {cohort_name(rf)}"))
+    if rf.fleet.spec.tiers:
+        out.append(Artifact("kueue/workloadpriorityclasses.yaml",
+                            documents=tuple(workload_priority_class(rf, t) for t in rf.fleet.spec.tiers),
+                            description="Kueue WorkloadPriorityClasses, one per tier"))
+    for qp in ledger.queues:
+        out.append(Artifact(f"tenants/{qp.tenant}/localqueues.yaml",
+                            documents=tuple(local_queue(rf, qp.tenant, ns) for ns in qp.namespaces),
+                            description=f"Kueue LocalQueues of tenant {qp.tenant}"))
+    out.append(Artifact(VALUES_PATH, documents=(helm_values(rf),), kustomize=False,
+                        description="Helm values of the Kueue chart (manager configuration)"))
+    if engine(rf) == "argocd":
+        out.append(Artifact(ARGO_APP_PATH, documents=(argo_application(rf),),
+                            description="Argo CD Application: the Kueue Helm chart, values from kueue/values.yaml"))
+    else:
+        out.append(Artifact(FLUX_PATH, documents=tuple(flux_objects(rf)), kustomize=False,
+                            description="Flux HelmRepository (OCI) + HelmRelease of Kueue, values = kueue/values.yaml"))
+    out.extend(tenant_pages(rf, ledger))
+    return out

@@ -1,0 +1,95 @@
+"""tenants/<tenant>/README.md: what a tenant is given and how to use it (a text artifact
+from the Jinja2 template ``tenant.md.j2``, one section per tier). Written where Kueue is
+on; the example Job of each queued tier is rendered by the YAML writer and is a valid,
+admissible ``batch/v1`` Job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuplan.lower import Artifact
+from gpuplan.lower.common import POOL_LABEL
+from gpuplan.report.queues import QueueLedger, flavor_name, gang_shape
+from gpuplan.resolve import ResolvedFleet
+
+EXAMPLE_IMAGE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+
+def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: int, pods: int) -> dict[str, Any]:
+    from gpuplan.lower.kueue import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, REQUIRED_TOPOLOGY
+    from gpuplan.lower.tenancy import priority_class_name
+
+    qty = {resource: str(units)}
+    pod: dict[str, Any] = {
+        "priorityClassName": priority_class_name(tier),
+        # picks the tier's flavor among the queue's (Kueue matches flavor nodeLabels)
+        "nodeSelector": {POOL_LABEL: tier.pool},
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": EXAMPLE_IMAGE, "command": ["nvidia-smi"],
+                        "resources": {"requests": dict(qty), "limits": dict(qty)}}],
+    }
+    template: dict[str, Any] = {"spec": pod}
+    if tier.gang is not None and tier.gang.topology_level:
+        template = {"metadata": {"annotations": {REQUIRED_TOPOLOGY: tier.gang.topology_level}}, "spec": pod}
+    spec: dict[str, Any] = {"parallelism": pods, "completions": pods}
+    if pods > 1:
+        spec["completionMode"] = "Indexed"
+    spec["suspend"] = True  # Kueue unsuspends it on admission
+    spec["template"] = template
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"generateName": f"{tier.name}-", "namespace": namespace,
+                     "labels": {QUEUE_LABEL: LOCAL_QUEUE, PRIORITY_LABEL: priority_class_name(tier)}},
+        "spec": spec,
+    }
+
+
+def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant) -> list[dict[str, Any]]:
+    from gpuplan.lower.tenancy import priority_class_name
+    from gpuplan.render.yamlwriter import dump
+
+    qp = ledger.queue(tenant.name)
+    queued = set(ledger.queued_tiers)
+    out = []
+    for tier in rf.fleet.spec.tiers:
+        res = rf.tier_resource(tier)
+        grants = [(ns, per[tier.name]) for ns, per in tenant.quotas.items() if tier.name in per]
+        fq = qp.quota(tier.pool, res) if (qp is not None and res) else None
+        if fq is not None and tier.name not in fq.tiers:
+            fq = None  # the queue reaches the flavor through another tier
+        if res is None or (not grants and fq is None):
+            continue
+        row: dict[str, Any] = {
+            "name": tier.name, "pool": tier.pool, "resource": res, "priority": tier.priority,
+            "priority_class": priority_class_name(tier), "grants": grants,
+            "queued": tier.name in queued and fq is not None, "gang": tier.gang is not None,
+        }
+        if row["queued"]:
+            shape = gang_shape(rf, tier)
+            pods, units = shape if shape else (1, max(1, min(tier.max_gpus_per_pod or 1, fq.potential)))
+            ns = next((n for n, u in grants if u > 0), tenant.namespaces[0])
+            row.update(nominal=fq.nominal, flavor=flavor_name(tier.pool), borrowing_limit=fq.borrowing_limit,
+                       lending_limit=fq.lending_limit, potential=fq.potential, gang_pods=pods, gang_units=units,
+                       example=dump(example_job(rf, tier, ns, res, units, pods)))
+        out.append(row)
+    return out
+
+
+def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger) -> list[Artifact]:
+    from gpuplan.lower.kueue import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL
+    from gpuplan.render.text import render
+
+    q = rf.fleet.spec.queueing
+    out = []
+    for tn in rf.fleet.spec.tenants:
+        qp = ledger.queue(tn.name)
+        text = render(
+            "tenant.md.j2", fleet=rf.fleet.metadata.name, tenant=tn.name, namespaces=list(tn.namespaces),
+            queue=qp.name if qp else None, cohort=qp.cohort if qp else None, weight=qp.weight if qp else 0,
+            fair_sharing=bool(q and q.fair_sharing), local_queue=LOCAL_QUEUE, queue_label=QUEUE_LABEL,
+            priority_label=PRIORITY_LABEL, tiers=_tier_sections(rf, ledger, tn),
+        )
+        out.append(Artifact(f"tenants/{tn.name}/README.md", text=text, kustomize=False,
+                            description=f"What tenant {tn.name} is given and how to submit jobs"))
+    return out

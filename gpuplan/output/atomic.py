@@ -1,0 +1,37 @@
+"""Replace one file atomically, through a temporary name nobody can plant.
+
+``tempfile.mkstemp`` in the target's own directory opens a fresh random name
+with ``O_CREAT | O_EXCL`` (and ``O_NOFOLLOW`` where the platform has it): a
+symlink or file planted at a predictable ``.<name>.tmp`` is never written
+through, and the final ``os.replace`` renames the new file over the target
+(replacing a symlink there, never following it)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+FILE_MODE = 0o644
+
+
+def write_atomic(path: Path | str, data: bytes, *, mode: int = FILE_MODE) -> None:
+    """Make ``path`` hold ``data``: readers see the old or the new file, never
+    a part. Raises OSError; the temporary file is removed on failure."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

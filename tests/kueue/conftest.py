@@ -1,0 +1,3 @@
+"""The Kueue tests share the rule tests' fixtures."""
+
+from tests.rules.conftest import run  # noqa: F401
