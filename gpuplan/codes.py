@@ -12,7 +12,7 @@ Each rule family declares its codes next to the rules (``CODES`` tuple of
     GP5xx  tenancy (namespaces, priority classes)
     GP6xx  topology, Karpenter, instance types
     GP7xx  hardware inventory
-    GP8xx  output tree (stale, hand-edited files)
+    GP8xx  output tree (stale, hand-edited files); GP83x-85x verifying manifests
     GP9xx  internal
 """
 
@@ -83,6 +83,10 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.probe.paths",
     "gpuplan.output.tree",
     "gpuplan.drift",
+    "gpuplan.verify.manifests",
+    "gpuplan.verify.schemas",
+    "gpuplan.verify.cel",
+    "gpuplan.verify",
     "gpuplan.internal",
     "gpuplan.reporters",
 )

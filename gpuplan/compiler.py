@@ -24,6 +24,9 @@ class Options:
     max_bytes: int = MAX_BYTES
     # read inventory files outside the spec's repository (a trusted run only)
     allow_inventory_outside: bool = False
+    # verify the tree against the pinned upstream APIs (gpuplan.verify) and
+    # return no files when the API server would reject it
+    verify: bool = False
 
 
 @dataclass
@@ -43,6 +46,7 @@ class Compiled:
     files: dict[str, bytes] = field(default_factory=dict)
     resolved: ResolvedFleet | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    rejected: bool = False  # Options.verify found objects the API server would reject
 
 
 def _load_inventory(rf: ResolvedFleet, spec_path: Path, allow_outside: bool,
@@ -86,14 +90,14 @@ def check_fleet(path: Path | str, *, display: str | None = None, options: Option
     return Checked(normalise(diags), rf, sources)
 
 
-def render_files(rf: ResolvedFleet, spec_label: str) -> dict[str, bytes]:
-    """Lower and render every artifact to file bytes."""
+def render_files(rf: ResolvedFleet, spec_label: str, artifacts: list | None = None) -> dict[str, bytes]:
+    """Lower (unless ``artifacts`` are given) and render every artifact to file bytes."""
     from gpuplan.lower import lower_all
     from gpuplan.render.yamlwriter import dump_documents_bytes
 
     header = HEADER.format(spec=spec_label)
     files: dict[str, bytes] = {}
-    for a in lower_all(rf):
+    for a in lower_all(rf) if artifacts is None else artifacts:
         if a.documents is not None:
             files[a.path] = dump_documents_bytes(list(a.documents), header=header)
         else:
@@ -122,5 +126,37 @@ def compile_fleet(
     if checked.failed(options.strict):
         return Compiled(checked.diagnostics, resolved=checked.resolved, sources=checked.sources)
     assert checked.resolved is not None
-    files = render_files(checked.resolved, spec_label(path, out_dir))
-    return Compiled(checked.diagnostics, files, checked.resolved, checked.sources)
+    if not options.verify:
+        return Compiled(checked.diagnostics, render_files(checked.resolved, spec_label(path, out_dir)),
+                        checked.resolved, checked.sources)
+    from gpuplan.lower import lower_all
+
+    artifacts = list(lower_all(checked.resolved))
+    files = render_files(checked.resolved, spec_label(path, out_dir), artifacts)
+    verified, texts = _verify(checked.resolved, artifacts, files, out_dir)
+    diags = normalise(checked.diagnostics + verified)
+    sources = {**checked.sources, **texts}
+    if has_errors(verified):
+        return Compiled(diags, resolved=checked.resolved, sources=sources, rejected=True)
+    return Compiled(diags, files, checked.resolved, sources)
+
+
+def _verify(rf: ResolvedFleet, artifacts: list, files: dict[str, bytes],
+            out_dir: Path | str) -> tuple[list[Diagnostic], dict[str, str]]:
+    """What `gpuplan verify` would say of the tree about to be written (with the
+    new files' texts, for excerpts); transition rules run against the objects of
+    the tree already there (the cluster's objects, once synced)."""
+    from gpuplan.verify import E_BUILD_REJECTED, Options as VerifyOptions, read_old_objects, verify_documents
+
+    out = Path(out_dir).as_posix()
+    documents = {a.path: list(a.documents) for a in artifacts if a.documents is not None}
+    result = verify_documents(documents, files, out_dir=out, old=read_old_objects(out_dir, documents),
+                              options=VerifyOptions(kubernetes_version=rf.fleet.spec.cluster.kubernetes_version,
+                                                      nearest_version=True))
+    diags = [d for d in result.diagnostics if d.severity.value != "info"]
+    errors = [d for d in diags if d.is_error]
+    if errors:
+        diags.append(E_BUILD_REJECTED.diag(
+            f"{out}: not written: {len(errors)} problem{'s' if len(errors) != 1 else ''} the API server would "
+            "reject", file=str(out), hint="fix the spec values named above; `gpuplan verify` checks any tree"))
+    return diags, result.sources

@@ -11,3 +11,4 @@ class ExitCode(IntEnum):
     INTERNAL = 4  # a bug in gpuplan; a traceback only with --debug
     NO_DEVICE = 5  # `gpuplan probe`: NVML or the NVIDIA driver is not available
     DRIFT = 6  # `gpuplan verify-cluster`: the cluster differs from the plan
+    REJECTED = 7  # `gpuplan build`: the API server would reject the tree (GP850); nothing written

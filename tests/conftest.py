@@ -10,20 +10,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-REFERENCE = SHARED / "reference"
 
 
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
-
-
-@pytest.fixture(scope="session")
-def reference() -> Path:
-    if not REFERENCE.is_dir():
-        pytest.fail(f"the shared reference is missing at {REFERENCE}: clone with ../shared beside the repo")
-    return REFERENCE
 
 
 def run_gpuplan(*args: str, cwd: Path | None = None, env: dict | None = None, input: str | None = None,

@@ -1,6 +1,9 @@
 """Generate ``gpuplan/catalog/gpus.json`` from the reference MIG tables.
 
-    python -m gpuplan.catalog.build_catalog [../shared/reference/mig/mig-profiles.yaml]
+    python -m gpuplan.catalog.build_catalog [REFERENCE/mig/mig-profiles.yaml]
+
+(``python -m gpuplan.upstream.refresh`` runs it with the other pinned upstream
+material and records the input's sha256 in ``gpuplan/upstream/sources.json``.)
 
 The reference YAML (``mig-profiles.yaml``) is the ground truth for MIG geometry:
 profile names, ids, slices, instance limits, placements and their provenance. It

@@ -16,13 +16,16 @@ output_option = click.option(
 )
 
 
-def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, allow_outside: bool = False):
+def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, allow_outside: bool = False,
+             verify: bool = False):
     """Compile in memory; print diagnostics; None when the spec is invalid."""
     from gpuplan.compiler import Options, compile_fleet
 
     compiled = compile_fleet(fleet, out_dir=out_dir,
-                             options=Options(strict=strict, allow_inventory_outside=allow_outside))
+                             options=Options(strict=strict, allow_inventory_outside=allow_outside, verify=verify))
     emit(compiled.diagnostics, fmt, verbose=verbose, sources=compiled.sources)
+    if compiled.rejected:
+        return compiled
     if compiled.resolved is None or not compiled.files:
         return None
     return compiled
@@ -45,10 +48,13 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
     The tree is written to a temporary directory and swapped in whole; files
     gpuplan generated before and no longer produces are removed; files it did
     not generate are kept; a generated file edited by hand stops the build
-    (exit 1) unless --force."""
-    compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside)
+    (exit 1) unless --force. The tree is verified first as `gpuplan verify`
+    does; one the API server would reject is not written (exit 7)."""
+    compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside, verify=True)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
+    if compiled.rejected:
+        ctx.exit(int(ExitCode.REJECTED))
     from gpuplan.output.tree import TreeError, write_tree
 
     try:

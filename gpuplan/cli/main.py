@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "inventory": "gpuplan.cli.inventory:inventory",
     "explain": "gpuplan.cli.explain:explain",
     "verify-cluster": "gpuplan.cli.verify_cluster:verify_cluster",
+    "verify": "gpuplan.cli.verify:verify",
 }
 
 HELP = {
@@ -40,6 +41,7 @@ HELP = {
     "inventory": "Collect node-probe inventories into the repository.",
     "explain": "Explain a diagnostic code.",
     "verify-cluster": "Compare live nodes and quotas (kubectl get -o json) with the plan.",
+    "verify": "Verify manifests against the pinned upstream schemas and CEL rules.",
 }
 
 

@@ -9,20 +9,19 @@ validates it against the strict CRD schema."""
 from __future__ import annotations
 
 import copy
-import json
 
-import jsonschema
 import pytest
 import yaml
-from tests.outputkit import REPO, fleet, one
+from tests.outputkit import fleet, one
 
-SCHEMA = REPO.parent / "shared" / "reference" / "k8s" / "schemas" / "catalog-strict" / "nvidia.com" / "clusterpolicy_v1.json"
+from gpuplan.upstream import crd_schema
+from gpuplan.verify import Verifier
 
 
 def schema() -> dict:
-    if not SCHEMA.is_file():
-        pytest.fail(f"ClusterPolicy schema missing at {SCHEMA}: the shared reference must sit beside the repo")
-    return json.loads(SCHEMA.read_text(encoding="utf-8"))
+    s = crd_schema("nvidia.com", "ClusterPolicy", "v1")
+    assert s is not None, "ClusterPolicy v1 is not pinned in gpuplan/upstream"
+    return s
 
 
 def cluster_policy(values: dict) -> dict:
@@ -49,8 +48,8 @@ def cluster_policy(values: dict) -> dict:
 
 
 def _errors(obj: dict) -> list[str]:
-    v = jsonschema.Draft202012Validator(schema())
-    return [f"{list(e.absolute_path)}: {e.message}" for e in v.iter_errors(obj)]
+    found, _, _ = Verifier().check(obj)
+    return [f"{p.code.code} {list(p.path)}: {p.message}" for p in found]
 
 
 @pytest.mark.parametrize("example", ["argocd", "flux"])

@@ -1,13 +1,14 @@
 """Karpenter output: NodePool, EC2NodeClass, NodeOverlay and the MIG gate,
-validated against the strict upstream schemas (Karpenter v1.14.1) and
-the CEL rules those schemas carry but JSON Schema cannot evaluate (checked here
-by hand); userData parsed as the node would parse it."""
+validated against the strict upstream schemas pinned in gpuplan/upstream
+(Karpenter v1.14.1) and every CEL rule those schemas carry, evaluated by
+gpuplan.verify with a real CEL engine; userData parsed as the node would
+parse it."""
 
 from __future__ import annotations
 
+import copy
 import email
 import json
-import re
 import tomllib
 from pathlib import Path
 
@@ -16,22 +17,23 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from gpuplan.compiler import compile_fleet
+from gpuplan.upstream import crd_schema
+from gpuplan.verify import Verifier
 
 REPO = Path(__file__).resolve().parents[2]
-STRICT = REPO.parent / "shared" / "reference" / "k8s" / "schemas" / "catalog-strict"
 SCHEMAS = {
-    "NodePool": STRICT / "karpenter.sh" / "nodepool_v1.json",
-    "EC2NodeClass": STRICT / "karpenter.k8s.aws" / "ec2nodeclass_v1.json",
-    "NodeOverlay": STRICT / "karpenter.sh" / "nodeoverlay_v1alpha1.json",
+    "NodePool": ("karpenter.sh", "v1"),
+    "EC2NodeClass": ("karpenter.k8s.aws", "v1"),
+    "NodeOverlay": ("karpenter.sh", "v1alpha1"),
 }
 EXAMPLES = [REPO / "examples" / "fleet.yaml", REPO / "examples" / "aws-burst.yaml"]
 
 
 def _schema(kind: str) -> dict:
-    path = SCHEMAS[kind]
-    if not path.is_file():
-        pytest.fail(f"upstream schema missing: {path}")
-    return json.loads(path.read_text())
+    group, version = SCHEMAS[kind]
+    schema = crd_schema(group, kind, version)
+    assert schema is not None, f"{kind}: not pinned in gpuplan/upstream"
+    return schema
 
 
 def build(path: Path) -> dict[str, list[dict]]:
@@ -60,164 +62,24 @@ def spec_file(tmp_path: Path, pools: str, tiers: str = "", cluster_extra: str = 
     return p
 
 
-# --- CEL rules of the CRDs, by hand --------------------------------------------
+def problems(obj: dict) -> list[str]:
+    """What the API server would say: strict schema, then every CEL rule."""
+    found, _, _ = Verifier().check(obj)
+    return [f"{p.code.code} {'.'.join(map(str, p.path))}: {p.message}" for p in found]
 
 
-def _cel_allowed_aws_labels(schema: dict) -> set[str]:
-    """The karpenter.k8s.aws/* label keys the NodePool CRD's CEL rule allows (read
-    from the rule text in the strict schema, not copied here)."""
-    rules = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for v in node.get("x-kubernetes-validations", []):
-                rules.append(v["rule"])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(schema)
-    allowed: set[str] = set()
-    for r in rules:
-        if "karpenter.k8s.aws" in r and " in [" in r:
-            allowed |= set(re.findall(r'"(karpenter\.k8s\.aws/[^"]+)"', r))
-    assert allowed, "could not read the karpenter.k8s.aws label rule from the schema"
-    return allowed
-
-
-def label_key_problems(key: str, aws_allowed: set[str]) -> list[str]:
-    domain = key.split("/")[0] if "/" in key else ""
-    out = []
-    if domain.endswith("karpenter.sh") and key != "karpenter.sh/capacity-type":
-        out.append(f'label domain "karpenter.sh" is restricted: {key}')
-    if key == "kubernetes.io/hostname":
-        out.append("kubernetes.io/hostname is restricted")
-    if domain.endswith("karpenter.k8s.aws") and key not in aws_allowed:
-        out.append(f'label domain "karpenter.k8s.aws" is restricted: {key}')
-    return out
-
-
-def requirement_problems(reqs: list[dict]) -> list[str]:
-    out = []
-    for r in reqs:
-        vals = r.get("values", [])
-        if r["operator"] in ("In", "NotIn") and not vals:
-            out.append(f"{r['key']}: operator {r['operator']} needs a value")
-        if r["operator"] in ("Gt", "Lt", "Gte", "Lte") and (len(vals) != 1 or int(vals[0]) < 0):
-            out.append(f"{r['key']}: {r['operator']} needs one non-negative integer")
-        if r["operator"] == "In" and "minValues" in r and len(vals) < r["minValues"]:
-            out.append(f"{r['key']}: fewer values than minValues")
-    return out
-
-
-def nodepool_cel_problems(np_: dict, aws_allowed: set[str]) -> list[str]:
-    out = []
-    t = np_["spec"]["template"]
-    for k in t.get("metadata", {}).get("labels", {}):
-        out += label_key_problems(k, aws_allowed)
-        if k == "karpenter.sh/nodepool":
-            out.append("karpenter.sh/nodepool label is restricted")
-    reqs = t["spec"]["requirements"]
-    out += requirement_problems(reqs)
-    for r in reqs:
-        out += label_key_problems(r["key"], aws_allowed)
-    ref = t["spec"]["nodeClassRef"]
-    if not all(ref.get(k) for k in ("group", "kind", "name")):
-        out.append("nodeClassRef group/kind/name may not be empty")
-    for b in np_["spec"].get("disruption", {}).get("budgets", []):
-        if ("schedule" in b) != ("duration" in b):
-            out.append("budget: schedule must be set with duration")
-    if "replicas" in np_["spec"]:
-        out.append("static NodePool (alpha) not expected")
-    return out
-
-
-ALIAS_FAMILIES = ("al2", "al2023", "bottlerocket", "windows2019", "windows2022", "windows2025")
-FORBIDDEN_TAGS = re.compile(r"^(kubernetes\.io/cluster/.*|eks:eks-cluster-name|karpenter\.sh/nodepool|"
-                            r"karpenter\.sh/nodeclaim|karpenter\.k8s\.aws/ec2nodeclass)$")
-
-
-def nodeclass_cel_problems(nc: dict) -> list[str]:
-    s = nc["spec"]
-    out = []
-    if ("role" in s) == ("instanceProfile" in s):
-        out.append("must specify exactly one of ['role', 'instanceProfile']")
-    terms = s["amiSelectorTerms"]
-    aliases = [t["alias"] for t in terms if "alias" in t]
-    if aliases and len(terms) != 1:
-        out.append("'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms")
-    for t in terms:
-        if "alias" in t and set(t) - {"alias"}:
-            out.append("'alias' is mutually exclusive with other fields of its term")
-        if "id" in t and set(t) - {"id"}:
-            out.append("'id' is mutually exclusive")
-    for a in aliases:
-        if not re.match(r"^[a-zA-Z0-9]+@.+$", a) or len(a) > 30:
-            out.append(f"alias {a!r} improperly formatted")
-        fam, _, ver = a.partition("@")
-        if fam not in ALIAS_FAMILIES:
-            out.append(f"alias family {fam!r} not supported")
-        if fam.startswith("windows") and ver != "latest":
-            out.append("windows only @latest")
-        if "amiFamily" in s and s["amiFamily"] not in ("Custom", {"al2023": "AL2023", "bottlerocket": "Bottlerocket",
-                                                                 "al2": "AL2"}.get(fam)):
-            out.append("amiFamily does not match the alias")
-    if not aliases and "amiFamily" not in s:
-        out.append("must specify amiFamily if amiSelectorTerms does not contain an alias")
-    bdm = s.get("blockDeviceMappings", [])
-    if sum(1 for b in bdm if b.get("rootVolume")) > 1:
-        out.append("must have only one blockDeviceMappings with rootVolume")
-    for b in bdm:
-        ebs = b.get("ebs", {})
-        if "snapshotID" not in ebs and "volumeSize" not in ebs:
-            out.append("snapshotID or volumeSize must be defined")
-    for k in s.get("tags", {}):
-        if FORBIDDEN_TAGS.match(k):
-            out.append(f"tag {k} is restricted")
-    for term in s["subnetSelectorTerms"] + s["securityGroupSelectorTerms"]:
-        if not term:
-            out.append("empty selector term")
-        for k, v in term.get("tags", {}).items():
-            if not k or not v:
-                out.append("empty tag keys or values aren't supported")
-    return out
-
-
-def nodeoverlay_cel_problems(ov: dict) -> list[str]:
-    s = ov["spec"]
-    out = requirement_problems(s["requirements"])
-    if "price" in s and "priceAdjustment" in s:
-        out.append("cannot set both 'price' and 'priceAdjustment'")
-    for k in s.get("capacity", {}):
-        if k in ("cpu", "memory", "ephemeral-storage", "pods"):
-            out.append(f"invalid resource restricted: {k}")
-    for r in s["requirements"]:
-        d = r["key"].split("/")[0]
-        if d.endswith("karpenter.sh") and r["key"] not in ("karpenter.sh/capacity-type", "karpenter.sh/nodepool"):
-            out.append(f"restricted key {r['key']}")
-    return out
-
-
-# --- schemas ----------------------------------------------------------------------
+# --- schemas and CEL rules ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_objects_validate_against_strict_schemas(example: Path) -> None:
     counts = {k: 0 for k in SCHEMAS}
-    aws_allowed = _cel_allowed_aws_labels(_schema("NodePool"))
     for name, docs in build(example).items():
         for doc in docs:
             kind = doc.get("kind")
             if kind not in SCHEMAS:
                 continue
-            errors = sorted(e.message for e in Draft202012Validator(_schema(kind)).iter_errors(doc))
-            assert not errors, f"{name} {kind}: {errors[:5]}"
-            problems = {"NodePool": lambda d: nodepool_cel_problems(d, aws_allowed),
-                        "EC2NodeClass": nodeclass_cel_problems,
-                        "NodeOverlay": nodeoverlay_cel_problems}[kind](doc)
-            assert not problems, f"{name} {kind}: {problems}"
+            assert not problems(doc), f"{name} {kind}: {problems(doc)}"
             counts[kind] += 1
     karpenter_pools = 1 if example.name == "fleet.yaml" else 3
     assert counts["NodePool"] == counts["EC2NodeClass"] == karpenter_pools
@@ -225,25 +87,31 @@ def test_objects_validate_against_strict_schemas(example: Path) -> None:
         assert counts["NodeOverlay"] == 1
 
 
-def test_cel_checkers_catch_violations() -> None:
-    """The hand-written CEL checks are able to fail."""
+def test_cel_rules_catch_violations() -> None:
+    """The CEL rules run: objects gpuplan must never emit are rejected with the
+    CRD's own messages."""
     nc = objects(EXAMPLES[1], "EC2NodeClass")[0]
-    bad = json.loads(json.dumps(nc))
+    bad = copy.deepcopy(nc)
     bad["spec"]["amiSelectorTerms"].append({"id": "ami-0123456789abcdef0"})
     bad["spec"]["instanceProfile"] = "x"
     bad["spec"]["amiFamily"] = "Bottlerocket" if "al2023" in nc["spec"]["amiSelectorTerms"][0]["alias"] else "AL2023"
-    probs = nodeclass_cel_problems(bad)
-    assert any("exactly one of" in p for p in probs)
-    assert any("alias' is mutually exclusive" in p for p in probs)
-    assert any("amiFamily does not match" in p for p in probs)
+    probs = "\n".join(problems(bad))
+    assert "must specify exactly one of ['role', 'instanceProfile']" in probs
+    assert "'alias' is mutually exclusive" in probs
+    assert "amiFamily" in probs and "GP840" in probs
     np_ = objects(EXAMPLES[1], "NodePool")[0]
-    bad = json.loads(json.dumps(np_))
+    bad = copy.deepcopy(np_)
     bad["spec"]["template"]["spec"]["requirements"].append({"key": "karpenter.k8s.aws/instance-gpu-count",
                                                              "operator": "In", "values": []})
     bad["spec"]["template"]["metadata"]["labels"]["karpenter.k8s.aws/nodeclass-hash"] = "x"
-    probs = nodepool_cel_problems(bad, _cel_allowed_aws_labels(_schema("NodePool")))
-    assert any("needs a value" in p for p in probs)
-    assert any("karpenter.k8s.aws" in p for p in probs)
+    probs = "\n".join(problems(bad))
+    assert "requirements with operator 'In' must have a value defined" in probs
+    assert 'label domain \"karpenter.k8s.aws\" is restricted' in probs or \
+        'label domain "karpenter.k8s.aws" is restricted' in probs
+    ov = objects(EXAMPLES[1], "NodeOverlay")[0]
+    bad = copy.deepcopy(ov)
+    bad["spec"]["capacity"] = {"cpu": "1"}
+    assert any("restricted" in p for p in problems(bad)), problems(bad)
 
 
 # --- NodePool ------------------------------------------------------------------------

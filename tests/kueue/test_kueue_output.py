@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import celpy
 import kubernetes_validate
@@ -229,19 +228,18 @@ def test_kustomize_builds_the_kueue_tree(trees, tmp_path):
     assert {"ClusterQueue", "LocalQueue", "ResourceFlavor", "Topology", "WorkloadPriorityClass"} <= kinds
 
 
-def test_pinned_schemas_are_the_reference_copies():
-    """Byte-identical to the shared reference where it sits beside the checkout (CI)."""
-    ref = REPO.parent / "shared" / "reference" / "k8s" / "schemas"
-    if not ref.is_dir():
-        pytest.skip("no shared reference beside the checkout")
+def test_pinned_schemas_are_listed_with_their_source():
+    """Every pinned Kueue schema and CEL file is listed in gpuplan/upstream/sources.json
+    with its repository, tag and commit (the comparison with the reference copies is
+    `python -m gpuplan.upstream.refresh_kueue`'s; tests never read that directory)."""
+    from gpuplan.upstream import sources
+
+    listed = {e["schema"]: e for e in sources()["crds"] if e["apiVersion"].startswith("kueue.x-k8s.io/")}
     pinned = REPO / "gpuplan" / "upstream"
-    for kind in ("clusterqueue", "cohort", "localqueue", "resourceflavor", "workloadpriorityclass"):
-        name = f"{kind}_v1beta2.json"
-        assert (pinned / "crds" / "kueue.x-k8s.io" / name).read_bytes() == \
-            (ref / "catalog-strict" / "kueue.x-k8s.io" / name).read_bytes()
-        cel = f"{kind}-kueue-v1beta2.cel.json"
-        assert (pinned / "cel" / cel).read_bytes() == (ref / "cel" / cel).read_bytes()
-    assert Path(pinned / "crds" / "kueue.x-k8s.io" / "topology_v1beta2.json").is_file()
+    for kind in ("clusterqueue", "cohort", "localqueue", "resourceflavor", "workloadpriorityclass", "topology"):
+        e = listed[f"crds/kueue.x-k8s.io/{kind}_v1beta2.json"]
+        assert (e["repository"], e["tag"]) == ("kubernetes-sigs/kueue", "v0.19.2") and len(e["commit"]) == 40
+        assert (pinned / e["schema"]).is_file() and (pinned / e["cel"]).is_file()
 
 
 def test_hierarchical_cohorts(tmp_path):

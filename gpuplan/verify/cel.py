@@ -1,0 +1,391 @@
+"""The CEL rules of the pinned CRDs (``x-kubernetes-validations``), evaluated
+as the API server evaluates them, with a real CEL engine.
+
+Engine: the PyPI package ``common-expression-language`` (Python bindings of
+the Rust ``cel`` interpreter); docs/verify.md compares it with ``cel-python``.
+
+What the API server does, and this module does too
+(kubernetes/apiextensions-apiserver, pkg/apiserver/schema/cel/validation.go):
+
+* every rule of a schema node runs with ``self`` bound to each value at that
+  node (each list item, each map value), after structural defaults are
+  applied (pkg/apiserver/schema/defaulting), when the value is present;
+* a rule that is false rejects the object with the rule's ``message``; a rule
+  whose evaluation fails (``int("x")``, a missing field) rejects it too;
+* transition rules (those that read ``oldSelf``) run only on update, when an
+  old value exists at the same place: with no old object they do not run,
+  on create the API server skips them as well.
+
+Kubernetes adds CEL libraries to the standard ones (k8s.io/apiserver
+pkg/cel/library, cel-go ext). Only the functions the pinned rules call are
+added here (``K8S_FUNCTIONS``); ``coverage()`` proves every rule compiles and
+calls nothing else, and lists the rest with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, Iterator
+
+from gpuplan.codes import Code
+from gpuplan.diagnostics import Severity
+
+E_RULE = Code(
+    "GP840", "CEL validation rule fails", Severity.ERROR,
+    "A `x-kubernetes-validations` rule of the object's CRD evaluates to false: the API server rejects "
+    "the object with the rule's message. JSON Schema tools (kubeconform, check-jsonschema) cannot see this.",
+    bad="apiVersion: karpenter.sh/v1\nkind: NodePool\nspec:\n  template:\n    metadata:\n"
+        "      labels: {karpenter.sh/team: ml}   # label domain \"karpenter.sh\" is restricted",
+    good="apiVersion: karpenter.sh/v1\nkind: NodePool\nspec:\n  template:\n    metadata:\n"
+         "      labels: {example.com/team: ml}",
+)
+E_RULE_ERROR = Code(
+    "GP841", "CEL validation rule cannot be evaluated", Severity.ERROR,
+    "Evaluating a CRD's CEL rule on this object fails (a value that does not parse, a missing field): "
+    "the API server rejects the object as well.",
+    bad="requirements:\n  - {key: karpenter.k8s.aws/instance-gpu-count, operator: Gt, values: [\"two\"]}",
+    good="requirements:\n  - {key: karpenter.k8s.aws/instance-gpu-count, operator: Gt, values: [\"2\"]}",
+)
+I_NOT_EVALUATED = Code(
+    "GP842", "CEL rule not evaluated", Severity.INFO,
+    "A CEL rule of the object's CRD was not evaluated, and why: a transition rule (it reads `oldSelf`) "
+    "with no earlier version of the object (the API server skips it on create too), or a rule "
+    "`gpuplan verify --cel-coverage` lists as not covered.",
+    bad="rule: self.group == oldSelf.group   # nodeClassRef.group is immutable",
+    good="gpuplan verify --base old-tree/ generated/   # evaluates transition rules against the old objects",
+)
+
+CODES = (E_RULE, E_RULE_ERROR, I_NOT_EVALUATED)
+
+# --- Kubernetes CEL library functions used by the pinned rules ----------------------------
+
+
+def _find(s: str, pattern: str) -> str:
+    """k8s regex library ``<string>.find(<string>) -> <string>``: the first
+    match, or "" (k8s.io/apiserver pkg/cel/library/regex.go). Python's ``re``
+    agrees with RE2 on the anchored classes the rules use."""
+    m = _regex(pattern).search(s)
+    return m.group(0) if m else ""
+
+
+def _split(s: str, sep: str) -> list[str]:
+    """cel-go ext strings ``<string>.split(<string>) -> list<string>``
+    (cel-go ext/strings.go; Kubernetes enables ext.Strings)."""
+    return s.split(sep) if sep else list(s)
+
+
+@lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
+
+
+K8S_FUNCTIONS: dict[str, Callable[..., Any]] = {"find": _find, "split": _split}
+
+# Functions and operators every CEL engine has (the CEL standard definitions)
+# plus the macros; anything else a rule calls must be in K8S_FUNCTIONS.
+STANDARD = frozenset({
+    "size", "int", "uint", "double", "string", "bytes", "bool", "type", "has", "dyn", "duration", "timestamp",
+    "matches", "startsWith", "endsWith", "contains", "all", "exists", "exists_one", "map", "filter",
+    "in", "@in", "_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_", "_&&_", "_||_", "!_", "-_", "_?_:_",
+    "_+_", "_-_", "_*_", "_/_", "_%_", "_[_]", "@not_strictly_false",
+})
+
+
+# --- the engine ----------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def engine() -> Any:
+    """The compiled ``cel`` extension module. The package's ``__init__`` also
+    imports its command-line front end (typer, rich, prompt_toolkit: ~170 ms);
+    loading the extension module alone skips that. Any surprise falls back to
+    the ordinary import."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    mod = sys.modules.get("cel.cel")
+    if mod is not None:
+        return mod
+    try:
+        spec = importlib.util.find_spec("cel")
+        for loc in (spec.submodule_search_locations or []) if spec else []:
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                path = f"{loc}/cel{suffix}"
+                try:
+                    ext = importlib.util.spec_from_file_location("cel.cel", path)
+                    if ext is None or ext.loader is None:
+                        continue
+                    mod = importlib.util.module_from_spec(ext)
+                    ext.loader.exec_module(mod)
+                    # registered, so a later `import cel` reuses it (a PyO3
+                    # module initialises once per process)
+                    sys.modules["cel.cel"] = mod
+                    return mod
+                except (ImportError, OSError):
+                    continue
+    except (ImportError, ValueError):
+        pass
+    from cel import cel as mod  # type: ignore[no-redef]
+
+    return mod
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One ``x-kubernetes-validations`` entry, where it sits in the schema."""
+
+    crd: str  # "karpenter.sh/v1 NodePool"
+    path: str  # "$.spec.template.metadata.labels" (as in cel/*.cel.json)
+    rule: str
+    message: str
+    transition: bool  # reads oldSelf
+
+    @property
+    def label(self) -> str:
+        return f"{self.crd} {self.path}: {self.message}"
+
+
+@dataclass
+class Compiled:
+    rule: Rule
+    program: Any = None
+    unsupported: tuple[str, ...] = ()  # functions, or rule fields, gpuplan does not implement
+    error: str | None = None  # the rule does not compile
+
+    @property
+    def runnable(self) -> bool:
+        return self.program is not None and not self.unsupported and self.error is None
+
+
+@dataclass
+class Node:
+    """A schema node that carries rules, with its children that do."""
+
+    schema: dict
+    rules: list[Compiled] = field(default_factory=list)
+    props: dict[str, "Node"] = field(default_factory=dict)
+    items: "Node | None" = None
+    values: "Node | None" = None  # additionalProperties (a map)
+
+
+def _has_rules(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        if schema.get("x-kubernetes-validations"):
+            return True
+        return any(_has_rules(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_has_rules(v) for v in schema)
+    return False
+
+
+def _compile(rule: Rule) -> Compiled:
+    cel = engine()
+    try:
+        program = cel.compile(rule.rule)
+    except Exception as exc:  # noqa: BLE001 - the engine's parse errors have no common base class
+        return Compiled(rule, error=str(exc).splitlines()[0])
+    unsupported = tuple(sorted(f for f in program.functions() if f not in STANDARD and f not in K8S_FUNCTIONS))
+    return Compiled(rule, program, unsupported)
+
+
+def _tree(schema: dict, crd: str, path: str) -> Node:
+    node = Node(schema)
+    for v in schema.get("x-kubernetes-validations", ()):
+        text = v["rule"]
+        c = _compile(Rule(crd, path, text, v.get("message") or f"failed rule: {text}",
+                          bool(re.search(r"\boldSelf\b", text))))
+        # none of the pinned rules has these; a refresh that brings one shows in --cel-coverage
+        extra = sorted(set(v) - {"rule", "message"})
+        if extra:
+            c.unsupported += tuple(f"rule field {k}" for k in extra)
+        node.rules.append(c)
+    for name, sub in schema.get("properties", {}).items():
+        if _has_rules(sub):
+            node.props[name] = _tree(sub, crd, f"{path}.{name}")
+    if isinstance(schema.get("items"), dict) and _has_rules(schema["items"]):
+        node.items = _tree(schema["items"], crd, f"{path}[*]")
+    if isinstance(schema.get("additionalProperties"), dict) and _has_rules(schema["additionalProperties"]):
+        node.values = _tree(schema["additionalProperties"], crd, f"{path}[*]")
+    return node
+
+
+@lru_cache(maxsize=None)
+def rules_tree(group: str, kind: str, version: str) -> Node | None:
+    """The compiled rules of a pinned CRD, or None when it has none."""
+    from gpuplan.upstream import crd_schema
+
+    schema = crd_schema(group, kind, version)
+    if schema is None or not _has_rules(schema):
+        return None
+    return _tree(schema, f"{group}/{version} {kind}", "$")
+
+
+_TRANSITION: dict[int, bool] = {}  # id of a cached rules_tree -> has transition rules
+
+
+def transition_rules(node: Node | None) -> bool:
+    """Whether a CRD's rules include transition rules."""
+    if node is None:
+        return False
+    if id(node) not in _TRANSITION:
+        _TRANSITION[id(node)] = any(c.rule.transition for c in all_rules(node))
+    return _TRANSITION[id(node)]
+
+
+def all_rules(node: Node | None) -> Iterator[Compiled]:
+    if node is None:
+        return
+    yield from node.rules
+    for child in node.props.values():
+        yield from all_rules(child)
+    yield from all_rules(node.items)
+    yield from all_rules(node.values)
+
+
+# --- evaluation ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule that rejected a value (``error`` set when evaluation failed) or was
+    not run (``skipped`` with the reason)."""
+
+    rule: Rule
+    path: tuple  # data path of ``self`` (or of the element of ``self`` that fails)
+    error: str | None = None
+    skipped: str | None = None
+    at_key: bool = False  # path ends at a map key (point at the key, not its value)
+
+
+def evaluate(tree: Node, obj: dict, old: dict | None = None, counter: list[int] | None = None) -> Iterator[Finding]:
+    """Every rule of ``tree`` on ``obj`` (schema-valid, defaults applied:
+    ``schemas.apply_defaults``), with ``old`` for transition rules;
+    ``counter[0]`` counts the evaluations run."""
+    yield from _walk(tree, obj, old if old is not None else _MISSING, (), counter if counter is not None else [0])
+
+
+_MISSING = object()
+
+
+def _walk(node: Node, value: Any, old: Any, path: tuple, counter: list[int]) -> Iterator[Finding]:
+    if node.rules:
+        ctx = None
+        for c in node.rules:
+            r = c.rule
+            if not c.runnable:
+                yield Finding(r, path, skipped=_why_not(c))
+                continue
+            if r.transition and old is _MISSING:
+                yield Finding(r, path, skipped="transition rule (reads oldSelf): no earlier version of the object")
+                continue
+            if ctx is None or r.transition:
+                ctx = engine().Context(variables={"self": value}, functions=K8S_FUNCTIONS)
+                if r.transition:
+                    ctx.add_variable("oldSelf", old)
+            counter[0] += 1
+            try:
+                ok = c.program.execute(ctx)
+            except Exception as exc:  # noqa: BLE001 - evaluation errors reject the object, as in the API server
+                yield Finding(r, path, error=_short(exc))
+                continue
+            if ok is not True:
+                where, at_key = _culprit(c, value), False
+                if where is not None:
+                    where, at_key = where
+                yield Finding(r, path + ((where,) if where is not None else ()),
+                              error=None if ok is False else f"the rule returned {ok!r}, not a bool", at_key=at_key)
+            if r.transition:
+                ctx = None
+    if isinstance(value, dict):
+        for name, child in node.props.items():
+            if name in value:
+                o = old.get(name, _MISSING) if isinstance(old, dict) else _MISSING
+                yield from _walk(child, value[name], o, path + (name,), counter)
+        if node.values is not None:
+            for k, v in value.items():
+                o = old.get(k, _MISSING) if isinstance(old, dict) else _MISSING
+                yield from _walk(node.values, v, o, path + (k,), counter)
+    elif isinstance(value, list) and node.items is not None:
+        # list items are correlated with old ones only for list-type=map lists
+        # in the API server; gpuplan does not correlate them (transition rules
+        # under a list are reported as not evaluated).
+        for i, v in enumerate(value):
+            yield from _walk(node.items, v, _MISSING, path + (i,), counter)
+
+
+def _culprit(c: Compiled, value: Any) -> tuple[Any, bool] | None:
+    """For ``self.all(x, ...)`` over a map or list, the first key or index whose
+    own one-element collection fails the rule: where to point, not what to say
+    (the API server reports the whole field)."""
+    if not c.rule.rule.lstrip().startswith("self.all(") or not isinstance(value, (dict, list)) or len(value) < 2:
+        return None
+    cel = engine()
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for k, v in items:
+        one = {k: v} if isinstance(value, dict) else [v]
+        try:
+            ok = c.program.execute(cel.Context(variables={"self": one}, functions=K8S_FUNCTIONS))
+        except Exception:  # noqa: BLE001
+            ok = False
+        if ok is not True:
+            return k, isinstance(value, dict)
+    return None
+
+
+def _why_not(c: Compiled) -> str:
+    if c.error:
+        return f"the rule does not compile in the CEL engine: {c.error}"
+    return "uses what gpuplan does not implement: " + ", ".join(c.unsupported)
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, KeyError):
+        text = f"no such key: {text}"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+# --- coverage ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Coverage:
+    total: int
+    evaluated: int  # compile and call only implemented functions
+    transition: int  # of those, transition rules (evaluated when an old object is given)
+    left_out: tuple[tuple[Rule, str], ...]  # (rule, reason)
+    per_crd: tuple[tuple[str, int, int], ...]  # (crd, rules, evaluated)
+
+
+def coverage() -> Coverage:
+    from gpuplan.upstream import crd_kinds
+
+    total = evaluated = transition = 0
+    left: list[tuple[Rule, str]] = []
+    per: list[tuple[str, int, int]] = []
+    for g, k, v in crd_kinds():
+        rules = list(all_rules(rules_tree(g, k, v)))
+        ok = [c for c in rules if c.runnable]
+        total += len(rules)
+        evaluated += len(ok)
+        transition += sum(1 for c in ok if c.rule.transition)
+        left += [(c.rule, _why_not(c)) for c in rules if not c.runnable]
+        per.append((f"{g}/{v} {k}", len(rules), len(ok)))
+    return Coverage(total, evaluated, transition, tuple(left), tuple(per))
+
+
+def render_coverage(cov: Coverage) -> str:
+    pct = 100.0 * cov.evaluated / cov.total if cov.total else 100.0
+    lines = [f"CEL coverage: {cov.evaluated}/{cov.total} rules of the pinned CRDs evaluated ({pct:.0f}%)",
+             f"  {cov.transition} of them are transition rules (oldSelf): evaluated against an earlier "
+             "version of the object (gpuplan verify --base, gpuplan build over an existing tree)", ""]
+    width = max(len(c) for c, _, _ in cov.per_crd)
+    for crd, n, ok in cov.per_crd:
+        lines.append(f"  {crd:<{width}}  {ok:>3}/{n:<3}")
+    if cov.left_out:
+        lines += ["", "left out:"]
+        lines += [f"  {r.label}\n    rule: {r.rule}\n    why: {why}" for r, why in cov.left_out]
+    return "\n".join(lines) + "\n"
