@@ -21,8 +21,8 @@ environment (``device.driver``, ``device.attributes["<domain>"].<name>``,
 ``device.capacity["<domain>"].<name>``; kubernetes/api@v0.36.3
 resource/v1/types.go, ``CELDeviceSelector``) is built here only as far as
 gpuplan's selectors use it: strings, string lists and ``in``; no quantity or
-semver functions are used, so none are provided (an expression that called
-one would fail to evaluate and be reported).
+semver functions are used, so none are provided (``gpuplan.verify.cel.expression``
+refuses an expression that calls one, and the proof reports it).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import yaml
 
 from gpuplan.compiler import check_fleet, compile_fleet
 from gpuplan.dra import PARENT_UUID, tier_claims
-from gpuplan.dra.proof import CHART_SELECTORS, SelectorError, allocatable, matches, prove
+from gpuplan.dra.proof import CHART_SELECTORS, SelectorError, allocatable, evaluate_class, matches, prove
 from gpuplan.dra.slices import pool_devices, resource_slice
 from gpuplan.k8s_features_dra import DRA_EXTENDED_RESOURCE, DYNAMIC_RESOURCE_ALLOCATION
 from gpuplan.lower.dra import claim_template
@@ -310,6 +310,27 @@ def test_a_selector_that_errors_on_a_device_is_an_error_not_a_miss(compiled):
     with pytest.raises(SelectorError):
         matches("device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", h100[0])
     assert matches("device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", devs[1]) in (True, False)
+
+
+def test_a_selector_the_engine_cannot_compile_or_run_is_a_class_error(compiled):
+    """Through gpuplan.verify.cel: a syntax error, a function gpuplan does not provide
+    (quantity), a non-bool result and a missing attribute each leave the class with an
+    error and no matches; a good selector matches."""
+    devices = {"infer-a100": pool_devices(compiled.resolved.pool_by_name["infer-a100"]),
+               "train-h100": pool_devices(compiled.resolved.pool_by_name["train-h100"])}
+    cases = {
+        "device.driver ==": "CEL does not compile",
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('10Gi')) > 0":
+            "does not implement: compareTo, quantity",
+        "device.driver": "not a bool",
+        "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'": "no such key",
+    }
+    for selector, why in cases.items():
+        res = evaluate_class("x", selector, devices)
+        assert res.error is not None and why in res.error, (selector, res.error)
+        assert res.matched == {}
+    ok = evaluate_class("x", "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", {"infer-a100": devices["infer-a100"]})
+    assert ok.error is None and len(ok.matched["infer-a100"]) == 2 * 4
 
 
 def test_docs_gates_table_is_the_modules_table():
