@@ -3,7 +3,9 @@
 For every DRA pool, the devices NVIDIA's DRA driver would publish
 (``gpuplan.dra.slices``); for every DeviceClass — gpuplan's, one per DRA tier,
 and the driver chart's own ``gpu.nvidia.com`` / ``mig.nvidia.com`` — its CEL
-selector, evaluated with a real CEL engine (cel-python) against every device.
+selector, evaluated with a real CEL engine (gpuplan's one engine,
+``gpuplan.verify.cel``: the compiled ``common-expression-language``) against
+every device.
 Then, per tier:
 
 - **satisfiable**: each of its ResourceClaimTemplates can be allocated on one
@@ -19,15 +21,14 @@ environment (``device.driver``, ``device.attributes["<domain>"].<name>``,
 ``device.capacity["<domain>"].<name>``; kubernetes/api@v0.36.3
 resource/v1/types.go, ``CELDeviceSelector``) is built here only as far as
 gpuplan's selectors use it: strings, string lists and ``in``; no quantity or
-semver functions are used, so none are provided (an expression that called
-one would fail to evaluate and be reported).
+semver functions are used, so none are provided (``gpuplan.verify.cel.expression``
+refuses an expression that calls one, and the proof reports it).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from gpuplan.dra import CHART_CLASSES, DRIVER, PARENT_UUID, TierClaim, dra_pools, tier_claims
@@ -48,41 +49,41 @@ class SelectorError(Exception):
     """A selector that does not compile or that fails on a device."""
 
 
-@lru_cache(maxsize=256)
-def _program(expression: str):
-    import celpy
+def _program(expression: str) -> Any:
+    from gpuplan.verify.cel import expression as compile_expression
 
-    env = celpy.Environment()
     try:
-        return env.program(env.compile(expression))
-    except Exception as exc:  # celpy raises its own parse errors
+        return compile_expression(expression)
+    except ValueError as exc:
         raise SelectorError(f"CEL does not compile: {exc}") from exc
 
 
-def _cel_device(d: Device) -> Any:
-    import celpy
-
-    return celpy.json_to_cel({
+def _cel_device(d: Device) -> dict[str, Any]:
+    """The ``device`` variable: plain JSON values, converted by the engine."""
+    return {
         "driver": DRIVER,
         "attributes": d.attributes,
         "capacity": d.capacity,
         "allowMultipleAllocations": False,
-    })
+    }
 
 
 def matches(expression: str, device: Device, cel_device: Any = None) -> bool:
-    """Evaluate one selector on one device (``cel_device``: its CEL value, when
-    already converted); a CEL error raises SelectorError."""
-    from celpy.celtypes import BoolType
+    """Evaluate one selector on one device (``cel_device``: its ``device``
+    value, when already built); a CEL error raises SelectorError."""
+    from gpuplan.verify.cel import run
 
     prog = _program(expression)
     try:
-        result = prog.evaluate({"device": cel_device if cel_device is not None else _cel_device(device)})
-    except Exception as exc:
-        raise SelectorError(f"fails on device {device.name} of pool {device.pool}: {exc}") from exc
-    if not isinstance(result, BoolType):
+        result = run(prog, {"device": cel_device if cel_device is not None else _cel_device(device)})
+    except Exception as exc:  # noqa: BLE001 - any evaluation error fails the allocation
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if isinstance(exc, KeyError):  # the engine's missing key or attribute
+            text = f"no such key: {text}"
+        raise SelectorError(f"fails on device {device.name} of pool {device.pool}: {text}") from exc
+    if not isinstance(result, bool):
         raise SelectorError(f"returns {type(result).__name__}, not a bool, on device {device.name}")
-    return bool(result)
+    return result
 
 
 @dataclass

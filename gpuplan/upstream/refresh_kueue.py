@@ -83,7 +83,7 @@ def write_sources(rows: list[dict[str, str]]) -> None:
         f"Kueue {TAG} ({REPOSITORY}). Refreshed by",
         "`python -m gpuplan.upstream.refresh_kueue <reference dir> <kueue git dir>`; the CEL rules",
         "of each CRD are in `cel/<kind>-kueue-v1beta2.cel.json`. The tests validate generated",
-        "objects against the schemas and evaluate the CEL rules with cel-python.",
+        "objects against the schemas and evaluate the CEL rules with gpuplan.verify.cel.",
         "",
         "| file | how | upstream path |",
         "|---|---|---|",

@@ -3,6 +3,8 @@ as the API server evaluates them, with a real CEL engine.
 
 Engine: the PyPI package ``common-expression-language`` (Python bindings of
 the Rust ``cel`` interpreter); docs/verify.md compares it with ``cel-python``.
+It is gpuplan's one CEL engine: the DRA proof (``gpuplan.dra.proof``) compiles
+and runs its DeviceClass selectors through ``expression()`` and ``run()``.
 
 What the API server does, and this module does too
 (kubernetes/apiextensions-apiserver, pkg/apiserver/schema/cel/validation.go):
@@ -346,6 +348,32 @@ def _short(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         text = f"no such key: {text}"
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+# --- one expression outside a CRD (the DRA proof's DeviceClass selectors) --------------------
+
+
+@lru_cache(maxsize=256)
+def expression(text: str) -> Any:
+    """Compile one CEL expression that is not a CRD rule. Raises ValueError
+    when it does not compile, or when it calls a function that is neither
+    standard nor in ``K8S_FUNCTIONS`` (it could only fail at evaluation)."""
+    try:
+        program = engine().compile(text)
+    except Exception as exc:  # noqa: BLE001 - the engine's parse errors have no common base class
+        raise ValueError(str(exc).splitlines()[0]) from exc
+    unsupported = sorted(f for f in program.functions() if f not in STANDARD and f not in K8S_FUNCTIONS)
+    if unsupported:
+        raise ValueError("calls what gpuplan does not implement: " + ", ".join(unsupported))
+    return program
+
+
+def run(program: Any, variables: dict[str, Any]) -> Any:
+    """Evaluate a compiled expression with plain-JSON ``variables``; what the
+    engine raises (a missing key or attribute, a type mismatch) propagates:
+    for the callers, as for the API server and the scheduler, an error is not
+    a false."""
+    return program.execute(engine().Context(variables=variables, functions=K8S_FUNCTIONS))
 
 
 # --- coverage ------------------------------------------------------------------------------

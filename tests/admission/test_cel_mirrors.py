@@ -2,7 +2,7 @@
 
 For each bad spec: the object gpuplan would emit if it did not check (lowered
 with the rules skipped) is refused by the real CEL rule, evaluated with
-cel-python; and `gpuplan validate` refuses the spec at the line of the value,
+gpuplan's CEL engine (gpuplan.verify.cel); and `gpuplan validate` refuses the spec at the line of the value,
 with the mirroring code and a hint. Good specs pass both."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A sweep of hostile values through the fields that reach Karpenter objects: whatever
 `gpuplan validate` accepts, the emitted NodePool, EC2NodeClass and NodeOverlay pass their
-pinned strict schema and every CEL rule (cel-python); nothing raises."""
+pinned strict schema and every CEL rule (gpuplan.verify.cel); nothing raises."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import yaml
 
 from gpuplan.compiler import check_fleet, compile_fleet
 from gpuplan.dra import PARENT_UUID, tier_claims
-from gpuplan.dra.proof import CHART_SELECTORS, SelectorError, allocatable, matches, prove
+from gpuplan.dra.proof import CHART_SELECTORS, SelectorError, allocatable, evaluate_class, matches, prove
 from gpuplan.dra.slices import pool_devices, resource_slice
 from gpuplan.k8s_features_dra import DRA_EXTENDED_RESOURCE, DYNAMIC_RESOURCE_ALLOCATION
 from gpuplan.lower.dra import claim_template
@@ -312,6 +312,27 @@ def test_a_selector_that_errors_on_a_device_is_an_error_not_a_miss(compiled):
     assert matches("device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", devs[1]) in (True, False)
 
 
+def test_a_selector_the_engine_cannot_compile_or_run_is_a_class_error(compiled):
+    """Through gpuplan.verify.cel: a syntax error, a function gpuplan does not provide
+    (quantity), a non-bool result and a missing attribute each leave the class with an
+    error and no matches; a good selector matches."""
+    devices = {"infer-a100": pool_devices(compiled.resolved.pool_by_name["infer-a100"]),
+               "train-h100": pool_devices(compiled.resolved.pool_by_name["train-h100"])}
+    cases = {
+        "device.driver ==": "CEL does not compile",
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('10Gi')) > 0":
+            "does not implement: compareTo, quantity",
+        "device.driver": "not a bool",
+        "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'": "no such key",
+    }
+    for selector, why in cases.items():
+        res = evaluate_class("x", selector, devices)
+        assert res.error is not None and why in res.error, (selector, res.error)
+        assert res.matched == {}
+    ok = evaluate_class("x", "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", {"infer-a100": devices["infer-a100"]})
+    assert ok.error is None and len(ok.matched["infer-a100"]) == 2 * 4
+
+
 def test_docs_gates_table_is_the_modules_table():
     from gpuplan.k8s_features_dra import maturity_markdown
 
@@ -322,12 +343,17 @@ def test_validate_without_dra_pools_never_loads_the_cel_engine():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom gpuplan.cli.main import main\n"
-            "try:\n    main(['validate', 'examples/fleet.yaml'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
-            "print('CEL=' + str('celpy' in sys.modules))\n")
-    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip().splitlines()[-1] == "CEL=False"
+    def loads_cel(spec: str) -> str:
+        # gpuplan.verify.cel.engine() registers the compiled extension as cel.cel
+        code = ("import sys\nfrom gpuplan.cli.main import main\n"
+                f"try:\n    main(['validate', '{spec}'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+                "print('CEL=' + str('cel.cel' in sys.modules or 'cel' in sys.modules))\n")
+        r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip().splitlines()[-1]
+
+    assert loads_cel("examples/fleet.yaml") == "CEL=False"
+    assert loads_cel("examples/dra.yaml") == "CEL=True"  # the check above sees the engine when it loads
 
 
 def test_kubernetes_validate_cli_strict_on_the_committed_dra_tree():
