@@ -60,13 +60,15 @@ def _load_nvml(fake: str | None):
 
 def _produce(fake: str | None, node_name: str | None, fmt: str):
     """Probe once: (inventory, document text)."""
-    from gpuplan.probe.collect import probe_node
+    from gpuplan.probe.collect import probe_node, read_online_cpus
     from gpuplan.probe.inventory import dump
 
     nvml, source, defaults = _load_nvml(fake)
     hostname = defaults.get("hostname") or socket.gethostname()
     name = node_name or os.environ.get("NODE_NAME") or defaults.get("name") or hostname
-    inv = probe_node(nvml, node_name=name, hostname=hostname, version=_version(), source=source)
+    cpus = str(defaults["onlineCpus"]) if "onlineCpus" in defaults else (None if fake else read_online_cpus())
+    inv = probe_node(nvml, node_name=name, hostname=hostname, version=_version(), source=source,
+                     online_cpus=cpus)
     return inv, dump(inv, fmt)
 
 

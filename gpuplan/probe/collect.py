@@ -244,8 +244,10 @@ def probe_node(
     hostname: str,
     version: str,
     source: str = "nvml",
+    online_cpus: str | None = None,
 ) -> NodeInventory:
-    """Read every GPU NVML can see. Raises ``NvmlUnavailable`` when NVML
+    """Read every GPU NVML can see (``online_cpus``: the node's online CPU list,
+    from ``read_online_cpus``; NVML does not know it). Raises ``NvmlUnavailable`` when NVML
     cannot be initialised or cannot count the GPUs; anything else a GPU
     refuses is recorded in the inventory."""
     n = _Nvml(nvml)
@@ -254,7 +256,8 @@ def probe_node(
     except n.error_type as exc:
         raise _unavailable(n, int(getattr(exc, "value", -1))) from None
     try:
-        return _probe(n, node_name=node_name, hostname=hostname, version=version, source=source)
+        return _probe(n, node_name=node_name, hostname=hostname, version=version, source=source,
+                      online_cpus=online_cpus)
     finally:
         try:
             nvml.nvmlShutdown()
@@ -279,7 +282,27 @@ def _unavailable(n: _Nvml, code: int) -> NvmlUnavailable:
     return NvmlUnavailable(f"{reason} ({name})", name)
 
 
-def _probe(n: _Nvml, *, node_name: str, hostname: str, version: str, source: str) -> NodeInventory:
+ONLINE_CPUS = "/sys/devices/system/cpu/online"
+
+
+def read_online_cpus(path: str = ONLINE_CPUS) -> str | None:
+    """The kernel's list of online CPUs (cpuset format, e.g. ``0-223``): the set the
+    kubelet checks ``reservedSystemCPUs`` against (it takes the CPUs from cAdvisor's
+    topology, which reads sysfs). None when unreadable or not a CPU list, so the
+    fleet check is skipped rather than run against a wrong set."""
+    from gpuplan.rules.topology import parse_cpuset
+
+    try:
+        with open(path, encoding="ascii") as f:
+            text = f.read(4096).strip()
+        parse_cpuset(text)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return text or None
+
+
+def _probe(n: _Nvml, *, node_name: str, hostname: str, version: str, source: str,
+           online_cpus: str | None = None) -> NodeInventory:
     sys_err = _Errors()
     driver = n.call(sys_err, "driverVersion", "nvmlSystemGetDriverVersion")
     cuda = n.call(sys_err, "cudaDriverVersion", "nvmlSystemGetCudaDriverVersion_v2", quiet=(FUNCTION_NOT_FOUND,))
@@ -291,6 +314,7 @@ def _probe(n: _Nvml, *, node_name: str, hostname: str, version: str, source: str
         driver_version=None if isinstance(driver, _Failed) else text(driver),
         cuda_driver_version=None if isinstance(cuda, _Failed) else cuda_version(int(cuda)),
         nvml_version=None if isinstance(nvml_ver, _Failed) else text(nvml_ver),
+        online_cpus=online_cpus,
         errors=sys_err.items,
     )
 

@@ -83,6 +83,10 @@ class SystemInfo(_Model):
     driver_version: Optional[str] = None
     cuda_driver_version: Optional[str] = Field(None, description='e.g. "12.4"')
     nvml_version: Optional[str] = None
+    online_cpus: Optional[str] = Field(
+        None, pattern=r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$",
+        description="Linux cpulist of /sys/devices/system/cpu/online; absent in older inventories",
+    )
     errors: list[FieldError] = Field(default_factory=list)
 
 

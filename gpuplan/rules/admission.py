@@ -1,4 +1,4 @@
-"""GP115, GP621-GP626: values the API server or a controller would refuse, caught at their line.
+"""GP115, GP621-GP626, GP632: values the API server or a controller would refuse, caught at their line.
 
 A value of fleet.yaml that flows into a generated object is checked here with
 the rule its consumer applies, so that nothing `gpuplan validate` accepts is
@@ -17,7 +17,12 @@ Karpenter:
   ``pkg/nfd-master/nfd-master.go`` ``filterFeatureLabel``): a static pool's
   ``labels``;
 * label values derived from names (``nvidia.com/mig.config=gpuplan-<pool>``):
-  at most 63 characters, reported at the name they come from.
+  at most 63 characters, reported at the name they come from;
+* Argo CD Application names derived from the fleet's name: DNS-1123 subdomains
+  (argoproj/argo-cd v3.5.1 ``util/argo/argo.go`` ``IsValidAppName``, and the API
+  server's object-name rule);
+* the EC2NodeClass ``role`` (``cluster.aws.nodeRole``): an IAM role name, which
+  Karpenter passes to ``iam:AddRoleToInstanceProfile``.
 
 ``CEL_RULES`` lists every CEL rule of every CRD gpuplan emits with what
 enforces it at the spec line, or why no spec value reaches it; a test checks
@@ -119,8 +124,24 @@ E_SELECTOR_TAGS = Code(
     good="aws: {subnetTags: {kubernetes.io/role/internal-elb: '1'}, ...}",
 )
 
+E_IAM_ROLE = Code(
+    "GP632", "node role IAM refuses", Severity.ERROR,
+    "`cluster.aws.nodeRole` becomes the EC2NodeClass `role`. Karpenter drops any path (everything up "
+    "to the last `/`, so a role ARN works too) and attaches the role name to the instance profile it "
+    "creates; IAM accepts role names of 1 to 64 characters from letters, digits and `+=,.@_-`. Any "
+    "other name fails there, the EC2NodeClass never becomes ready and no node is launched.",
+    bad="aws: {clusterName: ml-platform, nodeRole: \"Karpenter Node Role\"}",
+    good="aws: {clusterName: ml-platform, nodeRole: KarpenterNodeRole-ml-platform}",
+)
+
 CODES = (E_DERIVED_TOO_LONG, E_KARPENTER_LABEL, E_NFD_LABEL, W_NFD_PREFIX, E_TOO_MANY_LABELS,
-         E_AMI_ALIAS, E_SELECTOR_TAGS)
+         E_AMI_ALIAS, E_SELECTOR_TAGS, E_IAM_ROLE)
+
+# IAM CreateRole RoleName: pattern [\w+=,.@-]+, length 1-64 (IAM API Reference, CreateRole);
+# \w there is ASCII [A-Za-z0-9_].
+_IAM_ROLE_NAME = re.compile(r"[A-Za-z0-9_+=,.@-]{1,64}\Z")
+MAX_SUBDOMAIN = 253  # k8s.io/apimachinery validation.DNS1123SubdomainMaxLength
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 _ALIAS = re.compile(r"^[a-zA-Z0-9]+@.+$")  # EC2NodeClass CEL: self.matches('^[a-zA-Z0-9]+@.+$')
 _AMI_VERSION = {
@@ -161,6 +182,7 @@ def nfd_label_refusal(key: str) -> str | None:
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
     yield from _flux_names(rf)
+    yield from _argo_names(rf)
     for pv in rf.pools:
         if pv.pool.karpenter is not None:
             yield from _karpenter_labels(rf, pv)
@@ -168,6 +190,7 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
         else:
             yield from _nfd_labels(rf, pv)
     yield from _selector_tags(rf)
+    yield from _node_role(rf)
 
 
 def _flux_names(rf: ResolvedFleet) -> Iterator[Diagnostic]:
@@ -190,6 +213,67 @@ def _flux_names(rf: ResolvedFleet) -> Iterator[Diagnostic]:
             ("metadata", "name"),
             hint=f"shorten metadata.name to at most {room} characters",
         )
+
+
+def argo_application_names(rf: ResolvedFleet) -> list[str]:
+    """Every Application name gpuplan may derive from the fleet's name."""
+    from gpuplan.lower import dra, gitops, kueue
+
+    return [gitops.app_name(rf), gitops.operator_app_name(rf), dra.app_name(rf), kueue.app_name(rf)]
+
+
+def subdomain_problem(name: str) -> str | None:
+    """Why ``name`` is not a DNS-1123 subdomain (apimachinery ``IsDNS1123Subdomain``), or None."""
+    if len(name) > MAX_SUBDOMAIN:
+        return f"{len(name)} characters; at most {MAX_SUBDOMAIN}"
+    if not _SUBDOMAIN.match(name):
+        return "not lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+    return None
+
+
+def _argo_names(rf: ResolvedFleet) -> Iterator[Diagnostic]:
+    """Argo CD refuses an Application whose name is not a DNS-1123 subdomain (argoproj/argo-cd
+    v3.5.1 util/argo/argo.go IsValidAppName), as the API server does for any object name. The
+    63-character label limit does not apply: v3.5.1 tracks resources with the
+    ``argocd.argoproj.io/tracking-id`` annotation unless argocd-cm sets another
+    ``application.resourceTrackingMethod`` (util/settings/settings.go GetTrackingMethod: empty
+    means annotation). A fleet name is a DNS label, so today this holds by construction; the
+    check keeps it true if a derived name changes."""
+    if rf.fleet.spec.cluster.gitops.engine != "argocd":
+        return
+    for name in argo_application_names(rf):
+        why = subdomain_problem(name)
+        if why is not None:
+            yield rf.diag(
+                E_DERIVED_TOO_LONG,
+                f"fleet name {rf.fleet.metadata.name!r} makes the Argo CD Application name {name!r}, which "
+                f"the API server refuses ({why})",
+                ("metadata", "name"),
+                hint="shorten metadata.name",
+            )
+            return
+
+
+def _node_role(rf: ResolvedFleet) -> Iterator[Diagnostic]:
+    """aws/karpenter-provider-aws pkg/providers/instanceprofile/instanceprofile.go ensureRole:
+    ``roleName = lo.LastOr(strings.Split(roleName, "/"), roleName)`` then
+    ``AddRoleToInstanceProfile(RoleName)``; IAM refuses names outside ``[\\w+=,.@-]{1,64}``."""
+    aws = rf.fleet.spec.cluster.aws
+    if aws is None or not any(pv.pool.karpenter is not None for pv in rf.pools):
+        return
+    role = aws.node_role.rsplit("/", 1)[-1]
+    if _IAM_ROLE_NAME.match(role):
+        return
+    what = ("it ends with '/', so the name after the path is empty" if role == "" else
+            f"{len(role)} characters; at most 64" if len(role) > 64 else
+            "only letters, digits and +=,.@_- are allowed")
+    yield rf.diag(
+        E_IAM_ROLE,
+        f"nodeRole {aws.node_role!r}: Karpenter attaches the IAM role {role!r} to the nodes' instance profile, "
+        f"and IAM refuses that role name ({what})",
+        ("spec", "cluster", "aws", "nodeRole"),
+        hint="give the IAM role's name (or its ARN), e.g. KarpenterNodeRole-<cluster>",
+    )
 
 
 def _label_path(pv: PoolView, key: str) -> tuple:

@@ -131,7 +131,9 @@ E_CPUS_OFFLINE = Code(
     "GP627", "reserved CPUs the node does not have", Severity.ERROR,
     "The kubelet refuses to start when `reservedSystemCPUs` names CPUs that are not online on the "
     "node: on a Karpenter pool every instance type's vCPUs are numbered 0 to vCPUs-1, and a node "
-    "whose kubelet does not start is launched and terminated again and again.",
+    "whose kubelet does not start is launched and terminated again and again. On a static pool each "
+    "inventoried node's online CPUs (`system.onlineCpus`, recorded by `gpuplan probe`) are checked; "
+    "nodes whose inventory predates that field are not checked.",
     bad='karpenter: {instanceTypes: [g6e.xlarge], ...}   # 4 vCPUs\ntopology: {policy: restricted, reservedSystemCPUs: "0-7"}',
     good='karpenter: {instanceTypes: [g6e.xlarge], ...}\ntopology: {policy: restricted, reservedSystemCPUs: "0"}',
 )
@@ -419,6 +421,7 @@ def _reserved_cpus(rf: ResolvedFleet, pv: PoolView, text: str) -> Iterator[Diagn
         return
     k = pv.pool.karpenter
     if k is None:
+        yield from _reserved_vs_inventory(rf, pv, text, ranges, where)
         return
     from gpuplan.cloud.aws import instance_type
 
@@ -446,3 +449,59 @@ def _reserved_cpus(rf: ResolvedFleet, pv: PoolView, text: str) -> Iterator[Diagn
             where,
             hint=f"reserve at most {max(small.cpu // 8, 1)} of the {small.cpu} vCPUs, e.g. \"0\"",
         )
+
+
+def _first_missing(cpus: list[tuple[int, int]], online: list[tuple[int, int]]) -> int | None:
+    """The lowest CPU of ``cpus`` not in ``online`` (both merged, sorted ranges)."""
+    for a, b in cpus:
+        cur = a
+        for x, y in online:
+            if y < cur or x > cur:
+                continue
+            cur = y + 1  # merged ranges: at most one holds ``cur``
+            if cur > b:
+                break
+        if cur <= b:
+            return cur
+    return None
+
+
+def _reserved_vs_inventory(rf: ResolvedFleet, pv: PoolView, text: str, ranges: list[tuple[int, int]],
+                           where: tuple) -> Iterator[Diagnostic]:
+    """Static nodes: the kubelet refuses to start when reservedSystemCPUs is not a subset of
+    the CPUs of its machine topology (kubernetes cmd/kubelet/app/server.go getReservedCPUs:
+    cpuset.Parse, then "reserved-cpus: %s is not a subset of online-cpus: %s" against the CPUs
+    of topology.Discover(cAdvisor machine info), the online CPUs as sysfs lists them); the
+    inventory records that list as system.onlineCpus. Nodes inventoried before it was recorded are skipped.
+    One check per distinct CPU list: a fleet of identical nodes costs one."""
+    nodes = set(pv.pool.nodes or ())
+    by_list: dict[str, list[str]] = {}
+    for inv in rf.inventory:
+        if inv.metadata.name in nodes and inv.system.online_cpus:
+            by_list.setdefault(inv.system.online_cpus, []).append(inv.metadata.name)
+    count = sum(b - a + 1 for a, b in ranges)
+    for cpus, names in sorted(by_list.items()):
+        try:
+            online = parse_cpuset(cpus)
+        except ValueError:
+            continue  # the inventory model admits only CPU lists; nothing to compare against
+        names.sort()
+        who = f"node {names[0]}" + (f" (and {len(names) - 1} more with the same CPUs)" if len(names) > 1 else "")
+        total = sum(b - a + 1 for a, b in online)
+        missing = _first_missing(ranges, online)
+        if missing is not None:
+            yield rf.diag(
+                E_CPUS_OFFLINE,
+                f"pool {pv.name!r}: reservedSystemCPUs {text!r} names CPU {missing}, which is not online on "
+                f"{who} (online CPUs {cpus}, from its inventory); the kubelet refuses to start",
+                where,
+                hint=f"reserve only online CPUs of {names[0]} ({cpus}), e.g. \"{online[0][0]}\"",
+            )
+        elif count >= total:
+            yield rf.diag(
+                E_NO_CPUS_LEFT,
+                f"pool {pv.name!r}: reservedSystemCPUs {text!r} reserves all {total} online CPUs of {who} "
+                f"({cpus}); no CPU is left for pods",
+                where,
+                hint=f"reserve at most {max(total // 8, 1)} of the {total} CPUs, e.g. \"{online[0][0]}\"",
+            )

@@ -30,6 +30,7 @@ def run_probe(fake: FakeNvml) -> NodeInventory:
         hostname=fake.node.get("hostname", "test-node"),
         version="0.1.0",
         source="fake",
+        online_cpus=fake.node.get("onlineCpus"),  # read from sysfs by the CLI, not through NVML
     )
 
 
