@@ -252,6 +252,7 @@ def _header_bytes(header: str | None) -> bytes:
 # `` #`` or trailing ``:`` (libyaml's analyze_scalar, block context). Everything
 # else returns None and the stream goes to libyaml.
 _TEXT_SAFE = re.compile(r"(?![-?:,\[\]{}#&*!|>'\"%@`])[!-~]([ -~]*[!-9;-~])?").fullmatch
+_ASCII_PRINTABLE = re.compile(r"[ -~]*").fullmatch
 _TEXT_MEMO: dict[str, str | None] = {}
 _KEY_MAX = 128  # libyaml writes longer keys as `? key` (yaml_emitter_check_simple_key)
 
@@ -261,12 +262,13 @@ class _Slow(Exception):
 
 
 def _str_text(s: str) -> str | None:
-    if s == "":
-        text: str | None = "''"
+    text: str | None
+    if s in _WORDS or _NUMBERISH(s) is not None:
+        # libyaml single-quotes these (the style `_str_style` asks for) unless a
+        # tab or other non-printable character forces double quotes.
+        text = "'" + s.replace("'", "''") + "'" if _ASCII_PRINTABLE(s) else None
     elif _TEXT_SAFE(s) is None or ": " in s or " #" in s or s.startswith("..."):
         text = None
-    elif s in _WORDS or _NUMBERISH(s) is not None:
-        text = "'" + s.replace("'", "''") + "'"
     else:
         text = s
     return _remember(_TEXT_MEMO, s, text)
