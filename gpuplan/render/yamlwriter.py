@@ -292,18 +292,29 @@ def _scalar(v: Any) -> str:
     raise _Slow
 
 
-def _key(k: Any) -> str:
-    if type(k) is str and len(k) > _KEY_MAX:
-        raise _Slow
-    return _scalar(k)
-
-
 def _fast_map(d: dict, pad: str, out: list, inline: bool) -> None:
+    memo = _TEXT_MEMO
     for k, v in d.items():
-        head = (out.pop() if inline else pad) + _key(k)
+        # str keys and values inline (the memo hit is the common case)
+        if type(k) is str:
+            kt = memo.get(k, _MISS)
+            if kt is _MISS:
+                kt = _str_text(k)
+            if kt is None or len(k) > _KEY_MAX:
+                raise _Slow
+        else:
+            kt = _scalar(k)
+        head = (out.pop() + kt) if inline else (pad + kt)
         inline = False
         t = type(v)
-        if t is dict:
+        if t is str:
+            vt = memo.get(v, _MISS)
+            if vt is _MISS:
+                vt = _str_text(v)
+            if vt is None:
+                raise _Slow
+            out.append(f"{head}: {vt}\n")
+        elif t is dict:
             if v:
                 out.append(head + ":\n")
                 _fast_map(v, pad + "  ", out, False)
@@ -316,7 +327,7 @@ def _fast_map(d: dict, pad: str, out: list, inline: bool) -> None:
             else:
                 out.append(head + ": []\n")
         else:
-            out.append(head + ": " + _scalar(v) + "\n")
+            out.append(f"{head}: {_scalar(v)}\n")
 
 
 def _fast_seq(items: list, pad: str, out: list, inline: bool) -> None:
