@@ -93,7 +93,9 @@ def render_files(rf: ResolvedFleet, spec_label: str) -> dict[str, bytes]:
 
     header = HEADER.format(spec=spec_label)
     files: dict[str, bytes] = {}
-    for a in lower_all(rf):
+    artifacts = lower_all(rf)
+    for i, a in enumerate(artifacts):
+        artifacts[i] = None  # type: ignore[call-overload]  # each artifact's objects go once rendered
         if a.documents is not None:
             files[a.path] = dump_documents_bytes(list(a.documents), header=header)
         else:
