@@ -162,6 +162,7 @@ def main() -> int:
             results.append({"nodes": nodes, "tenants": tenants, "files": case["files"], "objects": case["objects"],
                             "fleet_bytes": case["fleet_bytes"], "out_bytes": case["out_bytes"],
                             "cpu_s": med, "peak_mib": rss, "runs": a.runs})
+            print(f"{nodes} nodes:", json.dumps(results[-1]), file=sys.stderr, flush=True)
     print("| nodes | tenants | objects | output | build CPU s | peak MiB | I/O floor | build ÷ I/O | "
           "C-JSON floor | build ÷ C-JSON | stock PyYAML | validate CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
