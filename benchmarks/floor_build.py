@@ -141,13 +141,24 @@ def main() -> int:
     ap.add_argument("--sizes", default="2000:1000,20000:10000", help="NODES:TENANTS,...")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--prepare", help=argparse.SUPPRESS)
+    ap.add_argument("work", nargs="?", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.prepare:
+        nodes, tenants = map(int, a.prepare.split(":"))
+        case = prepare(nodes, tenants, Path(a.work), os.environ.copy())
+        print(json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in case.items()}))
+        return 0
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     sizes = [tuple(map(int, s.split(":"))) for s in a.sizes.split(",")]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for nodes, tenants in sizes:
-            case = prepare(nodes, tenants, Path(tmp), env)
+            # Prepared in a child: a child's peak RSS (wait4) starts from the
+            # size of the process that forked it, so this one must stay small.
+            info = subprocess.run([sys.executable, __file__, "--prepare", f"{nodes}:{tenants}", tmp], env=env,
+                                  check=True, capture_output=True, text=True).stdout
+            case = {k: Path(v) if k in ("dir", "fleet") else v for k, v in json.loads(info).items()}
             cpu: dict[str, list[float]] = {n: [] for n in NAMES}
             rss: dict[str, float] = {n: 0.0 for n in NAMES}
             for r in range(a.runs):
