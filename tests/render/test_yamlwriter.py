@@ -303,7 +303,7 @@ _docs = st.lists(st.one_of(st.dictionaries(_keys, _trees, max_size=5), st.lists(
                  min_size=1, max_size=3)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(_docs)
 def test_text_path_writes_libyaml_bytes_exactly(docs) -> None:
     expected = _yw._libyaml_bytes(docs)
@@ -318,7 +318,7 @@ def test_text_path_writes_libyaml_bytes_exactly(docs) -> None:
     assert dump_documents_bytes(docs, header="h") == b"# h\n" + expected
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(_scalars)
 def test_every_text_path_scalar_round_trips_in_yaml_1_1_and_1_2(v) -> None:
     if type(v) is str and _yw._str_text(v) is None:
