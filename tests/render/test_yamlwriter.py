@@ -299,6 +299,17 @@ _trees = st.recursive(
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_keys, inner, max_size=4)),
     max_leaves=20,
 )
+# Mostly names, numbers and words as manifests hold them: these stay on the text path.
+_plainish = st.one_of(st.from_regex(r"[a-zA-Z0-9_/][a-zA-Z0-9._/=+-]{0,15}", fullmatch=True),
+                      st.sampled_from(["yes", "no", "on", "1.33", "0x1F", "1e3", "~", "", "null", "12:30"]),
+                      st.integers(), st.booleans(), st.none())
+_manifests = st.recursive(
+    _plainish,
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.from_regex(r"[a-z][a-z0-9./-]{0,12}", fullmatch=True), inner,
+                                            max_size=4)),
+    max_leaves=25,
+)
 _docs = st.lists(st.one_of(st.dictionaries(_keys, _trees, max_size=5), st.lists(_trees, max_size=4), _trees),
                  min_size=1, max_size=3)
 
@@ -341,3 +352,16 @@ def test_text_path_takes_the_common_manifest_shapes() -> None:
     _yw._fast_document(quota, out)  # does not fall back
     assert "".join(out).encode() == _yw._libyaml_bytes([quota])
     assert "  labels:\n    'on': 'yes'\n    v: '1.33'\n" in "".join(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.from_regex(r"[a-z][a-z0-9./-]{0,12}", fullmatch=True), _manifests,
+                                min_size=1, max_size=5), min_size=1, max_size=3))
+def test_text_path_manifest_like_objects(docs) -> None:
+    out: list[str] = []
+    for d in docs:
+        _yw._fast_document(d, out)  # all of these are text-path shapes
+    text = "".join(out)
+    assert text.encode("ascii") == _yw._libyaml_bytes(docs)
+    assert list(yaml.safe_load_all(text)) == docs
+    assert list(_RUAMEL.load_all(io.StringIO(text))) == docs
