@@ -24,6 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from benchmarks.floor_build import FLOORS  # noqa: E402
 from benchmarks.make_fleet import make  # noqa: E402
 
 
@@ -77,7 +78,7 @@ def bench(nodes: int, tenants: int, runs: int, work: Path, kustomize: bool) -> d
             objects[rel] = list(yaml.load_all(text, Loader=yaml.CSafeLoader)) if rel.endswith(".yaml") else text
     pk = d / "objects.pickle"
     pk.write_bytes(pickle.dumps(objects))
-    floor = timed([sys.executable, str(HERE / "floor_build.py"), str(fleet), str(pk), str(d / "floor")], runs, clean)
+    floor = timed([sys.executable, "-c", FLOORS["pyyaml"], str(fleet), str(pk), str(d / "floor")], runs, clean)
     subprocess.run(["gpuplan", "build", str(fleet), "-o", str(out)], check=True, stdout=subprocess.DEVNULL)
     result = {"nodes": nodes, "tenants": tenants, "files": len(objects), "fleet_bytes": fleet.stat().st_size,
               "gpuplan_s": gp, "floor_s": floor, "ratio_floor": gp / floor,

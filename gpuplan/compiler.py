@@ -97,7 +97,9 @@ def render_files(rf: ResolvedFleet, spec_label: str, artifacts: list | None = No
 
     header = HEADER.format(spec=spec_label)
     files: dict[str, bytes] = {}
-    for a in lower_all(rf) if artifacts is None else artifacts:
+    artifacts = lower_all(rf) if artifacts is None else list(artifacts)
+    for i, a in enumerate(artifacts):
+        artifacts[i] = None  # type: ignore[call-overload]  # each artifact's objects go once rendered
         if a.documents is not None:
             files[a.path] = dump_documents_bytes(list(a.documents), header=header)
         else:

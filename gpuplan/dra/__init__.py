@@ -74,7 +74,12 @@ def dra_pools(rf: "ResolvedFleet") -> list["PoolView"]:
 
 
 def any_dra(rf: "ResolvedFleet") -> bool:
-    return any(is_dra(rf, pv) for pv in rf.pools)
+    # asked once per namespace: remembered on the fleet (like its cached_property
+    # facts) so a build stays linear in namespaces × pools
+    memo = rf.__dict__.get("_any_dra")
+    if memo is None:
+        memo = rf.__dict__["_any_dra"] = any(is_dra(rf, pv) for pv in rf.pools)
+    return memo
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,14 @@ def cluster_mig_strategy(rf: ResolvedFleet) -> str:
       refuses to start with ``mixed`` and MPS ("using --mig-strategy=mixed is
       not supported with MPS"), and a cluster-wide value would override the
       MPS pool's own ``none``."""
+    # asked once per pool: remembered on the fleet so lowering stays linear in pools
+    memo = rf.__dict__.get("_cluster_mig_strategy")
+    if memo is None:
+        memo = rf.__dict__["_cluster_mig_strategy"] = _cluster_mig_strategy(rf)
+    return memo
+
+
+def _cluster_mig_strategy(rf: ResolvedFleet) -> str:
     seen: list[str] = []
     mps = False
     for pv in rf.pools:

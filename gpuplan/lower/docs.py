@@ -99,6 +99,10 @@ def _tier_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
     ]
 
 
+# Above this many rows the README's Tenants and Files tables become counts.
+LARGE_TABLE_ROWS = 500
+
+
 def _tenant_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
     rows = []
     for tenant in rf.fleet.spec.tenants:
@@ -153,6 +157,24 @@ def readme(rf: ResolvedFleet, produced: Sequence[Artifact]) -> str:
         for a in sorted(produced, key=lambda a: a.path)
         if a.path.startswith("pools/") and not (a.kustomize and a.documents is not None)
     ]
+    tenants = _tenant_rows(rf)
+    # A large fleet's per-namespace and per-file tables would be megabytes: the
+    # README keeps counts (CAPACITY.md and tenants/<tenant>/ hold the details).
+    tenants_summary = ""
+    if len(tenants) > LARGE_TABLE_ROWS:
+        tenants_summary = (f"{len(rf.fleet.spec.tenants)} tenants, {len(tenants)} namespaces: each namespace's "
+                           "grants are in `tenants/<tenant>/resourcequotas.yaml`, with GPU-equivalents and cost in "
+                           "CAPACITY.md (for a large fleet, `tenants/<tenant>/CAPACITY.md`).")
+    file_dirs: list[dict[str, Any]] = []
+    if len(files) > LARGE_TABLE_ROWS:
+        per: dict[str, list[int]] = {}
+        for f in files:
+            d = f["path"].split("/", 1)[0] if "/" in f["path"] else "."
+            n = per.setdefault(d, [0, 0])
+            n[0] += 1
+            n[1] += f["kustomize"] == "yes"
+        file_dirs = [{"path": d + ("/" if d != "." else ""), "files": n, "kustomize": k}
+                     for d, (n, k) in sorted(per.items())]
     return render(
         "readme.md.j2",
         fleet=cell(rf.fleet.metadata.name),
@@ -172,8 +194,10 @@ def readme(rf: ResolvedFleet, produced: Sequence[Artifact]) -> str:
         chart_version=cell(rf.fleet.spec.cluster.gpu_operator.chart_version),
         pools=_pool_rows(rf),
         tiers=_tier_rows(rf),
-        tenants=_tenant_rows(rf),
+        tenants=tenants,
+        tenants_summary=tenants_summary,
         files=files,
+        file_dirs=file_dirs,
         static_files=static_files,
         **_prerequisites(rf),
     )

@@ -13,10 +13,15 @@ Objects are plain data (dict/list/tuple, str, int, float, bool, None; any
   from the trailing newlines, so the text round-trips byte-exact);
 * without anchors, aliases or Python tags: anything else raises TypeError.
 
-Speed matters (tens of thousands of objects per build), so the work is done by
-libyaml's C emitter (``yaml.CSafeDumper``); the Python side replaces PyYAML's
-generic representer and resolver with a type dispatch and one precompiled
-regex per string (see benchmarks/bench_writer.py and docs/output.md).
+Speed matters (tens of thousands of objects per build). Almost every manifest
+is plain dicts, lists, ints and short ASCII strings, so those are written as
+text directly (``_fast_document``), each string's rendering decided once and
+memoised. Any document holding something else (multi-line or non-ASCII text,
+strings libyaml would quote for syntax, long keys, floats, subclasses ...)
+sends its whole stream to libyaml's C emitter (``yaml.CSafeDumper``) with a
+closed representer and resolver. The text path only accepts what it writes
+byte-identically to the libyaml path; tests/render/test_yamlwriter.py checks
+that with generated objects, and benchmarks/floor_build.py measures both.
 """
 
 from __future__ import annotations
@@ -238,9 +243,139 @@ def _header_bytes(header: str | None) -> bytes:
     return "".join(f"# {ln}\n" if ln else "#\n" for ln in lines).encode("utf-8")
 
 
+# --- text path -------------------------------------------------------------
+#
+# A string is written by the text path only when libyaml, with the settings of
+# ``_libyaml_bytes``, would write it plain (or, when ``needs_quotes``, in single
+# quotes) on one line: printable ASCII, no leading/trailing space, not starting
+# with an indicator (``-?:,[]{}#&*!|>'"%@` ``) or a document marker, no ``: ``,
+# `` #`` or trailing ``:`` (libyaml's analyze_scalar, block context). Everything
+# else returns None and the stream goes to libyaml.
+_TEXT_SAFE = re.compile(r"(?![-?:,\[\]{}#&*!|>'\"%@`])[!-~]([ -~]*[!-9;-~])?").fullmatch
+_ASCII_PRINTABLE = re.compile(r"[ -~]*").fullmatch
+_TEXT_MEMO: dict[str, str | None] = {}
+_KEY_MAX = 128  # libyaml writes longer keys as `? key` (yaml_emitter_check_simple_key)
+
+
+class _Slow(Exception):
+    """The object holds something only the libyaml path writes."""
+
+
+def _str_text(s: str) -> str | None:
+    text: str | None
+    if s in _WORDS or _NUMBERISH(s) is not None:
+        # libyaml single-quotes these (the style `_str_style` asks for) unless a
+        # tab or other non-printable character forces double quotes.
+        text = "'" + s.replace("'", "''") + "'" if _ASCII_PRINTABLE(s) else None
+    elif _TEXT_SAFE(s) is None or ": " in s or " #" in s or s.startswith("..."):
+        text = None
+    else:
+        text = s
+    return _remember(_TEXT_MEMO, s, text)
+
+
+def _scalar(v: Any) -> str:
+    t = type(v)
+    if t is str:
+        text = _TEXT_MEMO.get(v, _MISS)
+        if text is _MISS:
+            text = _str_text(v)
+        if text is None:
+            raise _Slow
+        return text  # type: ignore[return-value]
+    if t is int:
+        return int.__repr__(v)
+    if t is bool:
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    raise _Slow
+
+
+def _fast_map(d: dict, pad: str, out: list, inline: bool) -> None:
+    memo = _TEXT_MEMO
+    for k, v in d.items():
+        # str keys and values inline (the memo hit is the common case)
+        if type(k) is str:
+            kt = memo.get(k, _MISS)
+            if kt is _MISS:
+                kt = _str_text(k)
+            if kt is None or len(k) > _KEY_MAX:
+                raise _Slow
+        else:
+            kt = _scalar(k)
+        head = (out.pop() + kt) if inline else (pad + kt)
+        inline = False
+        t = type(v)
+        if t is str:
+            vt = memo.get(v, _MISS)
+            if vt is _MISS:
+                vt = _str_text(v)
+            if vt is None:
+                raise _Slow
+            out.append(f"{head}: {vt}\n")
+        elif t is dict:
+            if v:
+                out.append(head + ":\n")
+                _fast_map(v, pad + "  ", out, False)
+            else:
+                out.append(head + ": {}\n")
+        elif t is list:
+            if v:
+                out.append(head + ":\n")
+                _fast_seq(v, pad, out, False)  # Kubernetes-style indentless sequence
+            else:
+                out.append(head + ": []\n")
+        else:
+            out.append(f"{head}: {_scalar(v)}\n")
+
+
+def _fast_seq(items: list, pad: str, out: list, inline: bool) -> None:
+    for v in items:
+        head = (out.pop() if inline else pad) + "- "
+        inline = False
+        t = type(v)
+        if t is dict:
+            if v:
+                out.append(head)
+                _fast_map(v, pad + "  ", out, True)
+            else:
+                out.append(head + "{}\n")
+        elif t is list:
+            if v:
+                out.append(head)
+                _fast_seq(v, pad + "  ", out, True)
+            else:
+                out.append(head + "[]\n")
+        else:
+            out.append(head + _scalar(v) + "\n")
+
+
+def _fast_document(obj: Any, out: list) -> None:
+    t = type(obj)
+    if t is dict and obj:
+        out.append("---\n")
+        _fast_map(obj, "", out, False)
+    elif t is list and obj:
+        out.append("---\n")
+        _fast_seq(obj, "", out, False)
+    else:
+        raise _Slow  # a root scalar or empty collection: libyaml's `--- x` forms
+
+
 def dump_documents_bytes(objs: Sequence[Any], *, header: str | None = None) -> bytes:
     """UTF-8 YAML stream: optional ``# header`` lines, then each object as a
     document that starts with ``---``. Byte-identical for equal input."""
+    out: list[str] = []
+    try:
+        for obj in objs:
+            _fast_document(obj, out)
+    except _Slow:
+        return _header_bytes(header) + _libyaml_bytes(objs)
+    return _header_bytes(header) + "".join(out).encode("ascii")
+
+
+def _libyaml_bytes(objs: Sequence[Any]) -> bytes:
     sink = _Sink()
     dumper = _Dumper(
         sink,
@@ -262,7 +397,7 @@ def dump_documents_bytes(objs: Sequence[Any], *, header: str | None = None) -> b
         dumper.close()
     finally:
         dumper.dispose()
-    return _header_bytes(header) + b"".join(sink.parts)
+    return b"".join(sink.parts)
 
 
 def dump_documents(objs: Sequence[Any], *, header: str | None = None) -> str:

@@ -149,16 +149,21 @@ def _tier_rows(r: CapacityReport) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+_TENANT_HEAD = ["tenant", "namespace", "tier", "units", "GPU-eq", "cost/month"]
+
+
 def _tenant_rows(r: CapacityReport) -> tuple[list[str], list[list[str]]]:
-    head = ["tenant", "namespace", "tier", "units", "GPU-eq", "cost/month"]
+    return _TENANT_HEAD, [row for tn in r.tenants for row in _one_tenant_rows(tn)]
+
+
+def _one_tenant_rows(tn) -> list[list[str]]:
     rows = []
-    for tn in r.tenants:
-        if not tn.grants:
-            rows.append([tn.name, ", ".join(tn.namespaces), "—", "0", "0", money(0.0)])
-        for g in tn.grants:
-            rows.append([tn.name, g.namespace, g.tier, str(g.units), gpus(g.gpus), money(g.cost_per_month)])
-        rows.append([f"{tn.name} total", "", "", "", gpus(tn.gpus), money(tn.cost_per_month)])
-    return head, rows
+    if not tn.grants:
+        rows.append([tn.name, ", ".join(tn.namespaces), "—", "0", "0", money(0.0)])
+    for g in tn.grants:
+        rows.append([tn.name, g.namespace, g.tier, str(g.units), gpus(g.gpus), money(g.cost_per_month)])
+    rows.append([f"{tn.name} total", "", "", "", gpus(tn.gpus), money(tn.cost_per_month)])
+    return rows
 
 
 def _text_table(head: list[str], rows: list[list[str]]) -> str:
@@ -205,9 +210,36 @@ def _diagrams(r: CapacityReport) -> list[tuple[PoolReport, LayoutUsage, str]]:
     return out
 
 
-def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Callable) -> list[str]:
+# Above this many tenant rows the generated CAPACITY.md shows aggregates and the
+# largest tenants; each tenant's rows go to tenants/<tenant>/CAPACITY.md.
+LARGE_TENANT_ROWS = 500
+TOP_TENANTS = 20
+
+
+def tenant_row_count(r: CapacityReport) -> int:
+    return sum(max(1, len(tn.grants)) + 1 for tn in r.tenants)  # as _tenant_rows counts them
+
+
+def _tenant_summary(r: CapacityReport, table: Callable) -> str:
+    top = sorted(r.tenants, key=lambda tn: (-tn.gpus, tn.name))[:TOP_TENANTS]
+    ns = sum(len(tn.namespaces) for tn in r.tenants)
+    rows = [[tn.name, str(len(tn.namespaces)), gpus(tn.gpus), money(tn.cost_per_month)] for tn in top]
+    return (f"{len(r.tenants)} tenants, {ns} namespaces, {sum(len(tn.grants) for tn in r.tenants)} grants. "
+            f"The {len(top)} largest by GPU-equivalents below; every tenant's grants per namespace in "
+            "`tenants/<tenant>/CAPACITY.md`.\n\n"
+            + table(["tenant", "namespaces", "GPU-eq", "cost/month"], rows))
+
+
+def tenant_markdown(tn) -> str:
+    """One tenant's rows of the Tenants table (the detail file of a large fleet)."""
+    return f"# Capacity: tenant {tn.name}\n\n" + _md_table(_TENANT_HEAD, _one_tenant_rows(tn)) + "\n"
+
+
+def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Callable,
+              tenant_details: bool = True) -> list[str]:
+    tenants = table(*_tenant_rows(r)) if tenant_details else _tenant_summary(r, table)
     parts = [heading(1, f"Capacity: {r.fleet}"), _summary(r), heading(2, "Pools"), table(*_pool_rows(r)),
-             heading(2, "Tiers"), table(*_tier_rows(r)), heading(2, "Tenants"), table(*_tenant_rows(r))]
+             heading(2, "Tiers"), table(*_tier_rows(r)), heading(2, "Tenants"), tenants]
     if r.queues is not None:
         from gpuplan.report.queues import queue_rows
 
@@ -252,11 +284,12 @@ def render_text(r: CapacityReport, diff=None, optimise=None, disruption=None) ->
     return "\n\n".join(parts) + "\n"
 
 
-def render_markdown(r: CapacityReport, diff=None, optimise=None, disruption=None) -> str:
+def render_markdown(r: CapacityReport, diff=None, optimise=None, disruption=None, *,
+                    tenant_details: bool = True) -> str:
     def heading(level: int, title: str) -> str:
         return "#" * level + " " + title
 
-    parts = _sections(r, _md_table, heading, lambda t: "```\n" + t + "\n```")
+    parts = _sections(r, _md_table, heading, lambda t: "```\n" + t + "\n```", tenant_details)
     if disruption is not None:  # first and loudly: before the capacity report
         from gpuplan.report.disruption import render_markdown as disruption_markdown
 

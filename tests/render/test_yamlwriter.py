@@ -272,3 +272,96 @@ def test_syntax_heavy_text_round_trips_in_both_readers(s: str) -> None:
     text = dump_documents([obj, obj])
     assert list(yaml.safe_load_all(text)) == [obj, obj]
     assert list(_RUAMEL.load_all(io.StringIO(text))) == [obj, obj]
+
+
+# The text path (plain dicts, lists, ints, bools, None, short ASCII strings)
+# must write exactly the bytes libyaml writes for the same objects, and every
+# scalar shape it accepts must read back unchanged in YAML 1.1 and 1.2.
+from gpuplan.render import yamlwriter as _yw  # noqa: E402
+
+_SYNTAX = list("ab :#-?\t'\"|>0123456789.eExXo_+{}[]!&*%@`~=<,/")
+_scalars = st.one_of(
+    st.text(alphabet=st.sampled_from(_SYNTAX), max_size=8),
+    st.sampled_from(HOSTILE),
+    st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=140),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.booleans(),
+    st.none(),
+)
+_keys = st.one_of(
+    st.text(alphabet=st.sampled_from(_SYNTAX), max_size=8),
+    st.sampled_from(HOSTILE),
+    st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), min_size=120, max_size=140),
+    st.integers(min_value=-5, max_value=5),
+)
+_trees = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_keys, inner, max_size=4)),
+    max_leaves=20,
+)
+# Mostly names, numbers and words as manifests hold them: these stay on the text path.
+_plainish = st.one_of(st.from_regex(r"[a-zA-Z0-9_/][a-zA-Z0-9._/=+-]{0,15}", fullmatch=True),
+                      st.sampled_from(["yes", "no", "on", "1.33", "0x1F", "1e3", "~", "", "null", "12:30"]),
+                      st.integers(), st.booleans(), st.none())
+_manifests = st.recursive(
+    _plainish,
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.from_regex(r"[a-z][a-z0-9./-]{0,12}", fullmatch=True), inner,
+                                            max_size=4)),
+    max_leaves=25,
+)
+_docs = st.lists(st.one_of(st.dictionaries(_keys, _trees, max_size=5), st.lists(_trees, max_size=4), _trees),
+                 min_size=1, max_size=3)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_docs)
+def test_text_path_writes_libyaml_bytes_exactly(docs) -> None:
+    expected = _yw._libyaml_bytes(docs)
+    out: list[str] = []
+    try:
+        for d in docs:
+            _yw._fast_document(d, out)
+    except _yw._Slow:
+        assert dump_documents_bytes(docs) == expected
+        return
+    assert "".join(out).encode("ascii") == expected
+    assert dump_documents_bytes(docs, header="h") == b"# h\n" + expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(_scalars)
+def test_every_text_path_scalar_round_trips_in_yaml_1_1_and_1_2(v) -> None:
+    if type(v) is str and _yw._str_text(v) is None:
+        return  # written by libyaml: covered by the tests above
+    obj = {"k": v, "l": [v, {"n": v}]}
+    if type(v) is str and len(v) <= 128:
+        obj[v] = v
+    text = dump_documents([obj])
+    assert list(yaml.safe_load_all(text)) == [obj]
+    assert list(_RUAMEL.load_all(io.StringIO(text))) == [obj]
+
+
+def test_text_path_takes_the_common_manifest_shapes() -> None:
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota",
+             "metadata": {"name": "gpu", "namespace": "team-a", "labels": {"on": "yes", "v": "1.33"}},
+             "spec": {"hard": {"requests.nvidia.com/gpu": "8", "count": 3, "x": None, "b": True},
+                      "scopeSelector": {"matchExpressions": [{"operator": "In", "values": ["a", "b"]}]},
+                      "empty": {}, "none": [], "nested": [[1, [2]], []]}}
+    out: list[str] = []
+    _yw._fast_document(quota, out)  # does not fall back
+    assert "".join(out).encode() == _yw._libyaml_bytes([quota])
+    assert "  labels:\n    'on': 'yes'\n    v: '1.33'\n" in "".join(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.from_regex(r"[a-z][a-z0-9./-]{0,12}", fullmatch=True), _manifests,
+                                min_size=1, max_size=5), min_size=1, max_size=3))
+def test_text_path_manifest_like_objects(docs) -> None:
+    out: list[str] = []
+    for d in docs:
+        _yw._fast_document(d, out)  # all of these are text-path shapes
+    text = "".join(out)
+    assert text.encode("ascii") == _yw._libyaml_bytes(docs)
+    assert list(yaml.safe_load_all(text)) == docs
+    assert list(_RUAMEL.load_all(io.StringIO(text))) == docs
