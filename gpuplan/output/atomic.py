@@ -15,6 +15,13 @@ from pathlib import Path
 FILE_MODE = 0o644
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written (it may write fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def write_atomic(path: Path | str, data: bytes, *, mode: int = FILE_MODE) -> None:
     """Make ``path`` hold ``data``: readers see the old or the new file, never
     a part. Raises OSError; the temporary file is removed on failure."""
@@ -23,9 +30,7 @@ def write_atomic(path: Path | str, data: bytes, *, mode: int = FILE_MODE) -> Non
     try:
         try:
             os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
         finally:
             os.close(fd)
         os.replace(tmp, path)

@@ -61,6 +61,7 @@ from typing import Iterator, Mapping
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.output.atomic import FILE_MODE, write_all
 
 __all__ = [
     "RECORD_NAME",
@@ -79,7 +80,6 @@ _NEW_SUFFIX = ".gpuplan-new"
 _OLD_SUFFIX = ".gpuplan-old"
 _LOCK_SUFFIX = ".gpuplan-lock"
 _STALE_INFIX = ".gpuplan-stale-"
-FILE_MODE = 0o644
 DIR_MODE = 0o755
 
 HAND_EDITED = Code(
@@ -538,9 +538,7 @@ def _write_file(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
     try:
         os.fchmod(fd, FILE_MODE)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
     finally:
         os.close(fd)
 
