@@ -40,7 +40,7 @@ def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: i
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"generateName": f"{tier.name}-", "namespace": namespace,
-                     "labels": {QUEUE_LABEL: LOCAL_QUEUE, PRIORITY_LABEL: priority_class_name(tier)}},
+                     "labels": {QUEUE_LABEL: LOCAL_QUEUE, PRIORITY_LABEL: f"gpuplan-{tier.name}"}},
         "spec": spec,
     }
 
