@@ -77,6 +77,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.monitoring",
     "gpuplan.rules.dra",
     "gpuplan.rules.queueing",
+    "gpuplan.rules.placement",
     "gpuplan.probe.codes",
     "gpuplan.probe.paths",
     "gpuplan.output.tree",

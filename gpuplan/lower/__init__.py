@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 TARGET_MODULES: tuple[str, ...] = (
     "gpuplan.lower.tenancy",
+    "gpuplan.lower.admission",  # Kubernetes >= 1.30
     "gpuplan.lower.device_plugin",
     "gpuplan.lower.mig_parted",
     "gpuplan.lower.operator",

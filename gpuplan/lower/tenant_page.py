@@ -15,19 +15,64 @@ from gpuplan.resolve import ResolvedFleet
 EXAMPLE_IMAGE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
 
 
-def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: int, pods: int) -> dict[str, Any]:
-    from gpuplan.lower.kueue import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, REQUIRED_TOPOLOGY
+def tolerations(taints: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Tolerations for exactly these taints (PreferNoSchedule ones need none)."""
+    out = []
+    for t in taints:
+        if t["effect"] == "PreferNoSchedule":
+            continue
+        if "value" in t:
+            out.append({"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]})
+        else:
+            out.append({"key": t["key"], "operator": "Exists", "effect": t["effect"]})
+    return out
+
+
+def contract_pod_spec(rf: ResolvedFleet, tier, resource: str, units: int) -> dict[str, Any]:
+    """What a pod of the tier must say: its PriorityClass, its pool's selector, tolerations
+    for its pool's taints (the binding taint included), its resource as requests = limits."""
+    from gpuplan.lower.common import pool_node_taints
     from gpuplan.lower.tenancy import priority_class_name
 
     qty = {resource: str(units)}
-    pod: dict[str, Any] = {
+    return {
         "priorityClassName": priority_class_name(tier),
-        # picks the tier's flavor among the queue's (Kueue matches flavor nodeLabels)
+        # the pool binding; with Kueue it also picks the tier's flavor (flavor nodeLabels)
         "nodeSelector": {POOL_LABEL: tier.pool},
+        "tolerations": tolerations(pool_node_taints(rf.pool_by_name[tier.pool])),
         "restartPolicy": "Never",
         "containers": [{"name": "main", "image": EXAMPLE_IMAGE, "command": ["nvidia-smi"],
                         "resources": {"requests": dict(qty), "limits": dict(qty)}}],
     }
+
+
+def contract_units(tier) -> int:
+    return 1
+
+
+def contract_pod(rf: ResolvedFleet, tier, namespace: str) -> dict[str, Any]:
+    """The tier's example Pod in ``namespace`` (the placement proof's subject)."""
+    res = rf.tier_resource(tier)
+    assert res is not None
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{tier.name}-example", "namespace": namespace},
+            "spec": contract_pod_spec(rf, tier, res, contract_units(tier))}
+
+
+def contract_job(rf: ResolvedFleet, tier, namespace: str) -> dict[str, Any]:
+    """The tier's example Job (not queued: the Job controller creates the pod at once)."""
+    res = rf.tier_resource(tier)
+    assert res is not None
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"generateName": f"{tier.name}-", "namespace": namespace},
+            "spec": {"backoffLimit": 0,
+                     "template": {"spec": contract_pod_spec(rf, tier, res, contract_units(tier))}}}
+
+
+def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: int, pods: int) -> dict[str, Any]:
+    from gpuplan.lower.kueue import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, REQUIRED_TOPOLOGY
+
+    pod = contract_pod_spec(rf, tier, resource, units)
     template: dict[str, Any] = {"spec": pod}
     if tier.gang is not None and tier.gang.topology_level:
         template = {"metadata": {"annotations": {REQUIRED_TOPOLOGY: tier.gang.topology_level}}, "spec": pod}

@@ -27,6 +27,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.monitoring",
     "gpuplan.rules.dra",
     "gpuplan.rules.queueing",
+    "gpuplan.rules.placement",
 )
 
 W_DISABLE_UNKNOWN = Code(
