@@ -94,8 +94,8 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant) -> list[dict[
     from gpuplan.lower.tenancy import priority_class_name
     from gpuplan.render.yamlwriter import dump
 
-    qp = ledger.queue(tenant.name)
-    queued = set(ledger.queued_tiers)
+    qp = ledger.queue(tenant.name) if ledger is not None else None
+    queued = set(ledger.queued_tiers) if ledger is not None else set()
     out = []
     for tier in rf.fleet.spec.tiers:
         res = rf.tier_resource(tier)
@@ -110,10 +110,14 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant) -> list[dict[
             "priority_class": priority_class_name(tier), "grants": grants,
             "queued": tier.name in queued and fq is not None, "gang": tier.gang is not None,
         }
+        ns = next((n for n, u in grants if u > 0), tenant.namespaces[0])
+        spec = contract_pod_spec(rf, tier, res, contract_units(tier))
+        row.update(node_selector=spec["nodeSelector"], tolerations=spec["tolerations"],
+                   max_per_pod=tier.max_gpus_per_pod, preemption=tier.preemption,
+                   pod=dump(contract_pod(rf, tier, ns)), job=dump(contract_job(rf, tier, ns)))
         if row["queued"]:
             shape = gang_shape(rf, tier)
             pods, units = shape if shape else (1, max(1, min(tier.max_gpus_per_pod or 1, fq.potential)))
-            ns = next((n for n, u in grants if u > 0), tenant.namespaces[0])
             row.update(nominal=fq.nominal, flavor=flavor_name(tier.pool), borrowing_limit=fq.borrowing_limit,
                        lending_limit=fq.lending_limit, potential=fq.potential, gang_pods=pods, gang_units=units,
                        example=dump(example_job(rf, tier, ns, res, units, pods)))
@@ -121,19 +125,35 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant) -> list[dict[
     return out
 
 
-def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger) -> list[Artifact]:
+def _policy_name(rf: ResolvedFleet) -> str | None:
+    from gpuplan.lower import admission
+
+    return admission.policy_name(rf) if admission.enabled(rf) else None
+
+
+def lower(rf: ResolvedFleet, produced) -> list[Artifact]:
+    """The pages without Kueue (with Kueue, gpuplan.lower.kueue writes them with its ledger)."""
+    from gpuplan.report.queues import queue_ledger
+
+    if rf.fleet.spec.queueing is not None and queue_ledger(rf) is not None:
+        return []
+    return tenant_pages(rf, None)
+
+
+def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> list[Artifact]:
     from gpuplan.lower.kueue import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL
     from gpuplan.render.text import render
 
     q = rf.fleet.spec.queueing
     out = []
     for tn in rf.fleet.spec.tenants:
-        qp = ledger.queue(tn.name)
+        qp = ledger.queue(tn.name) if ledger is not None else None
         text = render(
             "tenant.md.j2", fleet=rf.fleet.metadata.name, tenant=tn.name, namespaces=list(tn.namespaces),
             queue=qp.name if qp else None, cohort=qp.cohort if qp else None, weight=qp.weight if qp else 0,
             fair_sharing=bool(q and q.fair_sharing), local_queue=LOCAL_QUEUE, queue_label=QUEUE_LABEL,
             priority_label=PRIORITY_LABEL, tiers=_tier_sections(rf, ledger, tn),
+            pool_label=POOL_LABEL, policy=_policy_name(rf),
         )
         out.append(Artifact(f"tenants/{tn.name}/README.md", text=text, kustomize=False,
                             description=f"What tenant {tn.name} is given and how to submit jobs"))
