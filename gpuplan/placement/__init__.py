@@ -338,5 +338,29 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]] | None = None) -> Proof:
     return Proof(pools, verdicts, twins)
 
 
+def proof(rf: ResolvedFleet) -> Proof:
+    """The proof of the fleet, computed once (the rules and the report share it)."""
+    cached = rf.__dict__.get("_placement_proof")
+    if cached is None:
+        cached = rf.__dict__["_placement_proof"] = prove(rf)
+    return cached
+
+
+def matrix_rows(p: Proof) -> tuple[list[str], list[list[str]]]:
+    """The tier x pool table of `gpuplan plan`: where each tier's contract pod, admitted in
+    a namespace granted the tier, can land; then where it is admitted and refused."""
+    head = ["tier", *(x.name for x in p.pools), "admitted in", "refused in"]
+    rows = []
+    by_tier: dict[str, list[Verdict]] = {}
+    for v in p.verdicts:
+        by_tier.setdefault(v.tier, []).append(v)
+    for tier, row in p.matrix():
+        vs = by_tier[tier]
+        rows.append([tier, *(row[x.name] for x in p.pools),
+                     ", ".join(v.namespace for v in vs if v.admitted) or "-",
+                     ", ".join(v.namespace for v in vs if not v.admitted) or "-"])
+    return head, rows
+
+
 def _granted(rf: ResolvedFleet, tier: str, ns: str) -> bool:
     return any(ns in tn.namespaces and tn.quotas.get(ns, {}).get(tier, 0) > 0 for tn in rf.fleet.spec.tenants)

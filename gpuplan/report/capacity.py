@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuplan.spec.models import Mig
 
@@ -258,6 +258,7 @@ class CapacityReport:
     hours_per_month: int = HOURS_PER_MONTH
     notes: tuple[str, ...] = field(default=())
     queues: "QueueLedger | None" = None  # Kueue's quotas, with spec.queueing (gpuplan.report.queues)
+    placement: Any = None  # gpuplan.placement.Proof, with tiers
 
     @property
     def physical_gpus(self) -> int:
@@ -443,4 +444,10 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
         from gpuplan.report.queues import build_ledger
 
         report = replace(report, queues=build_ledger(rf, report))
+    if spec.tiers:
+        from dataclasses import replace
+
+        from gpuplan.placement import proof
+
+        report = replace(report, placement=proof(rf))
     return report

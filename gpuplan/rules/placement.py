@@ -79,9 +79,9 @@ def _classes(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
 
 def _proof(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    from gpuplan.placement import prove
+    from gpuplan.placement import proof as placement_proof
 
-    proof = prove(rf)
+    proof = placement_proof(rf)
     idx = rf.tier_index
     for a, b in proof.twins:
         i = next(i for i, p in enumerate(rf.fleet.spec.pools) if p.name == b)
