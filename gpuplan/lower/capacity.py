@@ -15,7 +15,8 @@ PATH = "CAPACITY.md"
 
 
 def lower(rf: "ResolvedFleet", produced: Sequence[Artifact]) -> list[Artifact]:
+    from gpuplan.report.capacity import with_placement
     from gpuplan.report.render import render_markdown
 
-    return [Artifact(PATH, text=render_markdown(rf.capacity), kustomize=False,
+    return [Artifact(PATH, text=render_markdown(with_placement(rf, rf.capacity)), kustomize=False,
                      description="Capacity, quota, oversubscription and cost per pool, tier and tenant")]

@@ -128,7 +128,7 @@ def pools_from_objects(rf: ResolvedFleet, docs: Iterable[dict[str, Any]]) -> lis
         elif kind == "NodeFeatureRule":
             for rule in d["spec"]["rules"]:
                 labels = {k: (v,) for k, v in rule.get("labels", {}).items()}
-                name = labels.get(POOL_LABEL, (d["metadata"]["name"],))[0]
+                name = d["metadata"].get("labels", {}).get(POOL_LABEL, d["metadata"]["name"])
                 out.append(PoolNodes(name, labels, _taints(rule.get("taints", [])), _resources(rf, name), False))
     return sorted(out, key=lambda p: p.name)
 

@@ -444,10 +444,16 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
         from gpuplan.report.queues import build_ledger
 
         report = replace(report, queues=build_ledger(rf, report))
-    if spec.tiers:
-        from dataclasses import replace
-
-        from gpuplan.placement import proof
-
-        report = replace(report, placement=proof(rf))
     return report
+
+
+def with_placement(rf: ResolvedFleet, report: CapacityReport) -> CapacityReport:
+    """The report with the placement proof (gpuplan.placement), for fleets with tiers.
+    Not part of ``capacity``: the proof reads quotas that read the capacity."""
+    if not rf.fleet.spec.tiers:
+        return report
+    from dataclasses import replace
+
+    from gpuplan.placement import proof
+
+    return replace(report, placement=proof(rf))
