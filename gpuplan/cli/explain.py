@@ -63,7 +63,11 @@ def explain(ctx: click.Context, code: str | None, markdown: bool) -> None:
     if c is None:
         from gpuplan.spec.validate import did_you_mean
 
-        hint = did_you_mean(code.upper(), codes)
+        q = code.upper()
+        # one mistyped character (O for 0) first: codes share most characters, so a
+        # similarity ratio alone ties between many of them
+        one_off = [k for k in codes if len(k) == len(q) and sum(a != b for a, b in zip(k, q)) == 1]
+        hint = f"did you mean {one_off[0]!r}?" if len(one_off) == 1 else did_you_mean(q, codes)
         click.echo(f"gpuplan: unknown code {code!r}" + (f"; {hint}" if hint else ""), err=True)
         ctx.exit(int(ExitCode.USAGE))
     click.echo(f"{c.code}: {c.title} ({c.severity.value})\n\n{c.summary}")

@@ -1,5 +1,6 @@
-"""cluster/admission-policy.yaml: the ValidatingAdmissionPolicy that holds tiers to their
-pools and namespaces, and its binding (docs/placement.md).
+"""cluster/admission-policy.yaml: the ValidatingAdmissionPolicies that hold tiers to their
+pools and namespaces, each with its binding (docs/placement.md): one for namespaces, one
+per tier PriorityClass (``matchConditions`` on the class).
 
 ``admissionregistration.k8s.io/v1`` ValidatingAdmissionPolicy is GA (on by default) from
 Kubernetes 1.30 (KEP-3488, kubernetes/kubernetes CHANGELOG-1.30). Pods are checked, not
@@ -29,7 +30,7 @@ import json
 from typing import Any, Sequence
 
 from gpuplan.lower import Artifact
-from gpuplan.lower.common import POOL_LABEL, POOL_TAINT_KEY, TENANT_LABEL, metadata, obj
+from gpuplan.lower.common import POOL_LABEL, POOL_TAINT_KEY, TENANT_LABEL, content_name, metadata, obj
 from gpuplan.resolve import ResolvedFleet
 
 API = "admissionregistration.k8s.io/v1"
@@ -82,27 +83,25 @@ def class_tiers(rf: ResolvedFleet) -> dict[str, list]:
     return out
 
 
-def variables(rf: ResolvedFleet) -> list[dict[str, str]]:
+def _variables(names: Sequence[str], rf: ResolvedFleet) -> list[dict[str, str]]:
     gpu = _lit(list(rf.gpu_resources))
-    return [
-        {"name": "containers", "expression": "object.spec.containers + "
-                                             "(has(object.spec.initContainers) ? object.spec.initContainers : [])"},
-        {"name": "gpu", "expression": f"variables.containers.exists(c, has(c.resources) && ("
-                                      f"(has(c.resources.limits) && c.resources.limits.exists(k, k in {gpu})) || "
-                                      f"(has(c.resources.requests) && c.resources.requests.exists(k, k in {gpu}))))"},
-        {"name": "nsLabels", "expression": "has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {}"},
-        {"name": "managed", "expression": f"{_lit(TENANT_LABEL)} in variables.nsLabels"},
-        {"name": "pc", "expression": "has(object.spec.priorityClassName) ? object.spec.priorityClassName : ''"},
-        {"name": "selector", "expression": "has(object.spec.nodeSelector) ? object.spec.nodeSelector : {}"},
-        {"name": "tolerations", "expression": "has(object.spec.tolerations) ? object.spec.tolerations : []"},
-    ]
+    every = {
+        "containers": "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])",
+        "gpu": f"variables.containers.exists(c, has(c.resources) && ("
+               f"(has(c.resources.limits) && c.resources.limits.exists(k, k in {gpu})) || "
+               f"(has(c.resources.requests) && c.resources.requests.exists(k, k in {gpu}))))",
+        "nsLabels": "has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {}",
+        "managed": f"{_lit(TENANT_LABEL)} in variables.nsLabels",
+        "pc": "has(object.spec.priorityClassName) ? object.spec.priorityClassName : ''",
+        "selector": "has(object.spec.nodeSelector) ? object.spec.nodeSelector : {}",
+        "tolerations": "has(object.spec.tolerations) ? object.spec.tolerations : []",
+    }
+    return [{"name": n, "expression": every[n]} for n in names]
 
 
-def validations(rf: ResolvedFleet) -> list[dict[str, str]]:
-    from gpuplan.lower.tenancy import tier_namespace_label
-
+def namespace_validations(rf: ResolvedFleet) -> list[dict[str, str]]:
     classes = class_tiers(rf)
-    out = [
+    return [
         {"expression": "!variables.gpu || variables.managed",
          "message": "GPU resources may be requested only in namespaces gpuplan manages (label "
                     f"{TENANT_LABEL}); see the tenant page of the namespace's tenant",
@@ -112,60 +111,84 @@ def validations(rf: ResolvedFleet) -> list[dict[str, str]]:
                     f"{', '.join(sorted(classes))}",
          "reason": "Forbidden"},
     ]
-    for pc, tiers in sorted(classes.items()):
-        labels = sorted({tier_namespace_label(t.name) for t in tiers})
-        pools = sorted({t.pool for t in tiers})
-        pc_l = _lit(pc)
+
+
+def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str, str]]:
+    """What a pod of PriorityClass ``pc`` must satisfy (its policy matches only those pods)."""
+    from gpuplan.lower.tenancy import tier_namespace_label
+
+    labels = sorted({tier_namespace_label(t.name) for t in tiers})
+    pools = sorted({t.pool for t in tiers})
+    out = [
+        {"expression": f"{_lit(labels)}.exists(l, l in variables.nsLabels && variables.nsLabels[l] == 'true')",
+         "message": f"PriorityClass {pc} is only for namespaces granted tier {' or '.join(t.name for t in tiers)}",
+         "reason": "Forbidden"},
+        {"expression": f"{_lit(POOL_LABEL)} in variables.selector && "
+                       f"variables.selector[{_lit(POOL_LABEL)}] in {_lit(pools)} && "
+                       f"variables.tolerations.exists(t, has(t.key) && t.key == {_lit(POOL_TAINT_KEY)} && "
+                       f"((has(t.operator) && t.operator == 'Exists') || "
+                       f"(has(t.value) && t.value == variables.selector[{_lit(POOL_LABEL)}])))",
+         "message": f"pods of PriorityClass {pc} must select their pool with nodeSelector "
+                    f"{POOL_LABEL}: {' or '.join(pools)} and tolerate its taint {POOL_TAINT_KEY}",
+         "reason": "Invalid"},
+    ]
+    for t in tiers:
+        if t.max_gpus_per_pod is None:
+            continue
+        q = _quantity("c", rf.tier_resource(t))
+        # containers run together (their sum), init containers one at a time (each)
         out.append({
-            "expression": f"variables.pc != {pc_l} || {_lit(labels)}.exists(l, l in variables.nsLabels && "
-                          f"variables.nsLabels[l] == 'true')",
-            "message": f"PriorityClass {pc} is only for namespaces granted tier "
-                       f"{' or '.join(t.name for t in tiers)}",
-            "reason": "Forbidden"})
-        out.append({
-            "expression": f"variables.pc != {pc_l} || ({_lit(POOL_LABEL)} in variables.selector && "
-                          f"variables.selector[{_lit(POOL_LABEL)}] in {_lit(pools)} && "
-                          f"variables.tolerations.exists(t, has(t.key) && t.key == {_lit(POOL_TAINT_KEY)} && "
-                          f"((has(t.operator) && t.operator == 'Exists') || "
-                          f"(has(t.value) && t.value == variables.selector[{_lit(POOL_LABEL)}]))))",
-            "message": f"pods of PriorityClass {pc} must select their pool with nodeSelector "
-                       f"{POOL_LABEL}: {' or '.join(pools)} and tolerate its taint {POOL_TAINT_KEY}",
+            "expression": f"object.spec.containers.map(c, {q}).sum() <= {t.max_gpus_per_pod} && "
+                          f"variables.containers.all(c, {q} <= {t.max_gpus_per_pod})",
+            "message": f"pods of PriorityClass {pc} may request at most {t.max_gpus_per_pod} "
+                       f"{rf.tier_resource(t)} (tier {t.name} maxGPUsPerPod)",
             "reason": "Invalid"})
-        for t in tiers:
-            if t.max_gpus_per_pod is None:
-                continue
-            res = rf.tier_resource(t)
-            # containers run together (their sum), init containers one at a time (each)
-            out.append({
-                "expression": f"variables.pc != {pc_l} || ("
-                              f"object.spec.containers.map(c, {_quantity('c', res)}).sum() <= {t.max_gpus_per_pod} && "
-                              f"variables.containers.all(c, {_quantity('c', res)} <= {t.max_gpus_per_pod}))",
-                "message": f"pods of PriorityClass {pc} may request at most {t.max_gpus_per_pod} {res} "
-                           f"(tier {t.name} maxGPUsPerPod)",
-                "reason": "Invalid"})
     return out
 
 
-def policy(rf: ResolvedFleet) -> dict[str, Any]:
+def class_policy_name(rf: ResolvedFleet, pc: str) -> str:
+    name = f"{policy_name(rf)}-{pc}"
+    return name if len(name) <= 253 else content_name(f"{policy_name(rf)}-class", pc, limit=253)
+
+
+def _policy(rf: ResolvedFleet, name: str, spec: dict[str, Any]) -> dict[str, Any]:
     from gpuplan.lower.gitops import object_annotations
 
-    meta = metadata(rf, policy_name(rf), annotations=object_annotations(rf, "ValidatingAdmissionPolicy"))
+    meta = metadata(rf, name, annotations=object_annotations(rf, "ValidatingAdmissionPolicy"))
     return obj(API, "ValidatingAdmissionPolicy", meta, spec={
         "failurePolicy": "Fail",
         "matchConstraints": {"resourceRules": [
             {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
         ]},
-        "variables": variables(rf),
-        "validations": validations(rf),
+        **spec,
     })
 
 
-def binding(rf: ResolvedFleet) -> dict[str, Any]:
+def policies(rf: ResolvedFleet) -> list[dict[str, Any]]:
+    """The namespace policy, then one policy per tier PriorityClass: its ``matchConditions``
+    select the pods of that class, so the API server (and the proof) evaluates a class's
+    rules only on its pods."""
+    out = [_policy(rf, policy_name(rf), {
+        "variables": _variables(("containers", "gpu", "nsLabels", "managed", "pc"), rf),
+        "validations": namespace_validations(rf),
+    })]
+    for pc, tiers in sorted(class_tiers(rf).items()):
+        out.append(_policy(rf, class_policy_name(rf, pc), {
+            "matchConditions": [{"name": "tier-class", "expression":
+                                 f"has(object.spec.priorityClassName) && object.spec.priorityClassName == {_lit(pc)}"}],
+            "variables": _variables(("containers", "nsLabels", "selector", "tolerations"), rf),
+            "validations": class_validations(rf, pc, tiers),
+        }))
+    return out
+
+
+def binding(rf: ResolvedFleet, policy: dict[str, Any]) -> dict[str, Any]:
     from gpuplan.lower.gitops import object_annotations
 
-    meta = metadata(rf, policy_name(rf), annotations=object_annotations(rf, "ValidatingAdmissionPolicyBinding"))
+    name = policy["metadata"]["name"]
+    meta = metadata(rf, name, annotations=object_annotations(rf, "ValidatingAdmissionPolicyBinding"))
     return obj(API, "ValidatingAdmissionPolicyBinding", meta, spec={
-        "policyName": policy_name(rf),
+        "policyName": name,
         "validationActions": ["Deny"],
         "matchResources": {"namespaceSelector": {"matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": exempt_namespaces(rf)},
@@ -173,8 +196,16 @@ def binding(rf: ResolvedFleet) -> dict[str, Any]:
     })
 
 
+def objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
+    """Every policy, each followed by its binding."""
+    out = []
+    for p in policies(rf):
+        out += [p, binding(rf, p)]
+    return out
+
+
 def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
     if not enabled(rf):
         return []
-    return [Artifact(PATH, documents=(policy(rf), binding(rf)),
+    return [Artifact(PATH, documents=tuple(objects(rf)),
                      description="ValidatingAdmissionPolicy: tiers only on their pool and in granted namespaces")]

@@ -253,7 +253,7 @@ def generated_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
             docs.append(tenancy.namespace(rf, tn, ns))
             docs.extend(tenancy.namespace_quotas(rf, tn, ns))
     if admission.enabled(rf):
-        docs += [admission.policy(rf), admission.binding(rf)]
+        docs += admission.objects(rf)
     return docs
 
 

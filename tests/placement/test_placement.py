@@ -65,8 +65,10 @@ def test_every_policy_expression_compiles_in_cel_python(path):
     rf = _rf(path)
     if not admission.enabled(rf):
         pytest.skip("Kubernetes < 1.30: no policy")
-    pol = admission.policy(rf)
-    exprs = [v["expression"] for v in pol["spec"]["variables"]] + [v["expression"] for v in pol["spec"]["validations"]]
+    exprs = []
+    for pol in admission.policies(rf):
+        for part in ("matchConditions", "variables", "validations"):
+            exprs += [v["expression"] for v in pol["spec"].get(part, [])]
     assert len(exprs) >= 9
     for e in exprs:
         program(e)  # raises CelError when it does not compile
@@ -80,7 +82,9 @@ def test_policies_and_contract_objects_pass_kubernetes_validate_strict(path, tmp
     version = rf.fleet.spec.cluster.kubernetes_version + ".0"
     c = compile_fleet(path, out_dir=tmp_path)
     docs = [d for d in yaml.safe_load_all(c.files["cluster/admission-policy.yaml"]) if d]
-    assert [d["kind"] for d in docs] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+    kinds = [d["kind"] for d in docs]
+    assert kinds == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] * (len(kinds) // 2)
+    assert len(kinds) >= 4  # the namespace policy and one per tier class, each bound
     pages = [f for f in c.files if re.fullmatch(r"tenants/[^/]+/README\.md", f)]
     assert len(pages) == len(rf.fleet.spec.tenants)
     examples = []
@@ -190,9 +194,11 @@ def test_a_non_integer_quantity_fails_closed(aws):
     rf = aws[0]
     pod = contract_pod(rf, _tier(rf, "serving-l40s"), "ads-serve")
     pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1k"}}
-    pol = admission.policy(rf)
+    pol = next(p for p in admission.policies(rf) if p["metadata"]["name"].endswith("gpuplan-serving-l40s"))
     ns = aws[2]["ads-serve"]
     assert any("at most" in m for m in evaluate_policy(pol, pod, ns))
+    pod["spec"]["priorityClassName"] = "gpuplan-training"  # the class policy does not match this pod
+    assert evaluate_policy(pol, pod, ns) == []
 
 
 def test_l40s_pod_no_longer_launches_a_p5(aws):
@@ -336,8 +342,9 @@ def test_a_tier_adopts_an_existing_priority_class(tmp_path):
     assert not [d for d in c.diagnostics if d.code.startswith("GP52")]
     pod = contract_pod(rf, rf.tier_by_name["training"], "alpha-ns")
     assert pod["spec"]["priorityClassName"] == "high"
-    pol = admission.policy(rf)
-    assert any('"high"' in v["expression"] for v in pol["spec"]["validations"])
+    names = [p["metadata"]["name"] for p in admission.policies(rf)]
+    assert "gpuplan-small-gpu-pods-high" in names
+    assert any('"high"' in v["expression"] for p in admission.policies(rf) for v in p["spec"]["validations"])
     assert all(v.ok for v in prove(rf).verdicts)
     out = compile_fleet(tmp_path / "fleet.yaml", out_dir=tmp_path / "out")
     pcs = [d["metadata"]["name"] for d in yaml.safe_load_all(out.files["cluster/priorityclasses.yaml"]) if d]
