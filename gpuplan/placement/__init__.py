@@ -305,7 +305,36 @@ def namespace_object(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "metadata": md}
 
 
+# Tier x namespace pairs the proof evaluates inside validate/build; cel-python walks the
+# CEL tree in Python (about a millisecond an expression), so larger fleets are not proved
+# there (GP525 says so) - docs/placement.md "Limits".
+MAX_PAIRS = 1500
+
+
+def pairs(rf: ResolvedFleet) -> int:
+    return len(rf.fleet.spec.tiers) * (1 + sum(len(tn.namespaces) for tn in rf.fleet.spec.tenants))
+
+
+def _shape(ns_obj: dict[str, Any], docs_by_ns: dict[str, list], bindings: list) -> str:
+    """What the admission of a pod can depend on in a namespace: its labels (not its name,
+    nor which tenant: gpuplan's policies test the tenant label for presence only, and read
+    no names, tests/placement checks both), which bindings select it, its quotas' specs."""
+    import json
+
+    from gpuplan.lower.common import TENANT_LABEL
+
+    labels = {k: ("*" if k == TENANT_LABEL else v) for k, v in ns_obj["metadata"].get("labels", {}).items()
+              if k != "kubernetes.io/metadata.name"}
+    selected = [_selects(b["spec"].get("matchResources", {}).get("namespaceSelector", {}), ns_obj) for b in bindings]
+    quotas = [(q["metadata"]["name"], q["spec"]) for q in docs_by_ns.get(ns_obj["metadata"]["name"], [])]
+    return json.dumps([labels, selected, quotas], sort_keys=True)
+
+
 def prove(rf: ResolvedFleet, docs: list[dict[str, Any]] | None = None) -> Proof:
+    """Every tier's contract pod in every namespace. Admission is simulated once per
+    namespace shape (:func:`_shape`), placement once per tier (the pod is the same in
+    every namespace), so a fleet of thousands of namespaces is proved in seconds."""
+    from gpuplan.dra import is_dra
     from gpuplan.lower.tenant_page import contract_pod
 
     docs = generated_objects(rf) if docs is None else docs
@@ -314,21 +343,41 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]] | None = None) -> Proof:
     namespaces = [namespace_object(d) for d in docs if d.get("kind") == "Namespace"]
     namespaces.append(namespace_object({"apiVersion": "v1", "kind": "Namespace",
                                         "metadata": {"name": UNMANAGED_NAMESPACE}}))
+    quotas: dict[str, list] = {}
+    for d in docs:
+        if d.get("kind") == "ResourceQuota":
+            quotas.setdefault(d["metadata"].get("namespace", ""), []).append(d)
+    admission_docs = [d for d in docs if d.get("kind") in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")]
+    bindings = [d for d in admission_docs if d["kind"] == "ValidatingAdmissionPolicyBinding"]
+    shapes: dict[str, list[dict[str, Any]]] = {}
+    for ns_obj in namespaces:
+        shapes.setdefault(_shape(ns_obj, quotas, bindings), []).append(ns_obj)
+    granted: dict[str, set[str]] = {}
+    for tn in rf.fleet.spec.tenants:
+        for ns in tn.namespaces:
+            granted.setdefault(ns, set()).update(t for t, u in tn.quotas.get(ns, {}).items() if u > 0)
     verdicts = []
-    from gpuplan.dra import is_dra
-
     for tier in rf.fleet.spec.tiers:
         res = rf.tier_resource(tier)
         if res is None or tier.pool not in rf.pool_by_name or is_dra(rf, rf.pool_by_name[tier.pool]):
             continue  # DRA pools: claims, not extended resources (not simulated)
-        for ns_obj in namespaces:
-            ns = ns_obj["metadata"]["name"]
-            granted = _granted(rf, tier.name, ns)
+        landing: list[str] | None = None
+        by_ns: dict[str, Verdict] = {}
+        for group in shapes.values():
+            rep = group[0]
+            ns = rep["metadata"]["name"]
             pod = contract_pod(rf, tier, ns)
-            pod, denied = admit(rf, pod, ns_obj, docs)
-            landing = [p.name for p in pools if fits(pod, p)]
-            landing.sort(key=lambda n: (n not in order, order.get(n, 0), n))
-            verdicts.append(Verdict(tier.name, ns, granted, denied, landing, tier.pool))
+            del pod["metadata"]["namespace"]  # read by no policy: one evaluation for every namespace
+            pod, denied = admit(rf, pod, rep,
+                                [*admission_docs, *quotas.get(ns, [])])
+            if landing is None:  # the admitted pod is the same in every namespace
+                landing = [p.name for p in pools if fits(pod, p)]
+                landing.sort(key=lambda n: (n not in order, order.get(n, 0), n))
+            for ns_obj in group:
+                name = ns_obj["metadata"]["name"]
+                by_ns[name] = Verdict(tier.name, name, tier.name in granted.get(name, ()), list(denied),
+                                      list(landing), tier.pool)
+        verdicts += [by_ns[n["metadata"]["name"]] for n in namespaces]
     seen: dict[tuple, str] = {}
     twins = []
     for p in pools:
@@ -362,5 +411,3 @@ def matrix_rows(p: Proof) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def _granted(rf: ResolvedFleet, tier: str, ns: str) -> bool:
-    return any(ns in tn.namespaces and tn.quotas.get(ns, {}).get(tier, 0) > 0 for tn in rf.fleet.spec.tenants)

@@ -450,7 +450,9 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
 def with_placement(rf: ResolvedFleet, report: CapacityReport) -> CapacityReport:
     """The report with the placement proof (gpuplan.placement), for fleets with tiers.
     Not part of ``capacity``: the proof reads quotas that read the capacity."""
-    if not rf.fleet.spec.tiers:
+    from gpuplan.placement import MAX_PAIRS, pairs
+
+    if not rf.fleet.spec.tiers or pairs(rf) > MAX_PAIRS:
         return report
     from dataclasses import replace
 

@@ -54,15 +54,31 @@ E_CLASS_CONFLICT = Code(
     good="tiers:\n  - {name: a, pool: p, priorityClassName: high, priority: 1000}\n"
          "  - {name: b, pool: q, priorityClassName: high, priority: 1000}",
 )
+I_TOO_LARGE = Code(
+    "GP525", "placement proof skipped: fleet too large", Severity.INFO,
+    "The placement proof evaluates the admission policy's CEL for every tier in every namespace with "
+    "cel-python, a tree-walking interpreter; above 1,500 tier x namespace pairs validate and build skip it "
+    "(the binding, policy and tenant pages are generated all the same). Prove a smaller slice of the fleet, "
+    "or split it.",
+    bad="200 tiers x 1,000 namespaces",
+    good="20 tiers x 60 namespaces",
+)
 AFTER_CLEAN = True  # the proof lowers the spec: only a spec the other rules accept
 
-CODES = (E_OTHER_POOL, E_DENIED_GRANTED, W_ADMITTED_UNGRANTED, E_TWIN_POOLS, E_CLASS_CONFLICT)
+CODES = (E_OTHER_POOL, E_DENIED_GRANTED, W_ADMITTED_UNGRANTED, E_TWIN_POOLS, E_CLASS_CONFLICT, I_TOO_LARGE)
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
     yield from _classes(rf)
     if any(t.pool not in rf.pool_by_name for t in rf.fleet.spec.tiers):
         return  # reference errors are reported by the tenancy rules
+    from gpuplan.placement import MAX_PAIRS, pairs
+
+    n = pairs(rf)
+    if n > MAX_PAIRS:
+        yield rf.diag(I_TOO_LARGE, f"placement proof skipped: {n} tier x namespace pairs (limit {MAX_PAIRS})",
+                      ("spec", "tiers"))
+        return
     yield from _proof(rf)
 
 
