@@ -79,6 +79,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.queueing",
     "gpuplan.rules.admission",
     "gpuplan.rules.versions",
+    "gpuplan.rules.placement",
     "gpuplan.probe.codes",
     "gpuplan.probe.paths",
     "gpuplan.output.tree",

@@ -190,12 +190,9 @@ def _pool_of(node: dict[str, Any]) -> str | None:
 
 
 def _planned_taints(pv: PoolView) -> list[dict[str, str]]:
-    if pv.pool.karpenter is not None:
-        from gpuplan.lower.karpenter import pool_taints
+    from gpuplan.lower.common import pool_node_taints
 
-        return pool_taints(pv)
-    return [{"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": t.effect}
-            for t in pv.pool.taints or ()]
+    return pool_node_taints(pv)
 
 
 def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[Diagnostic]:

@@ -75,7 +75,9 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
 
         opt = run_optimise(rf, read_source(fleet))
 
-    text = render(fmt, capacity(rf), diff=diff, optimise=opt, disruption=disruptive)
+    from gpuplan.report.capacity import with_placement
+
+    text = render(fmt, with_placement(rf, capacity(rf)), diff=diff, optimise=opt, disruption=disruptive)
     if base is not None:
         from gpuplan.report.migration import append_to_report, migration_plan
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 TARGET_MODULES: tuple[str, ...] = (
     "gpuplan.lower.tenancy",
+    "gpuplan.lower.admission",  # Kubernetes >= 1.30
     "gpuplan.lower.device_plugin",
     "gpuplan.lower.mig_parted",
     "gpuplan.lower.operator",
@@ -25,6 +26,7 @@ TARGET_MODULES: tuple[str, ...] = (
     "gpuplan.lower.monitoring",  # only with spec.monitoring
     "gpuplan.lower.dra",  # DRA pools only
     "gpuplan.lower.kueue",  # only with spec.queueing; before gitops (Flux lists its HelmRelease)
+    "gpuplan.lower.tenant_page",  # tenant pages without Kueue (kueue writes them otherwise)
     "gpuplan.lower.gitops",  # needs everything above
     "gpuplan.lower.capacity",  # CAPACITY.md (the `gpuplan plan` report)
     "gpuplan.lower.docs",  # README.md: last, describes the tree

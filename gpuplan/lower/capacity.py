@@ -15,13 +15,14 @@ PATH = "CAPACITY.md"
 
 
 def lower(rf: "ResolvedFleet", produced: Sequence[Artifact]) -> list[Artifact]:
+    from gpuplan.report.capacity import with_placement
     from gpuplan.report.render import LARGE_TENANT_ROWS, render_markdown, tenant_markdown, tenant_row_count
 
     r = rf.capacity
     # A large fleet's Tenants table would be megabytes: the root file keeps the
     # aggregates and the largest tenants, each tenant's rows get a file of their own.
     details = tenant_row_count(r) <= LARGE_TENANT_ROWS
-    out = [Artifact(PATH, text=render_markdown(r, tenant_details=details), kustomize=False,
+    out = [Artifact(PATH, text=render_markdown(with_placement(rf, r), tenant_details=details), kustomize=False,
                     description="Capacity, quota, oversubscription and cost per pool, tier and tenant")]
     if not details:
         out += [Artifact(f"tenants/{tn.name}/{PATH}", text=tenant_markdown(tn), kustomize=False,

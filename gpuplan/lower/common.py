@@ -10,6 +10,11 @@ from gpuplan.resolve import ResolvedFleet
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpuplan"}
 POOL_LABEL = "gpuplan.dev/pool"
+# The pool binding taint, ``gpuplan.dev/pool=<pool>:NoSchedule``, on every pool's nodes:
+# only pods that tolerate this pool (a tier's contract pods) schedule there. Unlike
+# nvidia.com/gpu, ExtendedResourceToleration never adds a toleration for it
+# (docs/placement.md), so a pod that merely requests a GPU tolerates no pool.
+POOL_TAINT_KEY = POOL_LABEL
 TENANT_LABEL = "gpuplan.dev/tenant"
 TIER_LABEL = "gpuplan.dev/tier"
 
@@ -70,6 +75,18 @@ def pool_node_taints(pv: Any) -> list[dict[str, str]]:
     from gpuplan.lower.node_labels import static_pool_taints
 
     return static_pool_taints(pv)
+
+
+def pool_binding_taint(pool: str) -> dict[str, str]:
+    return {"key": POOL_TAINT_KEY, "value": pool, "effect": "NoSchedule"}
+
+
+def with_binding_taint(taints: list[dict[str, str]], pool: str) -> list[dict[str, str]]:
+    """``taints`` plus the pool binding taint (a spec taint on the same key and effect wins)."""
+    b = pool_binding_taint(pool)
+    if any(t["key"] == b["key"] and t["effect"] == b["effect"] for t in taints):
+        return taints
+    return [*taints, b]
 
 
 def spec_taints(taints: Any) -> list[dict[str, str]]:

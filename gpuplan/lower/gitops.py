@@ -62,6 +62,9 @@ WAVES: dict[str, int] = {
     "Application": -1,
     "ResourceQuota": 0,
     "NodeFeatureRule": 1,
+    # the policy before its binding; the binding after the namespaces' tier labels
+    "ValidatingAdmissionPolicy": -1,
+    "ValidatingAdmissionPolicyBinding": 1,
 }
 # Kinds whose CRD may not exist when the tree syncs: NodeFeatureRule comes with
 # the operator chart's bundled NFD (installed by the operator Application in the
@@ -225,6 +228,8 @@ _TREE_CLUSTER_KINDS = {
     "DeviceClass": "resource.k8s.io",
     "ClusterQueue": "kueue.x-k8s.io", "Cohort": "kueue.x-k8s.io", "ResourceFlavor": "kueue.x-k8s.io",
     "Topology": "kueue.x-k8s.io", "WorkloadPriorityClass": "kueue.x-k8s.io",
+    "ValidatingAdmissionPolicy": "admissionregistration.k8s.io",
+    "ValidatingAdmissionPolicyBinding": "admissionregistration.k8s.io",
 }
 _RBAC = (("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"))
 CHART_CLUSTER_KINDS: dict[str, tuple[tuple[str, str], ...]] = {

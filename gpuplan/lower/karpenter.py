@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.lower import Artifact
-from gpuplan.lower.common import POOL_LABEL, metadata, obj, spec_taints
+from gpuplan.lower.common import POOL_LABEL, metadata, obj, spec_taints, with_binding_taint
 from gpuplan.lower.kubelet import kubelet_topology_fields
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 
@@ -87,11 +87,33 @@ def mig_pool_taint(pv: PoolView) -> dict[str, str] | None:
 
 def pool_taints(pv: PoolView) -> list[dict[str, str]]:
     """The taints of a Karpenter pool's nodes: the spec's (else the GPU taint),
-    plus the MIG gate on MIG pools."""
+    plus the MIG gate on MIG pools, plus the pool binding taint."""
     out = [dict(DEFAULT_TAINT)] if pv.pool.taints is None else spec_taints(pv.pool.taints)
     gate = mig_pool_taint(pv)
     if gate is not None and all(t["key"] != gate["key"] for t in out):
         out.append(gate)
+    return with_binding_taint(out, pv.name)
+
+
+def node_price(pv: PoolView) -> float | None:
+    """Price of one node-hour (``pricePerGPUHour`` x GPUs per node), None when unknown."""
+    p = pv.pool.price_per_gpu_hour
+    return None if p is None else p * (pv.gpus_per_node or 0)
+
+
+def nodepool_weights(rf: ResolvedFleet) -> dict[str, int]:
+    """NodePool ``weight`` per Karpenter pool: the spec's, else by node price, cheapest
+    highest (unpriced last). Karpenter tries NodePools by weight, highest first, then by
+    name descending (kubernetes-sigs/karpenter@v1.14.1 pkg/utils/nodepool/nodepool.go:157-170,
+    OrderByWeight), and launches from the first whose requirements and taints the pod
+    fits: with the pool binding taints a tier's pod fits one pool only; the weights decide
+    for pods that tolerate several (docs/placement.md)."""
+    pools = karpenter_pools(rf)
+    ranked = sorted(pools, key=lambda pv: (node_price(pv) is None, node_price(pv) or 0.0, pv.name))
+    out = {}
+    for i, pv in enumerate(ranked):
+        w = pv.pool.karpenter.weight  # type: ignore[union-attr]
+        out[pv.name] = w if w is not None else max(1, min(100, len(ranked) - i))
     return out
 
 
@@ -232,8 +254,7 @@ def nodepool(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
         "disruption": _disruption(rf, pv),
         "limits": {"nodes": str(node_limit(pv))},
     }
-    if k.weight is not None:
-        spec["weight"] = k.weight
+    spec["weight"] = nodepool_weights(rf)[pv.name]
     meta = metadata(rf, pv.name, extra_labels={POOL_LABEL: pv.name},
                     annotations=_object_annotations(rf, "NodePool") or None)
     return obj(NODEPOOL_API, "NodePool", meta, spec=spec)

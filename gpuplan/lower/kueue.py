@@ -277,10 +277,19 @@ def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
         out.append(Artifact("kueue/workloadpriorityclasses.yaml",
                             documents=tuple(workload_priority_class(rf, t) for t in rf.fleet.spec.tiers),
                             description="Kueue WorkloadPriorityClasses, one per tier"))
+    queued = set(ledger.queued_tiers)
+    tenants = {tn.name: tn for tn in rf.fleet.spec.tenants}
     for qp in ledger.queues:
-        out.append(Artifact(f"tenants/{qp.tenant}/localqueues.yaml",
-                            documents=tuple(local_queue(rf, qp.tenant, ns) for ns in qp.namespaces),
-                            description=f"Kueue LocalQueues of tenant {qp.tenant}"))
+        # Only namespaces granted a queued tier: Kueue gives every Job there without a
+        # queue label the LocalQueue `default`, so in a namespace that only runs
+        # unqueued tiers it would hold their Jobs in a queue that has none of their
+        # resources, never to be admitted.
+        grants = tenants[qp.tenant].quotas
+        namespaces = [ns for ns in qp.namespaces if queued & set(grants.get(ns, {}))]
+        if namespaces:
+            out.append(Artifact(f"tenants/{qp.tenant}/localqueues.yaml",
+                                documents=tuple(local_queue(rf, qp.tenant, ns) for ns in namespaces),
+                                description=f"Kueue LocalQueues of tenant {qp.tenant}"))
     out.append(Artifact(VALUES_PATH, documents=(helm_values(rf),), kustomize=False,
                         description="Helm values of the Kueue chart (manager configuration)"))
     if engine(rf) == "argocd":

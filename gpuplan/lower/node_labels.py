@@ -40,7 +40,7 @@ from typing import Any, Sequence
 
 from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
 from gpuplan.lower import Artifact
-from gpuplan.lower.common import POOL_LABEL, metadata, obj, spec_taints
+from gpuplan.lower.common import POOL_LABEL, metadata, obj, spec_taints, with_binding_taint
 from gpuplan.lower.gitops import object_annotations
 from gpuplan.resolve import PoolView, ResolvedFleet
 
@@ -87,8 +87,9 @@ def rule_name(pv: PoolView) -> str:
 
 
 def static_pool_taints(pv: PoolView) -> list[dict[str, str]]:
-    """The taints nfd-master keeps on a static pool's nodes: the spec's ``taints``."""
-    return spec_taints(pv.pool.taints or ())
+    """The taints nfd-master keeps on a static pool's nodes: the spec's ``taints`` and
+    the pool binding taint."""
+    return with_binding_taint(spec_taints(pv.pool.taints or ()), pv.name)
 
 
 def node_feature_rule(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:

@@ -61,16 +61,12 @@ def pool_taints(rf: ResolvedFleet) -> list[tuple[str, str]]:
     """(key, effect) of every taint on any pool's nodes — the MIG gate of
     Karpenter MIG pools included, or mig-manager could never run there to
     apply the layout — deduplicated and sorted."""
-    from gpuplan.lower.karpenter import pool_taints as karpenter_taints
+    from gpuplan.lower.common import pool_node_taints
 
     seen: dict[tuple[str, str], None] = {}
     for pv in rf.pools:
-        if pv.pool.karpenter is not None:
-            for t in karpenter_taints(pv):
-                seen[(t["key"], t["effect"])] = None
-        elif pv.pool.taints is not None:
-            for t in pv.pool.taints:
-                seen[(t.key, t.effect)] = None
+        for t in pool_node_taints(pv):  # the pool binding taint included
+            seen[(t["key"], t["effect"])] = None
     return sorted(seen, key=lambda ke: (ke[0], _EFFECT_ORDER[ke[1]]))
 
 

@@ -42,7 +42,10 @@ OTHER_PRIORITIES_QUOTA = "gpuplan-other-priorities"
 
 
 def priority_class_name(tier: Tier | str) -> str:
-    """The PriorityClass of a tier (what pods put in ``priorityClassName``)."""
+    """The PriorityClass of a tier (what pods put in ``priorityClassName``): the tier's
+    ``priorityClassName`` when it adopts an existing name, else ``gpuplan-<tier>``."""
+    if not isinstance(tier, str) and tier.priority_class_name is not None:
+        return tier.priority_class_name
     return f"gpuplan-{tier if isinstance(tier, str) else tier.name}"
 
 
@@ -191,10 +194,14 @@ def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
     out: list[Artifact] = []
     tiers = rf.fleet.spec.tiers
     if tiers:
+        # tiers that adopt one class share it (GP524 checks they agree on its value)
+        first = {}
+        for t in tiers:
+            first.setdefault(priority_class_name(t), t)
         out.append(Artifact(
             path="cluster/priorityclasses.yaml",
-            documents=tuple(priority_class(rf, t) for t in tiers),
-            description=f"PriorityClasses, one per tier ({len(tiers)})",
+            documents=tuple(priority_class(rf, t) for t in first.values()),
+            description=f"PriorityClasses, one per tier ({len(first)})",
         ))
     for tenant in rf.fleet.spec.tenants:
         out.append(Artifact(

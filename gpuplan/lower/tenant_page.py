@@ -15,19 +15,64 @@ from gpuplan.resolve import ResolvedFleet
 EXAMPLE_IMAGE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
 
 
-def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: int, pods: int) -> dict[str, Any]:
-    from gpuplan.lower.kueue import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, REQUIRED_TOPOLOGY
+def tolerations(taints: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Tolerations for exactly these taints (PreferNoSchedule ones need none)."""
+    out = []
+    for t in taints:
+        if t["effect"] == "PreferNoSchedule":
+            continue
+        if "value" in t:
+            out.append({"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]})
+        else:
+            out.append({"key": t["key"], "operator": "Exists", "effect": t["effect"]})
+    return out
+
+
+def contract_pod_spec(rf: ResolvedFleet, tier, resource: str, units: int) -> dict[str, Any]:
+    """What a pod of the tier must say: its PriorityClass, its pool's selector, tolerations
+    for its pool's taints (the binding taint included), its resource as requests = limits."""
+    from gpuplan.lower.common import pool_node_taints
     from gpuplan.lower.tenancy import priority_class_name
 
     qty = {resource: str(units)}
-    pod: dict[str, Any] = {
+    return {
         "priorityClassName": priority_class_name(tier),
-        # picks the tier's flavor among the queue's (Kueue matches flavor nodeLabels)
+        # the pool binding; with Kueue it also picks the tier's flavor (flavor nodeLabels)
         "nodeSelector": {POOL_LABEL: tier.pool},
+        "tolerations": tolerations(pool_node_taints(rf.pool_by_name[tier.pool])),
         "restartPolicy": "Never",
         "containers": [{"name": "main", "image": EXAMPLE_IMAGE, "command": ["nvidia-smi"],
                         "resources": {"requests": dict(qty), "limits": dict(qty)}}],
     }
+
+
+def contract_units(tier) -> int:
+    return 1
+
+
+def contract_pod(rf: ResolvedFleet, tier, namespace: str) -> dict[str, Any]:
+    """The tier's example Pod in ``namespace`` (the placement proof's subject)."""
+    res = rf.tier_resource(tier)
+    assert res is not None
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{tier.name}-example", "namespace": namespace},
+            "spec": contract_pod_spec(rf, tier, res, contract_units(tier))}
+
+
+def contract_job(rf: ResolvedFleet, tier, namespace: str) -> dict[str, Any]:
+    """The tier's example Job (not queued: the Job controller creates the pod at once)."""
+    res = rf.tier_resource(tier)
+    assert res is not None
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"generateName": f"{tier.name}-", "namespace": namespace},
+            "spec": {"backoffLimit": 0,
+                     "template": {"spec": contract_pod_spec(rf, tier, res, contract_units(tier))}}}
+
+
+def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: int, pods: int) -> dict[str, Any]:
+    from gpuplan.lower.kueue import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, REQUIRED_TOPOLOGY
+
+    pod = contract_pod_spec(rf, tier, resource, units)
     template: dict[str, Any] = {"spec": pod}
     if tier.gang is not None and tier.gang.topology_level:
         template = {"metadata": {"annotations": {REQUIRED_TOPOLOGY: tier.gang.topology_level}}, "spec": pod}
@@ -40,7 +85,7 @@ def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: i
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"generateName": f"{tier.name}-", "namespace": namespace,
-                     "labels": {QUEUE_LABEL: LOCAL_QUEUE, PRIORITY_LABEL: priority_class_name(tier)}},
+                     "labels": {QUEUE_LABEL: LOCAL_QUEUE, PRIORITY_LABEL: f"gpuplan-{tier.name}"}},
         "spec": spec,
     }
 
@@ -49,8 +94,8 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant) -> list[dict[
     from gpuplan.lower.tenancy import priority_class_name
     from gpuplan.render.yamlwriter import dump
 
-    qp = ledger.queue(tenant.name)
-    queued = set(ledger.queued_tiers)
+    qp = ledger.queue(tenant.name) if ledger is not None else None
+    queued = set(ledger.queued_tiers) if ledger is not None else set()
     out = []
     for tier in rf.fleet.spec.tiers:
         res = rf.tier_resource(tier)
@@ -65,10 +110,14 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant) -> list[dict[
             "priority_class": priority_class_name(tier), "grants": grants,
             "queued": tier.name in queued and fq is not None, "gang": tier.gang is not None,
         }
+        ns = next((n for n, u in grants if u > 0), tenant.namespaces[0])
+        spec = contract_pod_spec(rf, tier, res, contract_units(tier))
+        row.update(node_selector=spec["nodeSelector"], tolerations=spec["tolerations"],
+                   max_per_pod=tier.max_gpus_per_pod, preemption=tier.preemption,
+                   pod=dump(contract_pod(rf, tier, ns)), job=dump(contract_job(rf, tier, ns)))
         if row["queued"]:
             shape = gang_shape(rf, tier)
             pods, units = shape if shape else (1, max(1, min(tier.max_gpus_per_pod or 1, fq.potential)))
-            ns = next((n for n, u in grants if u > 0), tenant.namespaces[0])
             row.update(nominal=fq.nominal, flavor=flavor_name(tier.pool), borrowing_limit=fq.borrowing_limit,
                        lending_limit=fq.lending_limit, potential=fq.potential, gang_pods=pods, gang_units=units,
                        example=dump(example_job(rf, tier, ns, res, units, pods)))
@@ -76,19 +125,35 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant) -> list[dict[
     return out
 
 
-def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger) -> list[Artifact]:
+def _policy_name(rf: ResolvedFleet) -> str | None:
+    from gpuplan.lower import admission
+
+    return admission.policy_name(rf) if admission.enabled(rf) else None
+
+
+def lower(rf: ResolvedFleet, produced) -> list[Artifact]:
+    """The pages without Kueue (with Kueue, gpuplan.lower.kueue writes them with its ledger)."""
+    from gpuplan.report.queues import queue_ledger
+
+    if rf.fleet.spec.queueing is not None and queue_ledger(rf) is not None:
+        return []
+    return tenant_pages(rf, None)
+
+
+def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> list[Artifact]:
     from gpuplan.lower.kueue import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL
     from gpuplan.render.text import render
 
     q = rf.fleet.spec.queueing
     out = []
     for tn in rf.fleet.spec.tenants:
-        qp = ledger.queue(tn.name)
+        qp = ledger.queue(tn.name) if ledger is not None else None
         text = render(
             "tenant.md.j2", fleet=rf.fleet.metadata.name, tenant=tn.name, namespaces=list(tn.namespaces),
             queue=qp.name if qp else None, cohort=qp.cohort if qp else None, weight=qp.weight if qp else 0,
             fair_sharing=bool(q and q.fair_sharing), local_queue=LOCAL_QUEUE, queue_label=QUEUE_LABEL,
             priority_label=PRIORITY_LABEL, tiers=_tier_sections(rf, ledger, tn),
+            pool_label=POOL_LABEL, policy=_policy_name(rf),
         )
         out.append(Artifact(f"tenants/{tn.name}/README.md", text=text, kustomize=False,
                             description=f"What tenant {tn.name} is given and how to submit jobs"))

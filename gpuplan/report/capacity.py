@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuplan.spec.models import Mig
 
@@ -258,6 +258,7 @@ class CapacityReport:
     hours_per_month: int = HOURS_PER_MONTH
     notes: tuple[str, ...] = field(default=())
     queues: "QueueLedger | None" = None  # Kueue's quotas, with spec.queueing (gpuplan.report.queues)
+    placement: Any = None  # gpuplan.placement.Proof, with tiers
 
     @property
     def physical_gpus(self) -> int:
@@ -444,3 +445,17 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
 
         report = replace(report, queues=build_ledger(rf, report))
     return report
+
+
+def with_placement(rf: ResolvedFleet, report: CapacityReport) -> CapacityReport:
+    """The report with the placement proof (gpuplan.placement), for fleets with tiers.
+    Not part of ``capacity``: the proof reads quotas that read the capacity."""
+    from gpuplan.placement import MAX_PAIRS, pairs
+
+    if not rf.fleet.spec.tiers or pairs(rf) > MAX_PAIRS:
+        return report
+    from dataclasses import replace
+
+    from gpuplan.placement import proof
+
+    return replace(report, placement=proof(rf))

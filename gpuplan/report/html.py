@@ -184,6 +184,16 @@ def _queue_section(r: CapacityReport) -> str:
     return "<h2>Queues (Kueue)</h2>" + _table(*queue_rows(r.queues))
 
 
+def _placement_section(r: CapacityReport) -> str:
+    if r.placement is None:
+        return ""
+    from gpuplan.placement import matrix_rows
+
+    return ("<h2>Placement (tier × pool)</h2><p>Where each tier's contract pod can land (admitted in a "
+            "namespace granted the tier), from the generated NodePools, NodeFeatureRules, quotas and "
+            "admission policy.</p>" + _table(*matrix_rows(r.placement)))
+
+
 def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None, disruption: Any = None) -> str:
     cost = money(r.cost_per_month)
     over = [t for t in r.tiers if tier_status(t) != "ok"]
@@ -203,6 +213,7 @@ def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None, di
         "<h2>Tiers</h2>", _table(*_tier_rows(r), status_col=9),
         "<h2>Tenants</h2>", _table(*_tenant_rows(r)),
         _queue_section(r),
+        _placement_section(r),
         _mig_section(r.pools),
     ]
     if disruption is not None:  # first and loudly: above the capacity report

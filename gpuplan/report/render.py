@@ -244,6 +244,10 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
         from gpuplan.report.queues import queue_rows
 
         parts += [heading(2, "Queues (Kueue)"), table(*queue_rows(r.queues))]
+    if r.placement is not None:
+        from gpuplan.placement import matrix_rows
+
+        parts += [heading(2, "Placement (tier x pool)"), table(*matrix_rows(r.placement))]
     diagrams = _diagrams(r)
     if diagrams:
         parts.append(heading(2, "MIG layouts"))
@@ -261,6 +265,13 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
         notes.append("Karpenter pools are capped in whole nodes (NodePool `limits.nodes`), the ceiling that holds "
                      "whatever the nodes advertise: " + "; ".join(
                          f"{p.name} ≤ {p.nodes} nodes = {p.physical_gpus} GPUs" for p in capped) + ".")
+    if r.placement is not None:
+        from gpuplan.placement import karpenter_order
+
+        order = karpenter_order(r.placement.pools)
+        if order:
+            notes.append("Karpenter tries NodePools by weight, then name descending: "
+                         + ", ".join(f"{p.name} ({p.weight})" for p in order) + ".")
     parts.append(heading(2, "Notes"))
     parts.extend(notes)
     return parts

@@ -29,6 +29,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.queueing",
     "gpuplan.rules.admission",
     "gpuplan.rules.versions",
+    "gpuplan.rules.placement",
 )
 
 W_DISABLE_UNKNOWN = Code(
@@ -43,9 +44,14 @@ CODES = (W_DISABLE_UNKNOWN,)
 
 def run_rules(rf: "ResolvedFleet") -> list[Diagnostic]:
     out: list[Diagnostic] = []
-    for name in RULE_MODULES:
-        out.extend(importlib.import_module(name).check(rf))
     disabled = {d.code for d in rf.fleet.spec.rules.disable}
+    for name in RULE_MODULES:
+        mod = importlib.import_module(name)
+        # families that lower the spec (AFTER_CLEAN) run only on a spec without errors
+        if getattr(mod, "AFTER_CLEAN", False) and any(
+                d.severity == Severity.ERROR and d.code not in disabled for d in out):
+            continue
+        out.extend(mod.check(rf))
     if disabled:
         from gpuplan.codes import all_codes
 

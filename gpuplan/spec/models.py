@@ -365,6 +365,17 @@ class Aws(Model):
     )
 
 
+class Admission(Model):
+    """gpuplan's ValidatingAdmissionPolicy (docs/placement.md)."""
+
+    enabled: bool = Field(default=True, description="Emit the policy and its binding (needs Kubernetes >= 1.30).")
+    unmanaged_namespaces: list[Name] = Field(
+        default=[],
+        description="Namespaces gpuplan does not manage that may still request GPU resources (the GPU "
+        "Operator's namespace always may: its validator pods request a GPU).",
+    )
+
+
 class Cluster(Model):
     """The cluster the fleet runs in and how the generated tree reaches it."""
 
@@ -377,6 +388,15 @@ class Cluster(Model):
     aws: Aws | None = Field(default=None, description="AWS settings; required when a pool uses `karpenter`.")
     allocation: Allocation = Field(
         default_factory=Allocation, description="How GPUs reach pods: device plugin (default) or DRA."
+    )
+    extended_resource_toleration: bool | None = Field(
+        default=None,
+        description="The API server runs the ExtendedResourceToleration admission plugin (it adds a toleration "
+        "for every extended resource a pod requests). Default: on with `aws` (EKS enables it), off otherwise.",
+    )
+    admission: Admission = Field(
+        default_factory=lambda: Admission(),
+        description="The ValidatingAdmissionPolicy that binds tiers to pools and namespaces (Kubernetes >= 1.30).",
     )
 
 
@@ -596,7 +616,12 @@ class Pool(Model):
 class Tier(Model):
     """A service class users consume: one pool's resource, with a priority."""
 
-    name: Name = Field(description="Tier name; its PriorityClass is `gpuplan-<name>`.")
+    name: Name = Field(description="Tier name; its PriorityClass is `gpuplan-<name>` unless `priorityClassName` says.")
+    priority_class_name: Annotated[str, AfterValidator(_dns_subdomain)] | None = Field(
+        default=None, alias="priorityClassName", examples=["high"],
+        description="The PriorityClass the tier's pods name, when workloads already use one (e.g. `high`); "
+        "gpuplan manages it with this tier's priority. Default: `gpuplan-<name>`.",
+    )
     pool: Name = Field(description="The pool whose GPUs the tier hands out.")
     profile: ProfileName | None = Field(
         default=None, json_schema_extra=examples.mig_profile, description="MIG profile, for tiers on MIG pools."

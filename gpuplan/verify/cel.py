@@ -83,7 +83,16 @@ def _regex(pattern: str) -> re.Pattern:
     return re.compile(pattern)
 
 
-K8S_FUNCTIONS: dict[str, Callable[..., Any]] = {"find": _find, "split": _split}
+def _sum(values: list) -> Any:
+    """k8s lists library ``<list<int>>.sum() -> int``: 0 for an empty list
+    (k8s.io/apiserver pkg/cel/library/lists.go); used by gpuplan's admission policy."""
+    total = 0
+    for v in values:
+        total += v
+    return total
+
+
+K8S_FUNCTIONS: dict[str, Callable[..., Any]] = {"find": _find, "split": _split, "sum": _sum}
 
 # Functions and operators every CEL engine has (the CEL standard definitions)
 # plus the macros; anything else a rule calls must be in K8S_FUNCTIONS.

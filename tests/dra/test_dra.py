@@ -339,20 +339,26 @@ def test_docs_gates_table_is_the_modules_table():
     assert maturity_markdown() in (REPO / "docs" / "dra.md").read_text(encoding="utf-8")
 
 
-def test_validate_without_dra_pools_never_loads_the_cel_engine():
+def test_validate_without_dra_pools_never_loads_the_cel_engine(tmp_path):
     import subprocess
     import sys
 
     def loads_cel(spec: str) -> str:
         # gpuplan.verify.cel.engine() registers the compiled extension as cel.cel
         code = ("import sys\nfrom gpuplan.cli.main import main\n"
-                f"try:\n    main(['validate', '{spec}'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+                f"try:\n    main(['validate', {spec!r}])\nexcept SystemExit as e:\n    assert e.code == 0\n"
                 "print('CEL=' + str('cel.cel' in sys.modules or 'cel' in sys.modules))\n")
         r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         return r.stdout.strip().splitlines()[-1]
 
-    assert loads_cel("examples/fleet.yaml") == "CEL=False"
+    # the placement proof evaluates the admission policy's CEL (docs/placement.md): off here
+    spec = tmp_path / "fleet.yaml"
+    text = (REPO / "examples" / "fleet.yaml").read_text()
+    spec.write_text(text.replace('    kubernetesVersion: "1.33"\n',
+                                 '    kubernetesVersion: "1.33"\n    admission: {enabled: false}\n', 1))
+    assert "admission: {enabled: false}" in spec.read_text()
+    assert loads_cel(str(spec)) == "CEL=False"
     assert loads_cel("examples/dra.yaml") == "CEL=True"  # the check above sees the engine when it loads
 
 

@@ -106,9 +106,11 @@ def test_karpenter_node_checked_by_its_nodepool_label(rf):
     node["spec"]["taints"] = []
     node["status"]["capacity"]["nvidia.com/gpu"] = "7"
     got = findings(rf, doc)
-    assert [c for c, _, _ in got] == ["GP873", "GP874"]
-    assert "lacks taint nvidia.com/gpu=present:NoSchedule" in got[0][2]
-    assert "capacity nvidia.com/gpu: 7, planned 8" in got[1][2]
+    # both planned taints missing (the GPU taint and the pool's binding taint), then capacity
+    assert [c for c, _, _ in got] == ["GP873", "GP873", "GP874"]
+    assert any("lacks taint nvidia.com/gpu=present:NoSchedule" in m for _, _, m in got[:2])
+    assert any("lacks taint gpuplan.dev/pool=burst-h100:NoSchedule" in m for _, _, m in got[:2])
+    assert "capacity nvidia.com/gpu: 7, planned 8" in got[2][2]
 
 
 def test_node_of_unknown_pool_and_changed_scope(rf):

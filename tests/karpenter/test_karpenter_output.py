@@ -139,7 +139,8 @@ def test_nodepool_shape_for_a_training_pool() -> None:
     assert reqs["karpenter.k8s.aws/instance-gpu-count"]["values"] == ["8"]
     assert reqs["karpenter.k8s.aws/instance-gpu-memory"]["values"] == ["81920"]
     assert all(r["operator"] == "In" and r["values"] for r in t["requirements"])
-    assert t["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    assert t["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+                           {"key": "gpuplan.dev/pool", "value": "train-h100", "effect": "NoSchedule"}]
     assert t["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "train-h100"}
     assert t["expireAfter"] == "336h"
     assert "expireAfter" not in spec["disruption"]
@@ -192,6 +193,8 @@ def test_limit_is_whole_nodes_and_custom_taints(tmp_path: Path) -> None:
     assert np_["spec"]["limits"] == {"nodes": "2"}
     assert np_["spec"]["weight"] == 50
     assert np_["spec"]["template"]["spec"]["taints"] == [{"key": "example.com/team", "value": "ml",
+                                                          "effect": "NoSchedule"},
+                                                         {"key": "gpuplan.dev/pool", "value": "train",
                                                           "effect": "NoSchedule"}]
     errors = list(Draft202012Validator(_schema("NodePool")).iter_errors(np_))
     assert not errors

@@ -70,7 +70,7 @@ def _argo_permits(project: dict, obj: dict, namespaced: bool) -> bool:
 
 
 CLUSTER_SCOPED = {"Namespace", "PriorityClass", "NodeFeatureRule", "NodePool", "EC2NodeClass", "NodeOverlay",
-                  "ClusterRole", "ClusterRoleBinding"}
+                  "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 
 @pytest.mark.parametrize("example", ["argocd", "aws"])
@@ -89,7 +89,7 @@ def test_app_project_admits_the_tree_and_nothing_wider(examples, example):
     assert not _argo_permits(project, {"apiVersion": "v1", "kind": "Secret",
                                        "metadata": {"namespace": "kube-system"}}, True)
     assert not _argo_permits(project, {"apiVersion": "admissionregistration.k8s.io/v1",
-                                       "kind": "ValidatingAdmissionPolicy", "metadata": {}}, False)
+                                       "kind": "MutatingWebhookConfiguration", "metadata": {}}, False)
     assert sorted(project["spec"]["sourceRepos"]) == sorted(
         {c.resolved.fleet.spec.cluster.gitops.repo_url, "https://helm.ngc.nvidia.com/nvidia"})
 

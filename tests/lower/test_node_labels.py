@@ -40,6 +40,7 @@ def test_every_static_pool_has_a_rule_matching_its_nodes(examples, example):
             assert labels["nvidia.com/mig.config"] in mig
         want = [{k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v is not None}
                 for t in pv.pool.taints or ()]
+        want.append({"key": "gpuplan.dev/pool", "value": pv.name, "effect": "NoSchedule"})  # the binding taint
         assert rule.get("taints", []) == want
     values = yaml.safe_load(c.files["gpu-operator/values.yaml"])
     # nfd-master ignores NodeFeatureRule taints unless started with -enable-taints
@@ -122,4 +123,4 @@ def test_static_pool_taints_follow_the_spec_on_existing_nodes(build):
     node = _nfd_master(node, [_rule(two, "p")], enabled(two))
     assert ("example.com/team", "ml", "NoExecute") in node["taints"]
     node = _nfd_master(node, [_rule(one_taint, "p")], enabled(one_taint))
-    assert node["taints"] == [("nvidia.com/gpu", "present", "NoSchedule")]
+    assert node["taints"] == [("nvidia.com/gpu", "present", "NoSchedule"), ("gpuplan.dev/pool", "p", "NoSchedule")]

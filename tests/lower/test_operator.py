@@ -172,10 +172,11 @@ def test_tolerations_cover_every_pool_taint_once_in_order(build):
     assert tol == [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
         {"key": "a.example.com/team", "operator": "Exists", "effect": "PreferNoSchedule"},
+        {"key": "gpuplan.dev/pool", "operator": "Exists", "effect": "NoSchedule"},  # every pool's binding taint
         {"key": "z.example.com/gpu", "operator": "Exists", "effect": "NoExecute"},
     ]
     worker = v["node-feature-discovery"]["worker"]["tolerations"]
-    assert worker[-3:] == tol, "nfd-worker must run on every GPU node for the NodeFeatureRules to match"
+    assert worker[-4:] == tol, "nfd-worker must run on every GPU node for the NodeFeatureRules to match"
     assert {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"} in worker
 
 

@@ -1,0 +1,121 @@
+"""GP520-GP529: every tier lands on its pool and nowhere else (the placement proof,
+gpuplan.placement, run over the objects gpuplan generates)."""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from gpuplan.codes import Code
+from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.resolve import ResolvedFleet
+
+E_OTHER_POOL = Code(
+    "GP520", "tier's pod can land on another pool", Severity.ERROR,
+    "The placement proof put the tier's contract pod (its PriorityClass, pool selector, "
+    "tolerations and resource, after ExtendedResourceToleration) through the generated NodePools and "
+    "NodeFeatureRules: it fits a pool other than the tier's, or none. A pod that tolerates another pool's "
+    "taints and matches its labels is charged to this tier's quota on hardware priced and sized for "
+    "another (e.g. a one-GPU L40S serving pod that launches a p5.48xlarge).",
+    bad="pools:\n  - name: train\n    taints: [{key: gpuplan.dev/pool, operator: Exists, effect: NoSchedule}]  # any\n"
+        "  - name: burst\n    taints: [{key: gpuplan.dev/pool, value: x, effect: NoSchedule}]",
+    good="pools:\n  - name: train      # gpuplan adds gpuplan.dev/pool=train:NoSchedule\n  - name: burst",
+    pain="tiers not bound to pools: a training pod on the H100 burst nodes, charged at A100 prices",
+)
+E_DENIED_GRANTED = Code(
+    "GP521", "tier's pod refused in a namespace granted the tier", Severity.ERROR,
+    "The tier's contract pod, exactly as the tenant page shows it, is refused by the admission policy or "
+    "a ResourceQuota in a namespace whose quota grants the tier: the tenant cannot use what it was given.",
+    bad="tiers:\n  - {name: infer, pool: l40s, maxGPUsPerPod: 0}",
+    good="tiers:\n  - {name: infer, pool: l40s, maxGPUsPerPod: 4}",
+)
+W_ADMITTED_UNGRANTED = Code(
+    "GP522", "tier's pod admitted in a namespace not granted the tier", Severity.WARNING,
+    "The tier's contract pod is admitted in a namespace whose quota does not grant the tier (or that gpuplan "
+    "does not manage): nothing keeps other namespaces off the tier. gpuplan's ValidatingAdmissionPolicy "
+    "closes this; it needs Kubernetes >= 1.30 and `cluster.admission.enabled`.",
+    bad='cluster:\n  kubernetesVersion: "1.29"',
+    good='cluster:\n  kubernetesVersion: "1.33"',
+)
+E_TWIN_POOLS = Code(
+    "GP523", "two pools a pod cannot tell apart", Severity.ERROR,
+    "Two pools' nodes carry the same labels and taints and advertise the same resources: no selector or "
+    "toleration can send a pod to one and not the other, so quota, price and NodePool order decide by "
+    "accident. gpuplan's pool label and binding taint (gpuplan.dev/pool) make every pool distinct; this "
+    "fires only when the generated objects lost them.",
+    bad="two NodePools whose template labels and taints are identical",
+    good="each NodePool template labels and taints its nodes gpuplan.dev/pool=<pool>",
+)
+E_CLASS_CONFLICT = Code(
+    "GP524", "tiers adopt one PriorityClass with different settings", Severity.ERROR,
+    "Tiers that name the same `priorityClassName` share one PriorityClass object: it has one value and "
+    "one preemption policy, so they must agree on `priority` and `preemption`.",
+    bad="tiers:\n  - {name: a, pool: p, priorityClassName: high, priority: 1000}\n"
+        "  - {name: b, pool: q, priorityClassName: high, priority: 500}",
+    good="tiers:\n  - {name: a, pool: p, priorityClassName: high, priority: 1000}\n"
+         "  - {name: b, pool: q, priorityClassName: high, priority: 1000}",
+)
+I_TOO_LARGE = Code(
+    "GP525", "placement proof skipped: fleet too large", Severity.INFO,
+    "The placement proof evaluates the admission policy's CEL for every tier in every namespace; "
+    "above 1,500 tier x namespace pairs validate and build skip it to stay fast "
+    "(the binding, policy and tenant pages are generated all the same). Prove a smaller slice of the fleet, "
+    "or split it.",
+    bad="200 tiers x 1,000 namespaces",
+    good="20 tiers x 60 namespaces",
+)
+AFTER_CLEAN = True  # the proof lowers the spec: only a spec the other rules accept
+
+CODES = (E_OTHER_POOL, E_DENIED_GRANTED, W_ADMITTED_UNGRANTED, E_TWIN_POOLS, E_CLASS_CONFLICT, I_TOO_LARGE)
+
+
+def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
+    yield from _classes(rf)
+    if any(t.pool not in rf.pool_by_name for t in rf.fleet.spec.tiers):
+        return  # reference errors are reported by the tenancy rules
+    from gpuplan.placement import MAX_PAIRS, pairs
+
+    n = pairs(rf)
+    if n > MAX_PAIRS:
+        yield rf.diag(I_TOO_LARGE, f"placement proof skipped: {n} tier x namespace pairs (limit {MAX_PAIRS})",
+                      ("spec", "tiers"))
+        return
+    yield from _proof(rf)
+
+
+def _classes(rf: ResolvedFleet) -> Iterator[Diagnostic]:
+    from gpuplan.lower.tenancy import priority_class_name
+
+    first: dict[str, tuple[int, object]] = {}
+    for i, t in enumerate(rf.fleet.spec.tiers):
+        pc = priority_class_name(t)
+        j, other = first.setdefault(pc, (i, t))
+        if j != i and (other.priority, other.preemption) != (t.priority, t.preemption):  # type: ignore[attr-defined]
+            yield rf.diag(E_CLASS_CONFLICT,
+                          f"tier {t.name!r} names PriorityClass {pc!r} with priority {t.priority}/{t.preemption}, "
+                          f"tier {other.name!r} with {other.priority}/{other.preemption}",  # type: ignore[attr-defined]
+                          ("spec", "tiers", i, "priorityClassName"))
+
+
+def _proof(rf: ResolvedFleet) -> Iterator[Diagnostic]:
+    from gpuplan.placement import proof as placement_proof
+
+    proof = placement_proof(rf)
+    idx = rf.tier_index
+    for a, b in proof.twins:
+        i = next(i for i, p in enumerate(rf.fleet.spec.pools) if p.name == b)
+        yield rf.diag(E_TWIN_POOLS, f"pools {a!r} and {b!r} carry the same labels, taints and resources",
+                      ("spec", "pools", i, "name"))
+    for v in proof.verdicts:
+        path = ("spec", "tiers", idx[v.tier], "pool")
+        if v.granted and v.admitted and v.pools != [v.expected_pool]:
+            where = ", ".join(v.pools) or "no pool"
+            yield rf.diag(E_OTHER_POOL, f"tier {v.tier!r}: its pod in namespace {v.namespace!r} fits {where}, "
+                          f"not only its pool {v.expected_pool!r}", path,
+                          hint="give the pools distinct taints and labels, or keep gpuplan's binding taint")
+        elif v.granted and not v.admitted:
+            yield rf.diag(E_DENIED_GRANTED, f"tier {v.tier!r}: its pod is refused in granted namespace "
+                          f"{v.namespace!r}: {'; '.join(v.denied_by)}", path)
+        elif not v.granted and v.admitted:
+            yield rf.diag(W_ADMITTED_UNGRANTED, f"tier {v.tier!r}: its pod is admitted in namespace "
+                          f"{v.namespace!r}, which is not granted the tier", path,
+                          hint="gpuplan's admission policy needs kubernetesVersion >= 1.30")
