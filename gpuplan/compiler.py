@@ -90,18 +90,24 @@ def check_fleet(path: Path | str, *, display: str | None = None, options: Option
     return Checked(normalise(diags), rf, sources)
 
 
-def render_files(rf: ResolvedFleet, spec_label: str, artifacts: list | None = None) -> dict[str, bytes]:
-    """Lower (unless ``artifacts`` are given) and render every artifact to file bytes."""
+def render_files(rf: ResolvedFleet, spec_label: str, artifacts: list | None = None,
+                 each=None) -> dict[str, bytes]:
+    """Lower (unless ``artifacts`` are given) and render every artifact to file
+    bytes. ``each(path, documents, files)`` is called per artifact once its
+    bytes exist, before its lowered objects are dropped."""
     from gpuplan.lower import lower_all
     from gpuplan.render.yamlwriter import dump_documents_bytes
 
     header = HEADER.format(spec=spec_label)
     files: dict[str, bytes] = {}
-    artifacts = lower_all(rf) if artifacts is None else list(artifacts)
+    artifacts = lower_all(rf) if artifacts is None else artifacts
     for i, a in enumerate(artifacts):
         artifacts[i] = None  # type: ignore[call-overload]  # each artifact's objects go once rendered
         if a.documents is not None:
-            files[a.path] = dump_documents_bytes(list(a.documents), header=header)
+            docs = list(a.documents)
+            files[a.path] = dump_documents_bytes(docs, header=header)
+            if each is not None:
+                each(a.path, docs, files)
         else:
             body = a.text or ""
             text = f"<!-- {header} -->\n{body}" if a.path.endswith(".md") else body
@@ -132,33 +138,28 @@ def compile_fleet(
         return Compiled(checked.diagnostics, render_files(checked.resolved, spec_label(path, out_dir)),
                         checked.resolved, checked.sources)
     from gpuplan.lower import lower_all
+    from gpuplan.verify import (E_BUILD_REJECTED, Options as VerifyOptions, Verifier, read_old_objects,
+                                verify_file, verify_result)
 
-    artifacts = list(lower_all(checked.resolved))
-    files = render_files(checked.resolved, spec_label(path, out_dir), artifacts)
-    verified, texts = _verify(checked.resolved, artifacts, files, out_dir)
-    diags = normalise(checked.diagnostics + verified)
-    sources = {**checked.sources, **texts}
-    if has_errors(verified):
-        return Compiled(diags, resolved=checked.resolved, sources=sources, rejected=True)
-    return Compiled(diags, files, checked.resolved, sources)
-
-
-def _verify(rf: ResolvedFleet, artifacts: list, files: dict[str, bytes],
-            out_dir: Path | str) -> tuple[list[Diagnostic], dict[str, str]]:
-    """What `gpuplan verify` would say of the tree about to be written (with the
-    new files' texts, for excerpts); transition rules run against the objects of
-    the tree already there (the cluster's objects, once synced)."""
-    from gpuplan.verify import E_BUILD_REJECTED, Options as VerifyOptions, read_old_objects, verify_documents
-
+    # Verified file by file as rendered (one check per object shape), so no
+    # artifact's lowered objects outlive its bytes: peak memory stays near the
+    # spec plus the output, not the spec plus every object of the tree.
+    rf = checked.resolved
+    artifacts = lower_all(rf)
     out = Path(out_dir).as_posix()
-    documents = {a.path: list(a.documents) for a in artifacts if a.documents is not None}
-    result = verify_documents(documents, files, out_dir=out, old=read_old_objects(out_dir, documents),
-                              options=VerifyOptions(kubernetes_version=rf.fleet.spec.cluster.kubernetes_version,
-                                                      nearest_version=True))
-    diags = [d for d in result.diagnostics if d.severity.value != "info"]
-    errors = [d for d in diags if d.is_error]
+    old = read_old_objects(out_dir, {a.path: list(a.documents) for a in artifacts if a.documents is not None})
+    v = Verifier(VerifyOptions(kubernetes_version=rf.fleet.spec.cluster.kubernetes_version, nearest_version=True))
+    files = render_files(rf, spec_label(path, out_dir), artifacts,
+                         each=lambda p, docs, fs: verify_file(v, p, docs, fs, out_dir=out, old=old))
+    result = verify_result(v, files, out_dir=out)
+    verified = [d for d in result.diagnostics if d.severity.value != "info"]
+    errors = [d for d in verified if d.is_error]
     if errors:
-        diags.append(E_BUILD_REJECTED.diag(
+        verified.append(E_BUILD_REJECTED.diag(
             f"{out}: not written: {len(errors)} problem{'s' if len(errors) != 1 else ''} the API server would "
             "reject", file=str(out), hint="fix the spec values named above; `gpuplan verify` checks any tree"))
-    return diags, result.sources
+    diags = normalise(checked.diagnostics + verified)
+    sources = {**checked.sources, **result.sources}
+    if errors:
+        return Compiled(diags, resolved=rf, sources=sources, rejected=True)
+    return Compiled(diags, files, rf, sources)

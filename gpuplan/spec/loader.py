@@ -145,6 +145,25 @@ CODES = (
 )
 
 
+class Positions(dict):
+    """path -> (line, column), each stored packed in one int: a tuple plus its
+    line's int object cost ~80 bytes more per value, tens of MiB on a large
+    spec whose positions no diagnostic ever reads."""
+
+    __slots__ = ()
+
+    def __getitem__(self, path: Path_) -> tuple[int, int]:
+        v = dict.__getitem__(self, path)
+        return (v >> 32, v & 0xFFFFFFFF)
+
+    def get(self, path: Path_, default: Any = None) -> Any:  # type: ignore[override]
+        v = dict.get(self, path)
+        return default if v is None else (v >> 32, v & 0xFFFFFFFF)
+
+    def put(self, path: Path_, pos: tuple[int, int]) -> None:
+        dict.__setitem__(self, path, pos[0] << 32 | pos[1])
+
+
 @dataclass
 class Document:
     """Plain data plus where each piece came from (1-based line and column)."""
@@ -269,8 +288,8 @@ class _Builder:
         self.anchors: dict[str, tuple[Any, int]] = {}  # anchor -> (value, expanded size)
         self.expanded = 0
         self.aliased = False
-        self.value_pos: dict[Path_, tuple[int, int]] = {}
-        self.key_pos: dict[Path_, tuple[int, int]] = {}
+        self.value_pos = Positions()
+        self.key_pos = Positions()
 
     def fail(self, code: Code, message: str, pos: tuple[int, int], hint: str | None = None):
         raise LoadError(code.diag(message, file=self.file, line=pos[0], col=pos[1], hint=hint))
@@ -290,7 +309,7 @@ class _Builder:
         ev = self.ev
         e = self.p.get_event()
         pos = _mark(e)
-        self.value_pos[path] = pos
+        self.value_pos.put(path, pos)
         if isinstance(e, ev.AliasEvent):
             if e.anchor not in self.anchors:
                 self.fail(E_SYNTAX, f"unknown alias *{e.anchor}", pos)
@@ -378,7 +397,7 @@ class _Builder:
                     kpos,
                     hint="remove one of the two entries",
                 )
-            self.key_pos[kp] = kpos
+            self.key_pos.put(kp, kpos)
             value, n = self.node(kp, depth + 1)
             out[key] = value
             size += n
@@ -440,7 +459,7 @@ def _load_events(text: str, file: str, limits: Limits, *, multi: bool) -> list[D
                     hint="a fleet spec is exactly one document: remove the `---` and what follows"))
             parser.get_event()  # DocumentStart
             b.anchors = {}
-            b.value_pos, b.key_pos = {}, {}
+            b.value_pos, b.key_pos = Positions(), Positions()
             data, _ = b.node((), 1)
             parser.get_event()  # DocumentEnd
             out.append(Document(file=file, data=data, value_pos=b.value_pos, key_pos=b.key_pos, text=text))

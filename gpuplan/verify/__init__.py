@@ -21,7 +21,7 @@ import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity, normalise
@@ -351,23 +351,32 @@ def verify_documents(documents: dict[str, list[Any]], files: dict[str, bytes], *
     objects), ``files`` their rendered bytes (parsed, for positions, only when
     a file has a problem)."""
     v = Verifier(options)
-    v.stats.files = len(documents)
-    old = old or {}
     for path, docs in sorted(documents.items()):
-        located: list[Manifest] | None = None
+        verify_file(v, path, docs, files, out_dir=out_dir, old=old or {})
+    return verify_result(v, files, out_dir=out_dir)
 
-        def locate(p: tuple, k: bool, i: int = 0, path: str = path) -> tuple[int | None, int | None]:
-            nonlocal located
-            if located is None:
-                located = load_text(files[path].decode("utf-8"), path, check_duplicates=False)[0]
-            return located[i].locate(p, key=k) if i < len(located) else (None, None)
 
-        for i, obj in enumerate(d for d in docs if d is not None):
-            if not isinstance(obj, dict) or "apiVersion" not in obj or not isinstance(obj.get("metadata"), dict):
-                continue  # not an API object: Helm values, kustomization.yaml, kubelet drop-ins
-            key = identity(obj)
-            v.add(obj, f"{out_dir}/{path}", lambda p, k, i=i, locate=locate: locate(p, k, i),
-                  old.get(key) if key else None)
+def verify_file(v: Verifier, path: str, docs: list[Any], files: Mapping[str, bytes], *, out_dir: str,
+                old: dict[tuple, dict]) -> None:
+    """Verify one file's objects; the build calls this per file as it renders,
+    so the lowered objects can go as soon as their bytes exist."""
+    v.stats.files += 1
+    located: list[Manifest] | None = None
+
+    def locate(p: tuple, k: bool, i: int = 0) -> tuple[int | None, int | None]:
+        nonlocal located
+        if located is None:
+            located = load_text(files[path].decode("utf-8"), path, check_duplicates=False)[0]
+        return located[i].locate(p, key=k) if i < len(located) else (None, None)
+
+    for i, obj in enumerate(d for d in docs if d is not None):
+        if not isinstance(obj, dict) or "apiVersion" not in obj or not isinstance(obj.get("metadata"), dict):
+            continue  # not an API object: Helm values, kustomization.yaml, kubelet drop-ins
+        key = identity(obj)
+        v.add(obj, f"{out_dir}/{path}", lambda p, k, i=i: locate(p, k, i), old.get(key) if key else None)
+
+
+def verify_result(v: Verifier, files: Mapping[str, bytes], *, out_dir: str) -> Result:
     result = v.result()
     for d in result.diagnostics:  # excerpts come from the files about to be written
         rel = (d.file or "")[len(out_dir) + 1:]

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from gpuplan.spec.loader import (
-    MAX_BYTES, MAX_DEPTH, LoadError, load_file, load_text,
+    MAX_BYTES, MAX_DEPTH, Limits, LoadError, load_file, load_text,
 )
 
 
@@ -138,3 +138,16 @@ def test_pure_python_parser_gives_the_same_data_and_positions(monkeypatch):
     with pytest.raises(LoadError) as exc:
         load_text("a: 1\na: 2\n", "f.yaml")
     assert exc.value.diag.code == "GP002"
+
+
+def test_positions_are_exact_past_any_packed_field_width():
+    # positions are stored packed; a long line's column and a late line's number come back whole
+    long_value = "x" * 70_000
+    text = "".join(f"k{i}: {i}\n" for i in range(70_000)) + f"last: {{a: 1, b: {long_value}, c: 3}}\n"
+    doc = load_text(text, "f.yaml", Limits(max_bytes=10_000_000, max_values=1_000_000))
+    assert doc.locate(("k69999",), key=True) == (70_000, 1)
+    assert doc.locate(("k69999",)) == (70_000, 9)
+    last = text.splitlines()[-1]
+    assert doc.locate(("last", "c"), key=True) == (70_001, last.index(", c: ") + 3)
+    assert doc.value_pos.get(("last", "c")) == (70_001, last.index(", c: ") + 6)
+    assert doc.value_pos.get(("nope",)) is None and ("last", "b") in doc.value_pos
