@@ -52,7 +52,7 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
         return
 
     diff = None
-    disruptive = None
+    disruptive = trees = None
     if base is not None:
         old_rf, old_diags, old_blocking, old_sources = _checked(base)
         if old_blocking or old_rf is None:
@@ -66,7 +66,8 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
 
         diff = capacity_diff(old_rf, rf)
         # what the controllers will do, from the two generated trees (listed first)
-        disruptive = disruptions(render_files(old_rf, base), render_files(rf, base))
+        trees = (render_files(old_rf, base), render_files(rf, base))
+        disruptive = disruptions(*trees)
 
     opt = None
     if optimise:
@@ -81,7 +82,7 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
     if base is not None:
         from gpuplan.report.migration import append_to_report, migration_plan
 
-        text = append_to_report(fmt, text, migration_plan(old_rf, rf))
+        text = append_to_report(fmt, text, migration_plan(old_rf, rf, trees))
     if output:
         with open(output, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)

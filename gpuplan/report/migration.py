@@ -218,7 +218,9 @@ def _tier_effects(old_rf: "ResolvedFleet", new_rf: "ResolvedFleet", moved: set[s
     return out
 
 
-def migration_plan(old_rf: "ResolvedFleet", new_rf: "ResolvedFleet") -> Migration:
+def migration_plan(old_rf: "ResolvedFleet", new_rf: "ResolvedFleet",
+                   trees: tuple[dict[str, bytes], dict[str, bytes]] | None = None) -> Migration:
+    """``trees``: the two rendered trees, when the caller has them already."""
     from gpuplan.output.objdiff import diff_trees
 
     moves = []
@@ -233,7 +235,7 @@ def migration_plan(old_rf: "ResolvedFleet", new_rf: "ResolvedFleet") -> Migratio
     m = Migration(moves)
     if not moves:
         return m
-    old, new = _files(old_rf), _files(new_rf)
+    old, new = trees if trees is not None else (_files(old_rf), _files(new_rf))
     d = diff_trees(old, new)
     m.objects = ([("added", c.key.label) for c in d.added] + [("removed", c.key.label) for c in d.removed]
                  + [("changed", c.key.label) for c in d.changed])

@@ -103,7 +103,8 @@ def test_sources_table_parser():
 
 
 def test_nothing_outside_the_refresh_scripts_reads_the_reference_directory():
-    """Users clone gpuplan alone: the program and its tests never open ../shared."""
+    """Users clone gpuplan alone: the program and its tests never open the reference
+    directory that sits beside the repository on development machines."""
     allowed = {"gpuplan/upstream/refresh.py", "gpuplan/catalog/build_catalog.py",
                "tests/upstream/test_upstream.py"}
     offenders = []
@@ -113,6 +114,6 @@ def test_nothing_outside_the_refresh_scripts_reads_the_reference_directory():
         if rel in allowed:
             continue
         text = p.read_text(encoding="utf-8")
-        if re.search(r"""["'/]shared["'/]""", text) or "shared/reference" in text:
+        if re.search(r"""["'/]shared["'/]""", text) or "shared" + "/reference" in text:
             offenders.append(rel)
     assert not offenders
