@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping, MutableMapping
 
 from gpuplan.diagnostics import Diagnostic, has_errors, normalise
 from gpuplan.resolve import ResolvedFleet
@@ -27,6 +28,9 @@ class Options:
     # verify the tree against the pinned upstream APIs (gpuplan.verify) and
     # return no files when the API server would reject it
     verify: bool = False
+    # free the spec's loaded tree and positions once it is checked (the build:
+    # nothing after the checks reads them; reports such as `plan` do)
+    release_spec: bool = False
 
 
 @dataclass
@@ -43,7 +47,7 @@ class Checked:
 @dataclass
 class Compiled:
     diagnostics: list[Diagnostic]
-    files: dict[str, bytes] = field(default_factory=dict)
+    files: Mapping[str, bytes] = field(default_factory=dict)
     resolved: ResolvedFleet | None = None
     sources: dict[str, str] = field(default_factory=dict)
     rejected: bool = False  # Options.verify found objects the API server would reject
@@ -90,24 +94,23 @@ def check_fleet(path: Path | str, *, display: str | None = None, options: Option
     return Checked(normalise(diags), rf, sources)
 
 
-def render_files(rf: ResolvedFleet, spec_label: str, artifacts: list | None = None,
-                 each=None) -> dict[str, bytes]:
-    """Lower (unless ``artifacts`` are given) and render every artifact to file
-    bytes. ``each(path, documents, files)`` is called per artifact once its
-    bytes exist, before its lowered objects are dropped."""
-    from gpuplan.lower import lower_all
+def render_files(rf: ResolvedFleet, spec_label: str, files: MutableMapping[str, bytes] | None = None,
+                 each=None) -> MutableMapping[str, bytes]:
+    """Lower and render every artifact to file bytes, one artifact at a time,
+    into ``files`` (a dict unless given: the build passes the tree writer, so
+    the bytes go to disk as they are made). ``each(path, documents, files)`` is
+    called per artifact once its bytes are in ``files``, before its lowered
+    objects are dropped."""
+    from gpuplan.lower import iter_artifacts
     from gpuplan.render.yamlwriter import dump_documents_bytes
 
     header = HEADER.format(spec=spec_label)
-    files: dict[str, bytes] = {}
-    artifacts = lower_all(rf) if artifacts is None else artifacts
-    for i, a in enumerate(artifacts):
-        artifacts[i] = None  # type: ignore[call-overload]  # each artifact's objects go once rendered
+    files = {} if files is None else files
+    for a in iter_artifacts(rf):
         if a.documents is not None:
-            docs = list(a.documents)
-            files[a.path] = dump_documents_bytes(docs, header=header)
+            files[a.path] = dump_documents_bytes(a.documents, header=header)
             if each is not None:
-                each(a.path, docs, files)
+                each(a.path, a.documents, files)
         else:
             body = a.text or ""
             text = f"<!-- {header} -->\n{body}" if a.path.endswith(".md") else body
@@ -128,29 +131,29 @@ def compile_fleet(
     out_dir: Path | str = "generated",
     display: str | None = None,
     options: Options = Options(),
+    files: MutableMapping[str, bytes] | None = None,
 ) -> Compiled:
-    """Check a spec and, when it is valid, render the output tree in memory."""
+    """Check a spec and, when it is valid, render the output tree into ``files``
+    (in memory unless given: ``gpuplan build`` passes its tree writer)."""
     checked = check_fleet(path, display=display, options=options)
     if checked.failed(options.strict):
         return Compiled(checked.diagnostics, resolved=checked.resolved, sources=checked.sources)
     assert checked.resolved is not None
+    if options.release_spec:
+        checked.resolved.doc.release()
     if not options.verify:
-        return Compiled(checked.diagnostics, render_files(checked.resolved, spec_label(path, out_dir)),
+        return Compiled(checked.diagnostics, render_files(checked.resolved, spec_label(path, out_dir), files),
                         checked.resolved, checked.sources)
-    from gpuplan.lower import lower_all
-    from gpuplan.verify import (E_BUILD_REJECTED, Options as VerifyOptions, Verifier, read_old_objects,
-                                verify_file, verify_result)
+    from gpuplan.verify import E_BUILD_REJECTED, Options as VerifyOptions, Verifier, verify_file, verify_result
 
     # Verified file by file as rendered (one check per object shape), so no
     # artifact's lowered objects outlive its bytes: peak memory stays near the
-    # spec plus the output, not the spec plus every object of the tree.
+    # checked spec plus one artifact (plus the bytes, unless ``files`` writes them out).
     rf = checked.resolved
-    artifacts = lower_all(rf)
     out = Path(out_dir).as_posix()
-    old = read_old_objects(out_dir, {a.path: list(a.documents) for a in artifacts if a.documents is not None})
     v = Verifier(VerifyOptions(kubernetes_version=rf.fleet.spec.cluster.kubernetes_version, nearest_version=True))
-    files = render_files(rf, spec_label(path, out_dir), artifacts,
-                         each=lambda p, docs, fs: verify_file(v, p, docs, fs, out_dir=out, old=old))
+    files = render_files(rf, spec_label(path, out_dir), files,
+                         each=lambda p, docs, fs: verify_file(v, p, docs, fs, out_dir=out, old_tree=out_dir))
     result = verify_result(v, files, out_dir=out)
     verified = [d for d in result.diagnostics if d.severity.value != "info"]
     errors = [d for d in verified if d.is_error]

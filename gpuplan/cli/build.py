@@ -17,12 +17,14 @@ output_option = click.option(
 
 
 def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, allow_outside: bool = False,
-             verify: bool = False):
-    """Compile in memory; print diagnostics; None when the spec is invalid."""
+             verify: bool = False, files=None, release_spec: bool = False):
+    """Compile (in memory, unless ``files`` takes the bytes); print diagnostics;
+    None when the spec is invalid."""
     from gpuplan.compiler import Options, compile_fleet
 
-    compiled = compile_fleet(fleet, out_dir=out_dir,
-                             options=Options(strict=strict, allow_inventory_outside=allow_outside, verify=verify))
+    compiled = compile_fleet(fleet, out_dir=out_dir, files=files,
+                             options=Options(strict=strict, allow_inventory_outside=allow_outside, verify=verify,
+                                             release_spec=release_spec))
     emit(compiled.diagnostics, fmt, verbose=verbose, sources=compiled.sources)
     if compiled.rejected:
         return compiled
@@ -50,18 +52,18 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
     not generate are kept; a generated file edited by hand stops the build
     (exit 1) unless --force. The tree is verified first as `gpuplan verify`
     does; one the API server would reject is not written (exit 7)."""
-    compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside, verify=True)
-    if compiled is None:
-        ctx.exit(int(ExitCode.INVALID))
-    if compiled.rejected:
-        ctx.exit(int(ExitCode.REJECTED))
-    from gpuplan.output.tree import TreeError, write_tree
+    from gpuplan.output.tree import TreeWriter
 
-    try:
-        result = write_tree(Path(out_dir), compiled.files, force=force)
-    except TreeError as exc:
-        emit([exc.diagnostic], fmt)
-        ctx.exit(int(ExitCode.INVALID))
+    # Each file goes to the new tree as it is rendered (memory holds hashes, not
+    # the output); the tree is swapped in only by commit, after verification.
+    with TreeWriter(Path(out_dir), force=force) as tree:
+        compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside, verify=True, files=tree,
+                            release_spec=True)
+        if compiled is None:
+            ctx.exit(int(ExitCode.INVALID))
+        if compiled.rejected:
+            ctx.exit(int(ExitCode.REJECTED))
+        result = tree.commit()
     if result.diagnostics:
         emit(result.diagnostics, fmt, verbose=verbose)
     if not result.ok:  # refused: nothing changed (GP806 leftovers are a warning: the tree is written)

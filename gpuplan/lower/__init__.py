@@ -1,15 +1,20 @@
 """Lowering: resolved spec -> artifacts (Kubernetes objects as plain data, or text).
 
 One module per output target; each exposes
-``lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]``.
-``produced`` holds what earlier targets made (the gitops target lists them in
-kustomization.yaml and the README describes them)."""
+``lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterable[Artifact]``.
+``produced`` summarises what earlier targets made (the gitops target lists the
+files in kustomization.yaml and admits their kinds and namespaces in its
+AppProject; the README describes them). Only the summaries outlive an artifact:
+:func:`iter_artifacts` hands each one on as it is made, so the compiler can
+render and drop it before the next is lowered, and a target that writes a file
+per tenant yields them one by one. Peak memory is then the checked spec plus
+one artifact, not the spec plus every object of the tree."""
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
     from gpuplan.resolve import ResolvedFleet
@@ -49,8 +54,38 @@ class Artifact:
     description: str = ""
 
 
-def lower_all(rf: "ResolvedFleet") -> list[Artifact]:
-    produced: list[Artifact] = []
+@dataclass(frozen=True)
+class Produced:
+    """What later targets may ask of an artifact once its objects are gone."""
+
+    path: str
+    kustomize: bool
+    description: str
+    yaml: bool  # documents, not text
+    kinds: frozenset[str] = frozenset()
+    namespaces: frozenset[str] = frozenset()  # metadata.namespace of its objects
+    applications: tuple[dict[str, Any], ...] = ()  # Argo CD Applications (the AppProject admits their sources)
+
+    @property
+    def applied(self) -> bool:
+        """Listed in the root kustomization: objects the delivery applies."""
+        return self.kustomize and self.yaml
+
+    @classmethod
+    def of(cls, a: Artifact) -> "Produced":
+        docs = [d for d in a.documents or () if isinstance(d, dict)]
+        kinds = {k for d in docs if isinstance(k := d.get("kind"), str)}
+        namespaces = {ns for d in docs if isinstance(m := d.get("metadata"), dict)
+                      and isinstance(ns := m.get("namespace"), str)}
+        apps = tuple(d for d in docs if d.get("kind") == "Application")
+        return cls(a.path, a.kustomize, a.description, a.documents is not None,
+                   frozenset(kinds), frozenset(namespaces), apps)
+
+
+def iter_artifacts(rf: "ResolvedFleet") -> Iterator[Artifact]:
+    """Every artifact of the tree, in target order, each as soon as it is made."""
+    produced: list[Produced] = []
+    seen: set[str] = set()
     for name in TARGET_MODULES:
         try:
             mod = importlib.import_module(name)
@@ -58,9 +93,14 @@ def lower_all(rf: "ResolvedFleet") -> list[Artifact]:
             if exc.name == name:
                 continue
             raise
-        produced.extend(mod.lower(rf, tuple(produced)))
-    seen: set[str] = set()
-    dupes = {a.path for a in produced if a.path in seen or seen.add(a.path)}
-    if dupes:
-        raise RuntimeError(f"two targets produced the same file: {sorted(dupes)}")
-    return sorted(produced, key=lambda a: a.path)
+        for a in mod.lower(rf, tuple(produced)):
+            if a.path in seen:
+                raise RuntimeError(f"two targets produced the same file: {a.path}")
+            seen.add(a.path)
+            produced.append(Produced.of(a))
+            yield a
+
+
+def lower_all(rf: "ResolvedFleet") -> list[Artifact]:
+    """Every artifact at once, sorted by path (tests and small trees)."""
+    return sorted(iter_artifacts(rf), key=lambda a: a.path)

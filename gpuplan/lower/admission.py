@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import POOL_LABEL, POOL_TAINT_KEY, TENANT_LABEL, content_name, metadata, obj
 from gpuplan.resolve import ResolvedFleet
 
@@ -204,7 +204,7 @@ def objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
     return out
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     if not enabled(rf):
         return []
     return [Artifact(PATH, documents=tuple(objects(rf)),

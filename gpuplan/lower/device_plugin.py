@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import content_name, metadata, obj
 from gpuplan.lower.gitops import object_annotations
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
@@ -154,7 +154,7 @@ def configmap(rf: ResolvedFleet) -> dict[str, Any]:
     return obj("v1", "ConfigMap", meta, data=data)
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     return [Artifact(
         path="gpu-operator/device-plugin-config.yaml",
         documents=(configmap(rf),),

@@ -14,7 +14,7 @@ import os
 from typing import Any, Sequence
 
 import gpuplan
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.gitops import app_name, engine, gitops_namespace, operator_app_name, project_name
 from gpuplan.lower.device_plugin import config_key
 from gpuplan.lower.node_labels import pool_mig_config, static_pool_taints
@@ -142,20 +142,19 @@ def _prerequisites(rf: ResolvedFleet) -> dict[str, Any]:
     }
 
 
-def readme(rf: ResolvedFleet, produced: Sequence[Artifact]) -> str:
+def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
     from gpuplan.render.text import render
 
     g = rf.fleet.spec.cluster.gitops
     files = [
-        {"path": cell(a.path), "kustomize": "yes" if a.kustomize and a.documents is not None else "no",
-         "description": cell(a.description or "-")}
-        for a in sorted((*produced, Artifact(path=README, text="", kustomize=False,
-                                             description="this file")), key=lambda a: a.path)
+        {"path": cell(a.path), "kustomize": "yes" if a.applied else "no", "description": cell(a.description or "-")}
+        for a in sorted((*produced, Produced(README, kustomize=False, description="this file", yaml=False)),
+                        key=lambda a: a.path)
     ]
     static_files = [
         {"path": cell(a.path), "description": cell(a.description or "-")}
         for a in sorted(produced, key=lambda a: a.path)
-        if a.path.startswith("pools/") and not (a.kustomize and a.documents is not None)
+        if a.path.startswith("pools/") and not a.applied
     ]
     tenants = _tenant_rows(rf)
     # A large fleet's per-namespace and per-file tables would be megabytes: the
@@ -203,6 +202,6 @@ def readme(rf: ResolvedFleet, produced: Sequence[Artifact]) -> str:
     )
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     return [Artifact(path=README, text=readme(rf, produced), kustomize=False,
                      description="what is in this tree and how it was made")]

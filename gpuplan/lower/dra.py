@@ -57,7 +57,7 @@ from gpuplan.dra import (
     tier_claims,
 )
 from gpuplan.k8s_features_dra import RESOURCE_API
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import TIER_LABEL, metadata, obj
 from gpuplan.lower.gitops import (
     ARGO_API, FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, IN_CLUSTER, _argo_retry, _repo_path, engine,
@@ -212,7 +212,7 @@ def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
     return [namespace(rf), repo, release]
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     if not any_dra(rf):
         return []
     claims = tier_claims(rf)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.resolve import ResolvedFleet
 
@@ -156,13 +156,6 @@ def _repo_path(rf: ResolvedFleet, rel: str = "") -> str:
     return "/".join(parts) or "."
 
 
-def _values(produced: Sequence[Artifact]) -> dict[str, Any]:
-    for a in produced:
-        if a.path == VALUES_PATH and a.documents:
-            return a.documents[0]
-    raise RuntimeError("gitops target needs gpu-operator/values.yaml from the operator target")
-
-
 # --- Argo CD ---------------------------------------------------------------------
 
 
@@ -263,10 +256,6 @@ CHART_CLUSTER_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def _applications(produced: Sequence[Artifact]) -> list[dict[str, Any]]:
-    return [d for a in produced if a.documents for d in a.documents if d.get("kind") == "Application"]
-
-
 def managed_namespaces(rf: ResolvedFleet) -> list[str]:
     """Every namespace gpuplan's Applications put objects in."""
     names = {gitops_namespace(rf), rf.fleet.spec.cluster.gpu_operator.namespace}
@@ -275,7 +264,7 @@ def managed_namespaces(rf: ResolvedFleet) -> list[str]:
     return sorted(names)
 
 
-def argo_project(rf: ResolvedFleet, produced: Sequence[Artifact]) -> dict[str, Any]:
+def argo_project(rf: ResolvedFleet, produced: Sequence[Produced]) -> dict[str, Any]:
     """An AppProject that lets the two Applications do exactly what gpuplan
     needs: its Git repository and the NGC chart repository as sources, the
     managed namespaces as destinations, and the cluster-scoped kinds of the
@@ -284,14 +273,13 @@ def argo_project(rf: ResolvedFleet, produced: Sequence[Artifact]) -> dict[str, A
     the cluster whitelist, the namespace of a namespaced object against
     ``destinations``)."""
     g = rf.fleet.spec.cluster.gitops
-    kinds = {k for a in produced if a.kustomize and a.documents for d in a.documents
-             if (k := d.get("kind")) in _TREE_CLUSTER_KINDS}
+    kinds = {k for a in produced if a.applied for k in a.kinds if k in _TREE_CLUSTER_KINDS}
     whitelist = {(_TREE_CLUSTER_KINDS[k], k) for k in kinds} | set(CHART_CLUSTER_KINDS[GPU_OPERATOR_CHART])
     repos = {g.repo_url, NGC_HELM_REPO}
     namespaces = set(managed_namespaces(rf))
     # Applications other targets produced (e.g. a DRA driver chart): their
     # sources, destinations and chart kinds must be admitted too
-    for app in _applications(produced):
+    for app in (d for a in produced for d in a.applications):
         spec_ = app["spec"]
         for src in spec_.get("sources") or [spec_.get("source", {})]:
             repos.add(src["repoURL"])
@@ -299,8 +287,7 @@ def argo_project(rf: ResolvedFleet, produced: Sequence[Artifact]) -> dict[str, A
             chart = src.get("chart") or src["repoURL"].rstrip("/").rsplit("/", 1)[-1]
             whitelist.update(CHART_CLUSTER_KINDS.get(chart, ()))
         namespaces.add(spec_["destination"]["namespace"])
-    namespaces.update(ns for a in produced if a.kustomize and a.documents for d in a.documents
-                      if (ns := d.get("metadata", {}).get("namespace")))
+    namespaces.update(ns for a in produced if a.applied for ns in a.namespaces)
     whitelist = sorted(whitelist)
     spec = {
         "description": f"gpuplan fleet {rf.fleet.metadata.name}: GPU Operator, pools, tenants",
@@ -372,7 +359,7 @@ def kustomization(resources: list[str]) -> dict[str, Any]:
     return {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": sorted(resources)}
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     out: list[Artifact] = []
     if engine(rf) == "argocd":
         out.append(Artifact(
@@ -391,7 +378,9 @@ def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
                         "(not in kustomization.yaml)",
         ))
     else:
-        values = _values(produced)
+        from gpuplan.lower.operator import values as operator_values
+
+        values = operator_values(rf)
         sub = [p for p in (a.path for a in produced) if p.startswith(FLUX_OPERATOR_DIR + "/")]
         out.append(Artifact(
             path=f"{FLUX_OPERATOR_DIR}/helmrelease.yaml",
@@ -412,7 +401,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
             kustomize=False,
             description="Flux Kustomizations (operator, then this tree); apply once by hand",
         ))
-    resources = [a.path for a in (*produced, *out) if a.kustomize and a.documents is not None]
+    resources = [a.path for a in (*produced, *map(Produced.of, out)) if a.applied]
     out.append(Artifact(
         path="kustomization.yaml",
         documents=(kustomization(resources),),

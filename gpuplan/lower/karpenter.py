@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import POOL_LABEL, metadata, obj, spec_taints, with_binding_taint
 from gpuplan.lower.kubelet import kubelet_topology_fields
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
@@ -418,7 +418,7 @@ def nodeoverlay(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any] | None:
 # --- target ------------------------------------------------------------------------
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     out: list[Artifact] = []
     pools = karpenter_pools(rf)
     if pools and rf.fleet.spec.cluster.aws is None:

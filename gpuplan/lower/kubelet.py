@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.resolve import PoolView, ResolvedFleet
 from gpuplan.spec.models import Topology
 
@@ -139,7 +139,7 @@ def _readme(rf: ResolvedFleet, pv: PoolView) -> str:
     return "\n".join(lines) + "\n"
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     out: list[Artifact] = []
     for pv in rf.pools:
         if not pv.pool.is_static or topology_is_default(pv.pool.topology):

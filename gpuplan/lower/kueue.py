@@ -23,9 +23,9 @@ capacity rules and ResourceQuotas share):
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import POOL_LABEL, TENANT_LABEL, TIER_LABEL, metadata, obj, pool_node_taints
 from gpuplan.lower.gitops import (
     ARGO_API, ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, IN_CLUSTER,
@@ -257,26 +257,25 @@ def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
 # --- target -------------------------------------------------------------------------------
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]:
     ledger = queue_ledger(rf)
     if ledger is None:
-        return []
+        return
     from gpuplan.lower.tenant_page import tenant_pages
 
-    out: list[Artifact] = []
     flavors = [resource_flavor(rf, p) for p in ledger.pools()]
     topo = topology(rf)
-    out.append(Artifact("kueue/resourceflavors.yaml", documents=tuple(([topo] if topo else []) + flavors),
-                        description="Kueue ResourceFlavors, one per pool of a queued tier"
-                        + (" (+ the Topology)" if topo else "")))
+    yield Artifact("kueue/resourceflavors.yaml", documents=tuple(([topo] if topo else []) + flavors),
+                   description="Kueue ResourceFlavors, one per pool of a queued tier"
+                   + (" (+ the Topology)" if topo else ""))
     queues = cohorts(rf, ledger) + [cluster_queue(rf, ledger, qp) for qp in ledger.queues]
     if queues:
-        out.append(Artifact("kueue/clusterqueues.yaml", documents=tuple(queues),
-                            description=f"Kueue ClusterQueues, one per tenant, cohort {cohort_name(rf)}"))
+        yield Artifact("kueue/clusterqueues.yaml", documents=tuple(queues),
+                       description=f"Kueue ClusterQueues, one per tenant, cohort {cohort_name(rf)}")
     if rf.fleet.spec.tiers:
-        out.append(Artifact("kueue/workloadpriorityclasses.yaml",
-                            documents=tuple(workload_priority_class(rf, t) for t in rf.fleet.spec.tiers),
-                            description="Kueue WorkloadPriorityClasses, one per tier"))
+        yield Artifact("kueue/workloadpriorityclasses.yaml",
+                       documents=tuple(workload_priority_class(rf, t) for t in rf.fleet.spec.tiers),
+                       description="Kueue WorkloadPriorityClasses, one per tier")
     queued = set(ledger.queued_tiers)
     tenants = {tn.name: tn for tn in rf.fleet.spec.tenants}
     for qp in ledger.queues:
@@ -287,16 +286,15 @@ def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
         grants = tenants[qp.tenant].quotas
         namespaces = [ns for ns in qp.namespaces if queued & set(grants.get(ns, {}))]
         if namespaces:
-            out.append(Artifact(f"tenants/{qp.tenant}/localqueues.yaml",
-                                documents=tuple(local_queue(rf, qp.tenant, ns) for ns in namespaces),
-                                description=f"Kueue LocalQueues of tenant {qp.tenant}"))
-    out.append(Artifact(VALUES_PATH, documents=(helm_values(rf),), kustomize=False,
-                        description="Helm values of the Kueue chart (manager configuration)"))
+            yield Artifact(f"tenants/{qp.tenant}/localqueues.yaml",
+                           documents=tuple(local_queue(rf, qp.tenant, ns) for ns in namespaces),
+                           description=f"Kueue LocalQueues of tenant {qp.tenant}")
+    yield Artifact(VALUES_PATH, documents=(helm_values(rf),), kustomize=False,
+                   description="Helm values of the Kueue chart (manager configuration)")
     if engine(rf) == "argocd":
-        out.append(Artifact(ARGO_APP_PATH, documents=(argo_application(rf),),
-                            description="Argo CD Application: the Kueue Helm chart, values from kueue/values.yaml"))
+        yield Artifact(ARGO_APP_PATH, documents=(argo_application(rf),),
+                       description="Argo CD Application: the Kueue Helm chart, values from kueue/values.yaml")
     else:
-        out.append(Artifact(FLUX_PATH, documents=tuple(flux_objects(rf)), kustomize=False,
-                            description="Flux HelmRepository (OCI) + HelmRelease of Kueue, values = kueue/values.yaml"))
-    out.extend(tenant_pages(rf, ledger))
-    return out
+        yield Artifact(FLUX_PATH, documents=tuple(flux_objects(rf)), kustomize=False,
+                       description="Flux HelmRepository (OCI) + HelmRelease of Kueue, values = kueue/values.yaml")
+    yield from tenant_pages(rf, ledger)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import content_name, metadata, obj
 from gpuplan.lower.gitops import object_annotations
 from gpuplan.resolve import PoolView, ResolvedFleet
@@ -106,7 +106,7 @@ def configmap(rf: ResolvedFleet) -> dict[str, Any]:
     return obj("v1", "ConfigMap", meta, data={CONFIG_KEY: dump(mig_parted_config(rf))})
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     if not mig_manager_needed(rf):
         return []
     return [Artifact(

@@ -58,7 +58,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import POOL_LABEL, TENANT_LABEL, metadata, obj
 from gpuplan.lower.mig_parted import config_name as mig_config_name
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet, mig_resource
@@ -668,7 +668,7 @@ def runbook(rf: ResolvedFleet, rule_files: Sequence[Artifact]) -> str:
     return "\n".join(lines)
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     if monitoring(rf) is None:
         return []
     rules = rule_artifacts(rf)

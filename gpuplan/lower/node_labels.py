@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import POOL_LABEL, metadata, obj, spec_taints, with_binding_taint
 from gpuplan.lower.gitops import object_annotations
 from gpuplan.resolve import PoolView, ResolvedFleet
@@ -116,7 +116,7 @@ def node_feature_rule(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     return obj(NFD_API, "NodeFeatureRule", meta, spec={"rules": [rule]})
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     out = []
     for pv in rf.pools:
         if not pv.pool.is_static or not pv.pool.nodes:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.dra import is_dra
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.lower.device_plugin import CONFIGMAP_NAME as PLUGIN_CONFIGMAP
 from gpuplan.lower.device_plugin import DEFAULT_CONFIG, cluster_mig_strategy
@@ -183,7 +183,7 @@ def namespace(rf: ResolvedFleet) -> dict[str, Any]:
     return obj("v1", "Namespace", meta)
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     ns_path, in_root = operator_namespace_path(rf)
     return [
         Artifact(

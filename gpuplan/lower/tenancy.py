@@ -27,9 +27,9 @@ enforced), quantities as strings:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import TENANT_LABEL, TIER_LABEL, metadata, obj
 from gpuplan.lower.gitops import object_annotations
 from gpuplan.resolve import ResolvedFleet
@@ -190,29 +190,26 @@ def namespace(rf: ResolvedFleet, tenant: Tenant, ns: str) -> dict[str, Any]:
     return obj("v1", "Namespace", meta)
 
 
-def lower(rf: ResolvedFleet, produced: Sequence[Artifact]) -> list[Artifact]:
-    out: list[Artifact] = []
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]:
     tiers = rf.fleet.spec.tiers
     if tiers:
         # tiers that adopt one class share it (GP524 checks they agree on its value)
         first = {}
         for t in tiers:
             first.setdefault(priority_class_name(t), t)
-        out.append(Artifact(
+        yield Artifact(
             path="cluster/priorityclasses.yaml",
             documents=tuple(priority_class(rf, t) for t in first.values()),
             description=f"PriorityClasses, one per tier ({len(first)})",
-        ))
-    for tenant in rf.fleet.spec.tenants:
-        out.append(Artifact(
+        )
+    for tenant in rf.fleet.spec.tenants:  # one tenant's files at a time: a large fleet's objects never all live at once
+        yield Artifact(
             path=f"tenants/{tenant.name}/namespaces.yaml",
             documents=tuple(namespace(rf, tenant, ns) for ns in tenant.namespaces),
             description=f"Namespaces of tenant {tenant.name}",
-        ))
-        quotas = [q for ns in tenant.namespaces for q in namespace_quotas(rf, tenant, ns)]
-        out.append(Artifact(
+        )
+        yield Artifact(
             path=f"tenants/{tenant.name}/resourcequotas.yaml",
-            documents=tuple(quotas),
+            documents=tuple(q for ns in tenant.namespaces for q in namespace_quotas(rf, tenant, ns)),
             description=f"ResourceQuotas (requests.* only) of tenant {tenant.name}",
-        ))
-    return out
+        )

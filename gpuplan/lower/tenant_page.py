@@ -5,9 +5,9 @@ admissible ``batch/v1`` Job."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator, Sequence
 
-from gpuplan.lower import Artifact
+from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import POOL_LABEL
 from gpuplan.report.queues import QueueLedger, flavor_name, gang_shape
 from gpuplan.resolve import ResolvedFleet
@@ -131,21 +131,20 @@ def _policy_name(rf: ResolvedFleet) -> str | None:
     return admission.policy_name(rf) if admission.enabled(rf) else None
 
 
-def lower(rf: ResolvedFleet, produced) -> list[Artifact]:
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]:
     """The pages without Kueue (with Kueue, gpuplan.lower.kueue writes them with its ledger)."""
     from gpuplan.report.queues import queue_ledger
 
     if rf.fleet.spec.queueing is not None and queue_ledger(rf) is not None:
-        return []
+        return iter(())
     return tenant_pages(rf, None)
 
 
-def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> list[Artifact]:
+def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> Iterator[Artifact]:
     from gpuplan.lower.kueue import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL
     from gpuplan.render.text import render
 
     q = rf.fleet.spec.queueing
-    out = []
     for tn in rf.fleet.spec.tenants:
         qp = ledger.queue(tn.name) if ledger is not None else None
         text = render(
@@ -155,6 +154,5 @@ def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> list[Artifact
             priority_label=PRIORITY_LABEL, tiers=_tier_sections(rf, ledger, tn),
             pool_label=POOL_LABEL, policy=_policy_name(rf),
         )
-        out.append(Artifact(f"tenants/{tn.name}/README.md", text=text, kustomize=False,
-                            description=f"What tenant {tn.name} is given and how to submit jobs"))
-    return out
+        yield Artifact(f"tenants/{tn.name}/README.md", text=text, kustomize=False,
+                       description=f"What tenant {tn.name} is given and how to submit jobs")

@@ -13,16 +13,19 @@ tree by hand). It is committed with the tree, depends only on the contents
 * a generated file edited by hand (listed, but its hash differs): refused
   (GP801) unless ``force``.
 
-**Writing** (:func:`write_tree`) builds the complete new tree in
-``<parent>/.<name>.gpuplan-new`` (same filesystem), then swaps it in:
+**Writing** (:func:`write_tree`, or :class:`TreeWriter` file by file) builds
+the complete new tree in ``<parent>/.<name>.gpuplan-new`` (same filesystem),
+then swaps it in:
 
 1. under an ``flock`` on ``<parent>/.<name>.gpuplan-lock`` (one lock per tree, so
    builds into sibling directories run side by side; the lock file is removed
    again), :func:`recover` cleans up what an interrupted run left (see there);
-2. the old tree is read and every refusal is decided before anything is
-   written; a refusal changes nothing on disk;
-3. the new tree gets the rendered files (0644), the person's files (hard
-   links, else copies; symlinks as symlinks, never followed), then the record;
+2. each rendered file is written into the new tree as it arrives (0644), only
+   its hash kept in memory;
+3. at commit the old tree is read and every refusal is decided; a refusal
+   removes the new tree, so nothing changes on disk; otherwise the new tree
+   gets the person's files (hard links, else copies; symlinks as symlinks,
+   never followed), then the record;
 4. swap: on Linux one ``renameat2(RENAME_EXCHANGE)`` exchanges the two
    directories atomically, so ``<out>`` is at every instant either the whole
    old or the whole new tree; then the old one (now at the temporary name) is
@@ -54,7 +57,7 @@ import re
 import shlex
 import shutil
 import stat
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -67,6 +70,7 @@ __all__ = [
     "RECORD_NAME",
     "CheckResult",
     "TreeError",
+    "TreeWriter",
     "WriteResult",
     "check_tree",
     "read_tree",
@@ -238,7 +242,11 @@ def _sha(data: bytes) -> str:
 
 def record_bytes(files: Mapping[str, bytes]) -> bytes:
     """The record for a rendered tree: ``sha256sum`` lines sorted by path."""
-    return "".join(f"{_sha(files[p])}  {p}\n" for p in sorted(files)).encode("utf-8")
+    return _record({p: _sha(data) for p, data in files.items()})
+
+
+def _record(shas: Mapping[str, str]) -> bytes:
+    return "".join(f"{shas[p]}  {p}\n" for p in sorted(shas)).encode("utf-8")
 
 
 _RECORD_LINE = re.compile(r"([0-9a-f]{64})  (.+)")
@@ -582,36 +590,152 @@ def write_tree(out_dir: Path | str, files: Mapping[str, bytes], *, force: bool =
     change on disk, unless ``force`` (which never deletes a person's directory
     with content). See the module docstring for the swap sequence."""
     _validate_files(files)
-    display = os.fspath(out_dir)
-    target = _real_target(Path(out_dir))
-    if os.path.lexists(target) and not target.is_dir():
-        return _refuse(OUTPUT_DIR.diag("the output path exists and is not a directory", file=display))
-    if (target / ".git").exists() or target == target.parent:
-        return _refuse(
-            OUTPUT_DIR.diag(
+    with TreeWriter(out_dir, force=force) as tree:
+        for p in sorted(files):
+            tree[p] = files[p]
+        return tree.commit()
+
+
+class TreeWriter(Mapping[str, bytes]):
+    """:func:`write_tree` for a tree that arrives file by file (``gpuplan
+    build``): each file set is written at once into the new tree, and only its
+    hash stays in memory, so memory does not grow with the output.
+
+    The tree's lock is taken at the first file (a refusal to open the tree, such
+    as another writer holding it, is kept for :meth:`commit` and the bytes are
+    then held in memory instead). :meth:`commit` decides every refusal as
+    :func:`write_tree` does and swaps the new tree in; leaving the ``with``
+    block without a commit (an invalid spec, a tree the API server would
+    reject, an exception) removes the new tree, so nothing on disk changes.
+    ``tree[path]`` reads a file back (the verifier's excerpts)."""
+
+    def __init__(self, out_dir: Path | str, *, force: bool = False) -> None:
+        self.display = os.fspath(out_dir)
+        self.force = force
+        self._out = Path(out_dir)
+        self._shas: dict[str, str] = {}
+        self._dirs: set[str] = set()  # parents of the files set: none of them may be a file too
+        self._made: set[str] = set()  # directories created in the new tree
+        self._held: dict[str, bytes] = {}  # the bytes, once the tree cannot be written (for messages)
+        self._stack = ExitStack()
+        self._opened = False
+        self._target: Path | None = None
+        self._new: Path | None = None
+        self._refusal: WriteResult | None = None
+
+    # --- the mapping: what was set, read back
+
+    def __getitem__(self, path: str) -> bytes:
+        if path not in self._shas:
+            raise KeyError(path)
+        if path in self._held or self._new is None:
+            return self._held[path]
+        return (self._new / path).read_bytes()
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._shas
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._shas)
+
+    def __len__(self) -> int:
+        return len(self._shas)
+
+    def __setitem__(self, path: str, data: bytes) -> None:
+        why = _path_problem(path)
+        if why:
+            raise ValueError(f"invalid output path {path!r}: {why}")
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError(f"content of {path} must be bytes, not {type(data).__name__}")
+        if path in self._shas:
+            raise ValueError(f"output path {path!r} written twice")
+        if path in self._dirs or any(q in self._shas for q in _parents(path)):
+            raise ValueError(f"output path {path!r} is both a file and a directory of the tree")
+        self._open()
+        self._dirs.update(_parents(path))
+        self._shas[path] = _sha(data)
+        if self._refusal is None:
+            assert self._new is not None
+            try:
+                _mkdirs(self._new, path.rpartition("/")[0], self._made)
+                _write_file(self._new / path, data)
+                return
+            except OSError as exc:  # a full disk: refused at commit, the old tree untouched
+                self._refusal = _refuse(OUTPUT_DIR.diag(f"cannot write the output tree: {exc}", file=self.display))
+        self._held[path] = bytes(data)
+
+    # --- the tree
+
+    def _open(self) -> None:
+        if self._opened:
+            return
+        self._opened = True
+        display = self.display
+        target = _real_target(self._out)
+        if os.path.lexists(target) and not target.is_dir():
+            self._refusal = _refuse(OUTPUT_DIR.diag("the output path exists and is not a directory", file=display))
+            return
+        if (target / ".git").exists() or target == target.parent:
+            self._refusal = _refuse(OUTPUT_DIR.diag(
                 "refusing to manage a repository root (or /): gpuplan replaces the output directory as a whole",
                 file=display,
                 hint="write into a directory of its own, e.g. -o generated",
-            )
-        )
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(target) as got:
-            if not got:
-                return _refuse(OUTPUT_DIR.diag("another gpuplan is writing this tree", file=display))
+            ))
+            return
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not self._stack.enter_context(_locked(target)):
+                self._refusal = _refuse(OUTPUT_DIR.diag("another gpuplan is writing this tree", file=display))
+                self._stack.close()
+                return
             recover(target)
-            return _write_locked(target, display, files, force)
-    except TreeError as exc:  # a file in the tree that gpuplan cannot have written
-        return _refuse(exc.diagnostic)
-    except OSError as exc:
-        return _refuse(OUTPUT_DIR.diag(f"cannot write the output tree: {exc}", file=display))
+            new, _ = _siblings(target)
+            os.mkdir(new, DIR_MODE)
+        except OSError as exc:
+            self._stack.close()
+            self._refusal = _refuse(OUTPUT_DIR.diag(f"cannot write the output tree: {exc}", file=display))
+            return
+        self._target, self._new = target, new
+
+    def commit(self) -> WriteResult:
+        """Check the tree on disk, then swap the new one in (or refuse, changing nothing)."""
+        self._open()
+        try:
+            if self._refusal is not None:
+                return self._refusal
+            assert self._target is not None and self._new is not None
+            try:
+                return _finish(self._target, self.display, self._new, self._shas, self._made, self.force)
+            except TreeError as exc:  # a file in the tree that gpuplan cannot have written
+                return _refuse(exc.diagnostic)
+            except OSError as exc:
+                return _refuse(OUTPUT_DIR.diag(f"cannot write the output tree: {exc}", file=self.display))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Remove the new tree if it was not swapped in; release the lock."""
+        try:
+            if self._new is not None and os.path.lexists(self._new):
+                shutil.rmtree(self._new, ignore_errors=True)
+        finally:
+            self._stack.close()
+
+    def __enter__(self) -> "TreeWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _refuse(*diags: Diagnostic) -> WriteResult:
     return WriteResult(diagnostics=tuple(sorted(diags, key=Diagnostic.sort_key)))
 
 
-def _write_locked(target: Path, display: str, files: Mapping[str, bytes], force: bool) -> WriteResult:
+def _finish(target: Path, display: str, new: Path, files: Mapping[str, str], made: set[str],
+            force: bool) -> WriteResult:
+    """Decide refusals against the tree on disk, complete the new tree
+    (``files``: path → sha256 of what is already written there) and swap it in."""
     try:
         disk = _load_disk(target, display)
     except TreeError as exc:
@@ -624,14 +748,13 @@ def _write_locked(target: Path, display: str, files: Mapping[str, bytes], force:
 
     # Recorded paths that are still regular files are gpuplan's; note hand edits.
     ours: set[str] = set()
-    on_disk: dict[str, bytes] = {}
+    on_disk: dict[str, str] = {}  # their hashes as they are now
     for p, h in record.items():
         if entries.get(p) != _FILE:
             continue  # deleted (fine), or replaced by a person's dir/symlink (theirs now)
         ours.add(p)
-        data = _read(target, p)
-        on_disk[p] = data
-        if _sha(data) == h or files.get(p) == data:
+        on_disk[p] = now = _sha(_read(target, p))
+        if now == h or files.get(p) == now:
             continue
         if force:
             continue
@@ -691,18 +814,13 @@ def _write_locked(target: Path, display: str, files: Mapping[str, bytes], force:
     removed = tuple(p for p in sorted(ours) if p not in files)
     unchanged = tuple(p for p in sorted(files) if on_disk.get(p) == files[p])
     kept = tuple(p for p, k in carried.items() if k != _DIR)
-    new_record = record_bytes(files)
+    new_record = _record(files)
     result = WriteResult(written, removed, unchanged, kept)
     if not written and not removed and not dropped and disk.record_raw == new_record:
         return result  # already up to date: leave the directory (and its inode) alone
 
-    new, old = _siblings(target)
+    old = _siblings(target)[1]
     try:
-        os.mkdir(new, DIR_MODE)
-        made: set[str] = set()
-        for p in sorted(files):
-            _mkdirs(new, p.rpartition("/")[0], made)
-            _write_file(new / p, files[p])
         modes: list[tuple[Path, int]] = []  # a person's directory modes, set last (0555 would stop us)
         for p, k in carried.items():  # sorted: parents before children
             if k == _DIR and p in made:

@@ -174,6 +174,14 @@ class Document:
     key_pos: dict[Path_, tuple[int, int]] = field(default_factory=dict)
     text: str = field(default="", repr=False)  # the source, for excerpts in reports
 
+    def release(self) -> None:
+        """Drop the loaded tree and the position tables (about a third of a
+        large spec's memory) once nothing will ask for a position again: the
+        build after its checks. ``locate`` then fails loudly rather than
+        pointing at line 1."""
+        self.data = None
+        self.value_pos = self.key_pos = None  # type: ignore[assignment]
+
     def locate(self, path: Path_, *, key: bool = False) -> tuple[int | None, int | None]:
         """Position of ``path``; for a path the file does not contain (a missing
         key, a value inside an alias) the nearest enclosing one."""

@@ -21,7 +21,7 @@ import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity, normalise
@@ -345,22 +345,13 @@ def verify_paths(paths: list[str], options: Options = Options(), *, base: list[s
     return result
 
 
-def verify_documents(documents: dict[str, list[Any]], files: dict[str, bytes], *, out_dir: str,
-                     options: Options = Options(), old: dict[tuple, dict] | None = None) -> Result:
-    """Verify a tree about to be written: ``documents`` as lowered (path ->
-    objects), ``files`` their rendered bytes (parsed, for positions, only when
-    a file has a problem)."""
-    v = Verifier(options)
-    for path, docs in sorted(documents.items()):
-        verify_file(v, path, docs, files, out_dir=out_dir, old=old or {})
-    return verify_result(v, files, out_dir=out_dir)
-
-
-def verify_file(v: Verifier, path: str, docs: list[Any], files: Mapping[str, bytes], *, out_dir: str,
-                old: dict[tuple, dict]) -> None:
+def verify_file(v: Verifier, path: str, docs: Sequence[Any], files: Mapping[str, bytes], *, out_dir: str,
+                old_tree: str | Path) -> None:
     """Verify one file's objects; the build calls this per file as it renders,
-    so the lowered objects can go as soon as their bytes exist."""
+    so the lowered objects can go as soon as their bytes exist. ``old_tree``:
+    the tree on disk, whose objects at this path the transition rules compare with."""
     v.stats.files += 1
+    old = read_old_objects(old_tree, path, docs)
     located: list[Manifest] | None = None
 
     def locate(p: tuple, k: bool, i: int = 0) -> tuple[int | None, int | None]:
@@ -385,33 +376,26 @@ def verify_result(v: Verifier, files: Mapping[str, bytes], *, out_dir: str) -> R
     return result
 
 
-def read_old_objects(out_dir: str | Path, documents: dict[str, list[Any]]) -> dict[tuple, dict]:
-    """The objects, by identity, of the files of an existing tree at the paths
-    where ``documents`` hold objects that have transition rules (only those
-    rules read the old object; parsing the whole tree would cost seconds)."""
+def read_old_objects(out_dir: str | Path, path: str, docs: Sequence[Any]) -> dict[tuple, dict]:
+    """The objects, by identity, of the existing tree's file at ``path``, when
+    ``docs`` hold objects that have transition rules (only those rules read the
+    old object; parsing every file of the tree would cost seconds)."""
     import yaml
 
     from gpuplan.upstream import crd_groups
     from gpuplan.verify.cel import rules_tree, transition_rules
 
-    root = Path(out_dir)
-    out: dict[tuple, dict] = {}
-    for path, docs in documents.items():
-        wanted = False
-        for d in docs:
-            if isinstance(d, dict) and isinstance(d.get("apiVersion"), str):
-                group, _, version = d["apiVersion"].rpartition("/")
-                if group in crd_groups() and transition_rules(rules_tree(group, str(d.get("kind")), version)):
-                    wanted = True
-                    break
-        if not wanted or not (root / path).is_file():
-            continue
-        try:
-            olds = list(yaml.load_all((root / path).read_text(encoding="utf-8"), Loader=yaml.CSafeLoader))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue  # an unreadable old file: transition rules are then reported as not evaluated
-        for o in olds:
-            key = identity(o) if isinstance(o, dict) else None
-            if key is not None:
-                out[key] = o
-    return out
+    def has_transition_rules(d: Any) -> bool:
+        if not isinstance(d, dict) or not isinstance(d.get("apiVersion"), str):
+            return False
+        group, _, version = d["apiVersion"].rpartition("/")
+        return group in crd_groups() and bool(transition_rules(rules_tree(group, str(d.get("kind")), version)))
+
+    file = Path(out_dir) / path
+    if not any(has_transition_rules(d) for d in docs) or not file.is_file():
+        return {}
+    try:
+        olds = list(yaml.load_all(file.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}  # an unreadable old file: transition rules are then reported as not evaluated
+    return {key: o for o in olds if isinstance(o, dict) and (key := identity(o)) is not None}

@@ -4,7 +4,6 @@ gangs against pools and queues, and specs without `queueing` unchanged."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from tests.rules.helpers import BASE, edit, only, position
 

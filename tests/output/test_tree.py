@@ -609,3 +609,77 @@ def test_reads_of_the_tree_are_bounded(out, monkeypatch):
     assert "kustomization.yaml is not a regular file of at most" in r.diagnostics[0].message
     with pytest.raises(tree_mod.TreeError):
         check_tree(out, NEW)
+
+
+# ------------------------------------------------------------------- TreeWriter
+
+
+def test_tree_writer_streams_files_to_disk_before_the_swap(out: Path) -> None:
+    """`gpuplan build` hands each file over as it is rendered: it is on disk in
+    the new tree at once (memory keeps its hash), the old tree is untouched
+    until commit, and reading it back gives the bytes."""
+    from gpuplan.output.tree import TreeWriter
+
+    write_tree(out, OLD)
+    before = snapshot(out)
+    staged = out.parent / ".generated.gpuplan-new"
+    with TreeWriter(out) as tree:
+        tree["tenants/vision/quota.yaml"] = NEW["tenants/vision/quota.yaml"]
+        assert (staged / "tenants/vision/quota.yaml").read_bytes() == NEW["tenants/vision/quota.yaml"]
+        assert tree["tenants/vision/quota.yaml"] == NEW["tenants/vision/quota.yaml"]
+        assert tree._held == {}  # nothing kept in memory
+        assert snapshot(out) == before
+        for p in ("kustomization.yaml", "cluster/namespaces.yaml"):
+            tree[p] = NEW[p]
+        assert sorted(tree) == sorted(NEW) and len(tree) == 3 and "cluster/namespaces.yaml" in tree
+        r = tree.commit()
+    assert r.ok and r.removed == ("pools/train/ec2nodeclass.yaml", "pools/train/nodepool.yaml")
+    assert snapshot(out) == generated(NEW)
+    assert sorted(os.listdir(out.parent)) == ["generated"]
+
+
+def test_tree_writer_left_without_commit_changes_nothing(out: Path) -> None:
+    """An invalid spec or a tree the API server would reject leaves the block
+    without a commit: the new tree goes, the old stays, the lock is released."""
+    from gpuplan.output.tree import TreeWriter
+
+    write_tree(out, OLD)
+    before = snapshot(out)
+    with TreeWriter(out) as tree:
+        tree["kustomization.yaml"] = b"half\n"
+        assert (out.parent / ".generated.gpuplan-new").is_dir()
+    assert snapshot(out) == before
+    assert sorted(os.listdir(out.parent)) == ["generated"]
+    assert write_tree(out, NEW).ok  # not locked
+
+
+def test_tree_writer_refused_tree_keeps_the_bytes_for_messages(out: Path) -> None:
+    import fcntl
+
+    from gpuplan.output.tree import TreeWriter
+
+    out.parent.mkdir(parents=True)
+    fd = os.open(out.parent / ".generated.gpuplan-lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with TreeWriter(out) as tree:
+            tree["kustomization.yaml"] = NEW["kustomization.yaml"]
+            assert tree["kustomization.yaml"] == NEW["kustomization.yaml"]
+            r = tree.commit()
+        assert [d.code for d in r.diagnostics] == ["GP804"] and "another gpuplan" in r.diagnostics[0].message
+        assert not out.exists()
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("first, second", [
+    ("a/b.yaml", "a"), ("a", "a/b.yaml"), ("a.yaml", "a.yaml"),
+])
+def test_tree_writer_refuses_a_path_twice_or_as_file_and_directory(out: Path, first: str, second: str) -> None:
+    from gpuplan.output.tree import TreeWriter
+
+    with TreeWriter(out) as tree:
+        tree[first] = b"x\n"
+        with pytest.raises(ValueError):
+            tree[second] = b"y\n"
+    assert not out.exists()

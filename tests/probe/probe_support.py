@@ -4,7 +4,6 @@ through the fake."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from gpuplan.probe.collect import probe_node

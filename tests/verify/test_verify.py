@@ -372,6 +372,7 @@ def test_build_refuses_a_tree_the_api_server_would_reject(tmp_path, monkeypatch,
     assert "Traceback" not in err
     after = {p: p.read_bytes() for p in (tmp_path / "generated").rglob("*") if p.is_file()}
     assert after == before
+    assert not (tmp_path / ".generated.gpuplan-new").exists()  # the files streamed there are gone
     with pytest.raises(SystemExit) as as_json:
         main(["build", "--format", "json", "fleet.yaml"])
     assert as_json.value.code == 7 and "GP850" in capsys.readouterr().out
