@@ -6,7 +6,7 @@
 1. Random demand mixes of up to 200 instances on every MIG model: how often the
    plan is proved optimal (gap 0), the largest gap, which path solved it, time.
 2. A fleet-sized demand (10,000 instances across three models), cold (first call
-   in this process: catalog, layout enumeration and scipy imports included) and warm,
+   in this process: catalog, layout enumeration and the highspy import included) and warm,
    both as three `plan()` calls and as one `plan_fleet()` over three pools.
 3. Savings against the naive one-profile-per-GPU plan on realistic mixes.
 """
@@ -89,7 +89,7 @@ print(time.perf_counter() - t0)
 
 
 def _cold(fleet: bool) -> float:
-    """Seconds in a fresh interpreter: gpuplan, catalog, layout enumeration, scipy if used."""
+    """Seconds in a fresh interpreter: gpuplan, catalog, layout enumeration, highspy if used."""
     import subprocess
 
     code = _COLD.format(demand=FLEET_DEMAND, fleet=fleet)
@@ -129,7 +129,7 @@ def fleet_sized() -> None:
     finally:
         planner._weight_bound, planner._greedy_weights = saved
     methods = sorted({p.method for p in plans.values()})
-    print(f"plan() x3 (MILP forced, first scipy import included): {dt:.3f} s -> {sum(p.gpus for p in plans.values())} GPUs {methods}")
+    print(f"plan() x3 (MILP forced, first highspy import included): {dt:.3f} s -> {sum(p.gpus for p in plans.values())} GPUs {methods}")
     pools = [PoolCapacity(m.lower(), m, 5000, price) for m, price in zip(FLEET_DEMAND, (2.0, 3.5, 4.5))]
     demand = {f"{m}/{prof}": n for m, d in FLEET_DEMAND.items() for prof, n in d.items()}
     for objective in ("gpus", "cost"):

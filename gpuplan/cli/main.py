@@ -1,7 +1,7 @@
 """`gpuplan` entry point.
 
 Subcommands are imported only when they run, so `gpuplan validate` never pays
-for jinja2, jsonschema, scipy or NVML.
+for jinja2, jsonschema, highspy or NVML.
 """
 
 from __future__ import annotations

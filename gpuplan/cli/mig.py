@@ -19,7 +19,7 @@ import click
 
 from gpuplan.exitcodes import ExitCode
 
-# Subcommands that live elsewhere and pull heavy imports (scipy): imported on use.
+# Subcommands that live elsewhere and pull heavy imports (highspy): imported on use.
 _LAZY = {"plan": ("gpuplan.cli.mig_plan:plan", "Plan MIG layouts for a demand mix (exact integer programming).")}
 
 

@@ -1,6 +1,6 @@
 """`gpuplan mig plan MODEL --demand PROFILE=COUNT[,...]`: the fewest GPUs for a MIG demand.
 
-Mounted under the `mig` group. The planner (and scipy, when it is needed) is
+Mounted under the `mig` group. The planner (and highspy, when it is needed) is
 imported only when the command runs.
 """
 

@@ -50,23 +50,25 @@ def contract_units(tier) -> int:
     return 1
 
 
-def contract_pod(rf: ResolvedFleet, tier, namespace: str) -> dict[str, Any]:
-    """The tier's example Pod in ``namespace`` (the placement proof's subject)."""
+def _contract_spec(rf: ResolvedFleet, tier) -> dict[str, Any]:
     res = rf.tier_resource(tier)
     assert res is not None
+    return contract_pod_spec(rf, tier, res, contract_units(tier))
+
+
+def contract_pod(rf: ResolvedFleet, tier, namespace: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The tier's example Pod in ``namespace`` (the placement proof's subject);
+    ``spec``: the tier's contract pod spec, when the caller has it already."""
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"{tier.name}-example", "namespace": namespace},
-            "spec": contract_pod_spec(rf, tier, res, contract_units(tier))}
+            "spec": spec or _contract_spec(rf, tier)}
 
 
-def contract_job(rf: ResolvedFleet, tier, namespace: str) -> dict[str, Any]:
+def contract_job(rf: ResolvedFleet, tier, namespace: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
     """The tier's example Job (not queued: the Job controller creates the pod at once)."""
-    res = rf.tier_resource(tier)
-    assert res is not None
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"generateName": f"{tier.name}-", "namespace": namespace},
-            "spec": {"backoffLimit": 0,
-                     "template": {"spec": contract_pod_spec(rf, tier, res, contract_units(tier))}}}
+            "spec": {"backoffLimit": 0, "template": {"spec": spec or _contract_spec(rf, tier)}}}
 
 
 def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: int, pods: int) -> dict[str, Any]:
@@ -90,16 +92,24 @@ def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: i
     }
 
 
-def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant) -> list[dict[str, Any]]:
+def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
+                   specs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """``specs``: each tier's contract pod spec, made once for every tenant's page."""
     from gpuplan.lower.tenancy import priority_class_name
     from gpuplan.render.yamlwriter import dump
 
     qp = ledger.queue(tenant.name) if ledger is not None else None
     queued = set(ledger.queued_tiers) if ledger is not None else set()
+    granted: dict[str, list[tuple[str, int]]] = {}  # tier -> (namespace, units), in the spec's order
+    for ns, per in tenant.quotas.items():
+        for name, units in per.items():
+            granted.setdefault(name, []).append((ns, units))
     out = []
     for tier in rf.fleet.spec.tiers:
+        grants = granted.get(tier.name, [])
+        if not grants and qp is None:
+            continue  # a large fleet's tenant is granted few of its many tiers
         res = rf.tier_resource(tier)
-        grants = [(ns, per[tier.name]) for ns, per in tenant.quotas.items() if tier.name in per]
         fq = qp.quota(tier.pool, res) if (qp is not None and res) else None
         if fq is not None and tier.name not in fq.tiers:
             fq = None  # the queue reaches the flavor through another tier
@@ -111,10 +121,10 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant) -> list[dict[
             "queued": tier.name in queued and fq is not None, "gang": tier.gang is not None,
         }
         ns = next((n for n, u in grants if u > 0), tenant.namespaces[0])
-        spec = contract_pod_spec(rf, tier, res, contract_units(tier))
+        spec = specs.get(tier.name) or specs.setdefault(tier.name, _contract_spec(rf, tier))
         row.update(node_selector=spec["nodeSelector"], tolerations=spec["tolerations"],
                    max_per_pod=tier.max_gpus_per_pod, preemption=tier.preemption,
-                   pod=dump(contract_pod(rf, tier, ns)), job=dump(contract_job(rf, tier, ns)))
+                   pod=dump(contract_pod(rf, tier, ns, spec)), job=dump(contract_job(rf, tier, ns, spec)))
         if row["queued"]:
             shape = gang_shape(rf, tier)
             pods, units = shape if shape else (1, max(1, min(tier.max_gpus_per_pod or 1, fq.potential)))
@@ -145,13 +155,14 @@ def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> Iterator[Arti
     from gpuplan.render.text import render
 
     q = rf.fleet.spec.queueing
+    specs: dict[str, dict[str, Any]] = {}
     for tn in rf.fleet.spec.tenants:
         qp = ledger.queue(tn.name) if ledger is not None else None
         text = render(
             "tenant.md.j2", fleet=rf.fleet.metadata.name, tenant=tn.name, namespaces=list(tn.namespaces),
             queue=qp.name if qp else None, cohort=qp.cohort if qp else None, weight=qp.weight if qp else 0,
             fair_sharing=bool(q and q.fair_sharing), local_queue=LOCAL_QUEUE, queue_label=QUEUE_LABEL,
-            priority_label=PRIORITY_LABEL, tiers=_tier_sections(rf, ledger, tn),
+            priority_label=PRIORITY_LABEL, tiers=_tier_sections(rf, ledger, tn, specs),
             pool_label=POOL_LABEL, policy=_policy_name(rf),
         )
         yield Artifact(f"tenants/{tn.name}/README.md", text=text, kustomize=False,

@@ -12,9 +12,9 @@ program has a handful of columns and one row per demanded profile.
 
 Solve order, cheapest first:
 1. slice bounds (compute, memory, per-profile limit) give a proved lower bound;
-2. a batched greedy gives a plan; if it meets the bound, it is optimal and scipy is
-   never imported (importing scipy.optimize alone costs ~0.7 s);
-3. otherwise the LP relaxation (a stronger bound) and scipy's ``milp`` (HiGHS
+2. a batched greedy gives a plan; if it meets the bound, it is optimal and no
+   solver is imported;
+3. otherwise the LP relaxation (a stronger bound) and a MILP (HiGHS, ``mig/highs.py``
    branch and bound) settle it, within ``time_limit``.
 
 The plan then drops surplus instances (layouts are closed under removal), so the
@@ -261,7 +261,7 @@ def _weight_bound(columns: Sequence[Vector], demand: Vector, names: Sequence[str
     Valid for every w: each GPU provides at most max_L w.a_L weighted instances.
     Compute and memory slices are two such w; the LP dual optimum is the best one,
     and on these tables it is almost always a vector of small integers, so trying
-    them closes most cases without importing scipy (~0.7 s)."""
+    them closes most cases without importing a solver."""
     k = len(demand)
     top = 4 if k <= 4 else 2 if k <= 6 else 1 if k <= 10 else 0
     best, label = 0, ""
@@ -297,37 +297,28 @@ def _solve_cover(
     if sum(greedy) <= lb:
         return _Cover(tuple(greedy), lb, bounds, "greedy (meets the weighted bound)")
 
-    import numpy as np  # lazily: the CLI must not pay for scipy unless it solves
-    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+    from gpuplan.mig import highs  # HiGHS only for what the cheap paths cannot prove
 
-    a = np.array(columns, dtype=float).T  # rows: profiles, columns: layouts
-    d = np.array(demand, dtype=float)
-    ones = np.ones(len(columns))
+    n = len(columns)
+    rows = [{j: float(c[r]) for j, c in enumerate(columns) if c[r]} for r in range(len(demand))]
+    lo, hi = [float(d) for d in demand], [highs.INF] * len(demand)
     bounds = dict(bounds)
-    lp = linprog(ones, A_ub=-a, b_ub=-d, bounds=(0, None), method="highs")
-    if lp.status == 0:
-        bounds["LP relaxation"] = math.ceil(lp.fun - 1e-6)
-    res = milp(
-        ones,
-        constraints=LinearConstraint(a, lb=d, ub=np.inf),
-        integrality=ones,
-        bounds=Bounds(0, sum(greedy)),
-        # a relative gap of 1e-4 (HiGHS' default) could stop one GPU short on plans above 10,000 GPUs
-        options={"time_limit": max(float(time_limit), 0.01), "disp": False, "mip_rel_gap": 1e-9},
-    )
+    lp = highs.solve([1.0] * n, rows, lo, hi, [0.0] * n, [highs.INF] * n)
+    if lp.optimal and lp.value is not None:
+        bounds["LP relaxation"] = math.ceil(lp.value - 1e-6)
+    res = highs.solve([1.0] * n, rows, lo, hi, [0.0] * n, [float(sum(greedy))] * n, [True] * n,
+                      time_limit=time_limit)
     best, method = greedy, "greedy (MILP found nothing better in the time limit)"
     if res.x is not None:
         x = [int(round(v)) for v in res.x]
-        covered = all(sum(c[r] * n for c, n in zip(columns, x)) >= demand[r] for r in range(len(demand)))
+        covered = all(sum(c[r] * k for c, k in zip(columns, x)) >= demand[r] for r in range(len(demand)))
         if covered and sum(x) <= sum(best):
             best = x
-            method = "MILP (HiGHS), proved optimal" if res.status == 0 else "MILP (HiGHS), time limit"
-    if res.status == 0:
-        bounds["MILP"] = math.ceil(res.fun - 1e-6)  # HiGHS proved no integer plan is smaller
-    else:
-        dual = getattr(res, "mip_dual_bound", None)
-        if dual is not None and math.isfinite(dual):
-            bounds["MILP dual bound"] = math.ceil(dual - 1e-6)
+            method = "MILP (HiGHS), proved optimal" if res.optimal else "MILP (HiGHS), time limit"
+    if res.optimal and res.value is not None:
+        bounds["MILP"] = math.ceil(res.value - 1e-6)  # HiGHS proved no integer plan is smaller
+    elif res.dual_bound is not None:
+        bounds["MILP dual bound"] = math.ceil(res.dual_bound - 1e-6)
     return _Cover(tuple(best), max(bounds.values()), bounds, method)
 
 

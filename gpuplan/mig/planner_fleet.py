@@ -321,8 +321,7 @@ def _solve_fleet(
     time_limit: float,
     notes: tuple[str, ...],
 ) -> FleetPlan:
-    import numpy as np
-    from scipy.optimize import Bounds, LinearConstraint, milp
+    from gpuplan.mig import highs
 
     # ---- variables
     lb: list[float] = []
@@ -343,7 +342,7 @@ def _solve_fleet(
         unit = 1.0 if objective == "gpus" else float(p.spec.price_per_gpu_hour or 0.0)
         x.append([var(0, p.spec.max_gpus, True, unit, 1.0) for _ in p.columns])
         keep.append([var(0, n, True, unit, 1.0) for _, n, _ in p.keepable])
-        chg.append(var(0, np.inf, False) if track_changes and p.existing else None)
+        chg.append(var(0, highs.INF, False) if track_changes and p.existing else None)
     y: dict[tuple[int, int, str], int] = {}
     for key in keys:
         for pi, r in eligible[key]:
@@ -367,48 +366,43 @@ def _solve_fleet(
             for (_, _, proj), v in zip(p.keepable, keep[pi]):
                 if proj[ri]:
                     coefs[v] = -float(proj[ri])
-            row(coefs, -np.inf, 0.0)
-        row({v: 1.0 for v in x[pi] + keep[pi]}, -np.inf, float(p.spec.max_gpus))
+            row(coefs, -highs.INF, 0.0)
+        row({v: 1.0 for v in x[pi] + keep[pi]}, -highs.INF, float(p.spec.max_gpus))
         if chg[pi] is not None:
             fresh = p.spec.max_gpus - len(p.existing)
             coefs = {v: 1.0 for v in x[pi]}
             coefs[chg[pi]] = -1.0
-            row(coefs, -np.inf, float(fresh))
+            row(coefs, -highs.INF, float(fresh))
     for key in keys:
-        row({v: 1.0 for (_, _, k), v in y.items() if k == key}, float(demand[key]), np.inf)
+        row({v: 1.0 for (_, _, k), v in y.items() if k == key}, float(demand[key]), highs.INF)
 
     n = len(lb)
-    a = np.zeros((len(rows), n))
-    for i, coefs in enumerate(rows):
-        for j, v in coefs.items():
-            a[i, j] = v
-    cons = [LinearConstraint(a, np.array(row_lo), np.array(row_hi))]
-    bounds = Bounds(np.array(lb), np.array(ub))
-    integrality = np.array(integral)
-    opts = {"time_limit": max(float(time_limit), 0.01), "disp": False, "mip_rel_gap": 1e-9}
+    integer = [bool(k) for k in integral]
 
-    c1 = np.array(price)
-    res = milp(c1, constraints=cons, integrality=integrality, bounds=bounds, options=opts)
+    def run(cost: list[float], extra: Sequence[tuple[dict[int, float], float, float]] = ()) -> highs.Solution:
+        return highs.solve(cost, rows + [r for r, _, _ in extra], row_lo + [lo for _, lo, _ in extra],
+                           row_hi + [hi for _, _, hi in extra], lb, ub, integer, time_limit=time_limit)
+
+    res = run(price)
     if res.x is None:
-        if res.status == 2:
+        if res.infeasible:
             raise InfeasibleError(_infeasible_message(pools, demand))
         raise PlanError(f"the fleet MILP found no plan within {time_limit:g}s ({res.message})")
-    optimal1 = res.status == 0
-    value1 = float(res.fun)
-    dual = getattr(res, "mip_dual_bound", None)
-    lower = value1 if optimal1 else (float(dual) if dual is not None and math.isfinite(dual) else 0.0)
+    optimal1 = res.optimal
+    value1 = float(res.value or 0.0)
+    lower = value1 if optimal1 else (res.dual_bound if res.dual_bound is not None else 0.0)
     if objective == "gpus":
         lower = math.ceil(lower - 1e-6)
     method = "MILP (HiGHS)" + ("" if optimal1 else ", time limit")
     sol = res.x
 
     # ---- stage 2: lexicographic secondary objective at the primary optimum
-    secondary = None
+    secondary: list[float] | None = None
     if track_changes:
         # changed GPUs first; then, by a weight too small to trade away one change
         # (eps x every GPU < 1), fewest new layouts: keep a GPU rather than release it
         # and configure a fresh one
-        secondary = np.zeros(n)
+        secondary = [0.0] * n
         for v in chg:
             if v is not None:
                 secondary[v] = 1.0
@@ -418,15 +412,15 @@ def _solve_fleet(
                 secondary[v] = eps
         method += "; then fewest changed GPUs"
     elif objective == "cost":
-        secondary = np.array(gpu_coef)
+        secondary = list(gpu_coef)
         method += "; then fewest GPUs"
     if secondary is not None:
         slack = 1e-6 * max(1.0, abs(value1)) if objective == "cost" else 1e-6
-        cons2 = cons + [LinearConstraint(c1.reshape(1, -1), -np.inf, value1 + slack)]
-        res2 = milp(secondary, constraints=cons2, integrality=integrality, bounds=bounds, options=opts)
+        at_optimum = ({j: c for j, c in enumerate(price) if c}, -highs.INF, value1 + slack)
+        res2 = run(secondary, [at_optimum])
         if res2.x is not None:
             sol = res2.x
-            if res2.status != 0:
+            if not res2.optimal:
                 method += " (time limit)"
 
     return _extract(pools, keys, y, x, keep, [int(round(v)) for v in sol], objective, lower, existing, method, notes)

@@ -109,7 +109,7 @@ def test_plan_matches_brute_force_on_every_mig_model(gpu_key: str) -> None:
 
 @pytest.mark.parametrize("gpu_key", ["A100-SXM4-80GB", "A30", "H200-SXM-141GB", "RTX-PRO-6000-BLACKWELL-SERVER"])
 def test_milp_path_matches_brute_force(gpu_key: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # disable the cheap paths: a poor greedy and no weighted bound force scipy's milp
+    # disable the cheap paths: a poor greedy and no weighted bound force the MILP
     monkeypatch.setattr(planner, "_weight_bound", lambda *a, **k: (0, ""))
     monkeypatch.setattr(planner, "_greedy_weights", lambda geo, idx: [[1.0] * len(idx)])
     used_milp = 0
@@ -200,17 +200,13 @@ def test_time_limit_still_returns_a_valid_plan(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_gap_is_reported_when_the_bound_is_weaker(monkeypatch: pytest.MonkeyPatch) -> None:
-    # with scipy's answer replaced by 'nothing found', the plan is the greedy one and
+    # with HiGHS' answer replaced by 'nothing found', the plan is the greedy one and
     # the bound the slice bound: the gap must be their difference, and optimal False
-    class NoResult:
-        x = None
-        status = 1
-        mip_dual_bound = float("nan")
+    from gpuplan.mig import highs
 
-    import scipy.optimize
-
-    monkeypatch.setattr(scipy.optimize, "milp", lambda *a, **k: NoResult())
-    monkeypatch.setattr(scipy.optimize, "linprog", lambda *a, **k: type("R", (), {"status": 2})())
+    nothing = highs.Solution(x=None, optimal=False, infeasible=False, value=None, dual_bound=None,
+                             message="Time limit reached")
+    monkeypatch.setattr(highs, "solve", lambda *a, **k: nothing)
     monkeypatch.setattr(planner, "_weight_bound", lambda *a, **k: (0, ""))
     monkeypatch.setattr(planner, "_greedy_weights", lambda geo, idx: [[1.0] * len(idx)])
     demand = {"3g.40gb": 1, "2g.20gb": 6, "1g.10gb": 6}

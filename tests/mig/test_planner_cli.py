@@ -94,6 +94,6 @@ def test_module_import_stays_lean() -> None:
     import subprocess
     import sys
 
-    code = "import sys, gpuplan.cli.mig_plan; print('scipy' in sys.modules, 'numpy' in sys.modules)"
+    code = "import sys, gpuplan.cli.mig_plan; print('highspy' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

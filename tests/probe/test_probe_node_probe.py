@@ -169,4 +169,4 @@ def test_probe_path_imports_only_what_the_image_installs():
     third_party = set(eval(r.stdout.strip().splitlines()[-1]))
     assert third_party - ALLOWED == set(), r.stderr
     assert {LOCKED[m] for m in third_party - {"gpuplan"}} <= set(_lock("requirements.lock"))
-    assert "pydantic" in third_party and "scipy" not in third_party
+    assert "pydantic" in third_party and "scipy" not in third_party and "highspy" not in third_party
