@@ -618,9 +618,10 @@ class TreeWriter(Mapping[str, bytes]):
         self._made: set[str] = set()  # directories created in the new tree
         self._held: dict[str, bytes] = {}  # the bytes, once the tree cannot be written (for messages)
         self._stack = ExitStack()
-        self._opened = False
+        self._opened = self._closed = False
         self._target: Path | None = None
         self._new: Path | None = None
+        self._root: Path | None = None  # where the files are read back: the new tree, then the swapped-in one
         self._refusal: WriteResult | None = None
 
     # --- the mapping: what was set, read back
@@ -628,9 +629,9 @@ class TreeWriter(Mapping[str, bytes]):
     def __getitem__(self, path: str) -> bytes:
         if path not in self._shas:
             raise KeyError(path)
-        if path in self._held or self._new is None:
+        if path in self._held or self._root is None:
             return self._held[path]
-        return (self._new / path).read_bytes()
+        return (self._root / path).read_bytes()
 
     def __contains__(self, path: object) -> bool:
         return path in self._shas
@@ -652,6 +653,8 @@ class TreeWriter(Mapping[str, bytes]):
         if path in self._dirs or any(q in self._shas for q in _parents(path)):
             raise ValueError(f"output path {path!r} is both a file and a directory of the tree")
         self._open()
+        if self._closed:
+            raise RuntimeError("the tree writer is closed")
         self._dirs.update(_parents(path))
         self._shas[path] = _sha(data)
         if self._refusal is None:
@@ -695,7 +698,7 @@ class TreeWriter(Mapping[str, bytes]):
             self._stack.close()
             self._refusal = _refuse(OUTPUT_DIR.diag(f"cannot write the output tree: {exc}", file=display))
             return
-        self._target, self._new = target, new
+        self._target, self._new, self._root = target, new, new
 
     def commit(self) -> WriteResult:
         """Check the tree on disk, then swap the new one in (or refuse, changing nothing)."""
@@ -705,19 +708,26 @@ class TreeWriter(Mapping[str, bytes]):
                 return self._refusal
             assert self._target is not None and self._new is not None
             try:
-                return _finish(self._target, self.display, self._new, self._shas, self._made, self.force)
+                result = _finish(self._target, self.display, self._new, self._shas, self._made, self.force)
             except TreeError as exc:  # a file in the tree that gpuplan cannot have written
                 return _refuse(exc.diagnostic)
             except OSError as exc:
                 return _refuse(OUTPUT_DIR.diag(f"cannot write the output tree: {exc}", file=self.display))
+            if result.ok:
+                self._root = self._target
+            return result
         finally:
             self.close()
 
     def close(self) -> None:
-        """Remove the new tree if it was not swapped in; release the lock."""
+        """Remove the new tree if it was not swapped in; release the lock. Once:
+        after the lock is released the temporary name may be another writer's."""
+        new, self._new, self._closed = self._new, None, True
         try:
-            if self._new is not None and os.path.lexists(self._new):
-                shutil.rmtree(self._new, ignore_errors=True)
+            if new is not None and os.path.lexists(new):
+                shutil.rmtree(new, ignore_errors=True)
+                if self._root == new:
+                    self._root = None
         finally:
             self._stack.close()
 

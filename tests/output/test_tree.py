@@ -683,3 +683,22 @@ def test_tree_writer_refuses_a_path_twice_or_as_file_and_directory(out: Path, fi
         with pytest.raises(ValueError):
             tree[second] = b"y\n"
     assert not out.exists()
+
+
+def test_tree_writer_closes_once_and_reads_the_committed_tree(out: Path) -> None:
+    """After commit the files are read from the tree in place; a second close
+    (the ``with`` block's) must not touch a new tree another writer has begun."""
+    from gpuplan.output.tree import TreeWriter
+
+    with TreeWriter(out) as tree:
+        for p in sorted(NEW):
+            tree[p] = NEW[p]
+        assert tree.commit().ok
+        assert tree["cluster/namespaces.yaml"] == NEW["cluster/namespaces.yaml"]
+        theirs = out.parent / ".generated.gpuplan-new"
+        theirs.mkdir()
+        (theirs / "kustomization.yaml").write_bytes(b"another writer's\n")
+        with pytest.raises(RuntimeError):
+            tree["late.yaml"] = b"x\n"
+    assert (theirs / "kustomization.yaml").read_bytes() == b"another writer's\n"
+    assert snapshot(out) == generated(NEW)
