@@ -84,14 +84,16 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
 @click.pass_context
 def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool, allow_outside: bool) -> None:
     """Exit 3 with a unified diff when the generated tree does not match FLEET."""
-    compiled = _compile(fleet, out_dir, fmt, False, verbose, allow_outside)
-    if compiled is None:
-        ctx.exit(int(ExitCode.INVALID))
-    from gpuplan.output.tree import TreeError, check_tree
+    from gpuplan.output.tree import TreeCheck, TreeError
 
     try:
-        result = check_tree(Path(out_dir), compiled.files)
-    except TreeError as exc:
+        # each file is compared with the disk as it is rendered; only those that differ are kept
+        tree = TreeCheck(Path(out_dir))
+        compiled = _compile(fleet, out_dir, fmt, False, verbose, allow_outside, files=tree, release_spec=True)
+        if compiled is None:
+            ctx.exit(int(ExitCode.INVALID))
+        result = tree.result()
+    except TreeError as exc:  # a file in the tree that gpuplan cannot have written
         emit([exc.diagnostic], fmt)
         ctx.exit(int(ExitCode.INVALID))
     if result.ok:

@@ -69,6 +69,7 @@ from gpuplan.output.atomic import FILE_MODE, write_all
 __all__ = [
     "RECORD_NAME",
     "CheckResult",
+    "TreeCheck",
     "TreeError",
     "TreeWriter",
     "WriteResult",
@@ -214,16 +215,26 @@ def _path_problem(p: str) -> str | None:
 
 def _validate_files(files: Mapping[str, bytes]) -> None:
     """Programming errors of the caller (the compiler), hence exceptions."""
+    seen: dict[str, bytes] = {}
+    dirs: set[str] = set()
     for p, data in files.items():
-        why = _path_problem(p)
-        if why:
-            raise ValueError(f"invalid output path {p!r}: {why}")
-        if not isinstance(data, (bytes, bytearray)):
-            raise TypeError(f"content of {p} must be bytes, not {type(data).__name__}")
-    for p in files:
-        for q in _parents(p):
-            if q in files:
-                raise ValueError(f"output path {q!r} is both a file and the directory of {p!r}")
+        _add_path(p, data, seen, dirs)
+        seen[p] = data
+        dirs.update(_parents(p))
+
+
+def _add_path(path: str, data: bytes, files: Mapping[str, object], dirs: set[str]) -> None:
+    """:func:`_validate_files` for one more file of a tree that arrives file by
+    file (``files``: those so far, ``dirs``: their parents)."""
+    why = _path_problem(path)
+    if why:
+        raise ValueError(f"invalid output path {path!r}: {why}")
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"content of {path} must be bytes, not {type(data).__name__}")
+    if path in files:
+        raise ValueError(f"output path {path!r} written twice")
+    if path in dirs or any(q in files for q in _parents(path)):
+        raise ValueError(f"output path {path!r} is both a file and a directory of the tree")
 
 
 def _parents(p: str) -> Iterator[str]:
@@ -596,7 +607,29 @@ def write_tree(out_dir: Path | str, files: Mapping[str, bytes], *, force: bool =
         return tree.commit()
 
 
-class TreeWriter(Mapping[str, bytes]):
+class _Streamed(Mapping[str, bytes]):
+    """A tree that arrives file by file: the paths so far with their hashes."""
+
+    def __init__(self) -> None:
+        self._shas: dict[str, str] = {}
+        self._dirs: set[str] = set()  # parents of the files so far: none of them may be a file too
+
+    def _add(self, path: str, data: bytes) -> None:
+        _add_path(path, data, self._shas, self._dirs)
+        self._dirs.update(_parents(path))
+        self._shas[path] = _sha(data)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._shas
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._shas)
+
+    def __len__(self) -> int:
+        return len(self._shas)
+
+
+class TreeWriter(_Streamed):
     """:func:`write_tree` for a tree that arrives file by file (``gpuplan
     build``): each file set is written at once into the new tree, and only its
     hash stays in memory, so memory does not grow with the output.
@@ -610,11 +643,10 @@ class TreeWriter(Mapping[str, bytes]):
     ``tree[path]`` reads a file back (the verifier's excerpts)."""
 
     def __init__(self, out_dir: Path | str, *, force: bool = False) -> None:
+        super().__init__()
         self.display = os.fspath(out_dir)
         self.force = force
         self._out = Path(out_dir)
-        self._shas: dict[str, str] = {}
-        self._dirs: set[str] = set()  # parents of the files set: none of them may be a file too
         self._made: set[str] = set()  # directories created in the new tree
         self._held: dict[str, bytes] = {}  # the bytes, once the tree cannot be written (for messages)
         self._stack = ExitStack()
@@ -633,30 +665,11 @@ class TreeWriter(Mapping[str, bytes]):
             return self._held[path]
         return (self._root / path).read_bytes()
 
-    def __contains__(self, path: object) -> bool:
-        return path in self._shas
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._shas)
-
-    def __len__(self) -> int:
-        return len(self._shas)
-
     def __setitem__(self, path: str, data: bytes) -> None:
-        why = _path_problem(path)
-        if why:
-            raise ValueError(f"invalid output path {path!r}: {why}")
-        if not isinstance(data, (bytes, bytearray)):
-            raise TypeError(f"content of {path} must be bytes, not {type(data).__name__}")
-        if path in self._shas:
-            raise ValueError(f"output path {path!r} written twice")
-        if path in self._dirs or any(q in self._shas for q in _parents(path)):
-            raise ValueError(f"output path {path!r} is both a file and a directory of the tree")
         self._open()
         if self._closed:
             raise RuntimeError("the tree writer is closed")
-        self._dirs.update(_parents(path))
-        self._shas[path] = _sha(data)
+        self._add(path, data)
         if self._refusal is None:
             assert self._new is not None
             try:
@@ -877,63 +890,92 @@ def check_tree(out_dir: Path | str, files: Mapping[str, bytes]) -> CheckResult:
     """Compare a rendered tree (and the record it would get) with the disk,
     read-only. ``ok`` when `gpuplan build` would change nothing."""
     _validate_files(files)
-    root = Path(out_dir)
-    display = os.fspath(out_dir)
-    diags: list[Diagnostic] = []
-    try:
-        disk = _load_disk(root, display)
-    except TreeError as exc:
-        diags.append(exc.diagnostic)
-        disk = _Disk(_scan(root) if root.is_dir() else {}, {}, None)
-    entries = disk.entries
+    check = TreeCheck(out_dir)
+    for p in sorted(files):
+        check[p] = files[p]
+    return check.result()
 
-    expected: dict[str, bytes] = dict(files)
-    expected[RECORD_NAME] = record_bytes(files)
-    actual: dict[str, bytes | str | None] = {}  # bytes, a kind name, or None (absent)
-    for p in expected:
-        k = entries.get(p)
-        actual[p] = _read(root, p) if k == _FILE else k
-    missing = tuple(sorted(p for p, a in actual.items() if a is None))
-    differing = tuple(sorted(p for p, a in actual.items() if a is not None and a != expected[p]))
-    extra = tuple(sorted(p for p in disk.record if p not in files and entries.get(p) == _FILE))
-    hand_edited = []
-    for p, h in sorted(disk.record.items()):
-        if entries.get(p) == _FILE:
-            data = actual[p] if p in actual else _read(root, p)
-            if isinstance(data, bytes) and _sha(data) != h:
-                hand_edited.append(p)
-    olds = {p: _read(root, p) for p in extra}
 
-    chunks: list[str] = []
-    for p in sorted({*missing, *differing, *extra}):
-        a = olds.get(p, actual.get(p))
-        b = expected.get(p)
-        chunks.append(_file_diff(p, a, b))
-        if p == RECORD_NAME:
-            msg = "the record of generated files differs from the files produced"
-        elif p in missing:
-            msg = f"{p} is missing"
-        elif p in extra:
-            msg = f"{p} was generated earlier and is no longer produced"
-        else:
-            msg = f"{p} differs from what the spec produces"
-        diags.append(STALE.diag(msg, file=_join(display, p), hint="run `gpuplan build` and commit the result"))
-    for p in hand_edited:
-        diags.append(
-            HAND_EDITED.diag(
-                f"{p} was generated by gpuplan and has been edited by hand since",
-                file=_join(display, p),
-                severity=Severity.WARNING,
+class TreeCheck(_Streamed):
+    """:func:`check_tree` for a tree that arrives file by file (``gpuplan
+    check``): each file is compared with the disk as it is set, and only the
+    files that differ are kept (for the diff), so memory does not grow with the
+    output. Read-only. ``tree[path]`` gives a file's bytes back."""
+
+    def __init__(self, out_dir: Path | str) -> None:
+        super().__init__()
+        self._root = Path(out_dir)
+        self._display = os.fspath(out_dir)
+        self._diags: list[Diagnostic] = []
+        try:
+            self._disk = _load_disk(self._root, self._display)
+        except TreeError as exc:
+            self._diags.append(exc.diagnostic)
+            self._disk = _Disk(_scan(self._root) if self._root.is_dir() else {}, {}, None)
+        self._kept: dict[str, bytes] = {}  # files not on disk as produced
+        self._chunks: dict[str, str] = {}  # path -> its unified diff
+        self._missing: list[str] = []
+        self._differing: list[str] = []
+        self._hand_edited: list[str] = []
+
+    def __getitem__(self, path: str) -> bytes:
+        if path not in self._shas:
+            raise KeyError(path)
+        return self._kept[path] if path in self._kept else _read(self._root, path)
+
+    def __setitem__(self, path: str, data: bytes) -> None:
+        self._add(path, data)
+        self._compare(path, bytes(data))
+
+    def _compare(self, path: str, expected: bytes) -> None:
+        kind = self._disk.entries.get(path)
+        actual: bytes | str | None = _read(self._root, path) if kind == _FILE else kind
+        if isinstance(actual, bytes) and path in self._disk.record and _sha(actual) != self._disk.record[path]:
+            self._hand_edited.append(path)
+        if actual == expected:
+            return
+        if path != RECORD_NAME:
+            self._kept[path] = expected
+        (self._missing if actual is None else self._differing).append(path)
+        self._chunks[path] = _file_diff(path, actual, expected)
+
+    def result(self) -> CheckResult:
+        disk, entries, display = self._disk, self._disk.entries, self._display
+        self._compare(RECORD_NAME, _record(self._shas))
+        extra = tuple(sorted(p for p in disk.record if p not in self._shas and entries.get(p) == _FILE))
+        for p in extra:
+            old = _read(self._root, p)
+            if _sha(old) != disk.record[p]:
+                self._hand_edited.append(p)
+            self._chunks[p] = _file_diff(p, old, None)
+        missing, differing = tuple(sorted(self._missing)), tuple(sorted(self._differing))
+        diags = list(self._diags)
+        for p in sorted(self._chunks):
+            if p == RECORD_NAME:
+                msg = "the record of generated files differs from the files produced"
+            elif p in self._missing:
+                msg = f"{p} is missing"
+            elif p in extra:
+                msg = f"{p} was generated earlier and is no longer produced"
+            else:
+                msg = f"{p} differs from what the spec produces"
+            diags.append(STALE.diag(msg, file=_join(display, p), hint="run `gpuplan build` and commit the result"))
+        for p in sorted(self._hand_edited):
+            diags.append(
+                HAND_EDITED.diag(
+                    f"{p} was generated by gpuplan and has been edited by hand since",
+                    file=_join(display, p),
+                    severity=Severity.WARNING,
+                )
             )
+        return CheckResult(
+            missing=missing,
+            extra=extra,
+            differing=differing,
+            hand_edited=tuple(sorted(self._hand_edited)),
+            diff="".join(self._chunks[p] for p in sorted(self._chunks)),
+            diagnostics=tuple(sorted(diags, key=Diagnostic.sort_key)),
         )
-    return CheckResult(
-        missing=missing,
-        extra=extra,
-        differing=differing,
-        hand_edited=tuple(hand_edited),
-        diff="".join(chunks),
-        diagnostics=tuple(sorted(diags, key=Diagnostic.sort_key)),
-    )
 
 
 def _lines(data: bytes) -> list[str] | None:

@@ -702,3 +702,26 @@ def test_tree_writer_closes_once_and_reads_the_committed_tree(out: Path) -> None
             tree["late.yaml"] = b"x\n"
     assert (theirs / "kustomization.yaml").read_bytes() == b"another writer's\n"
     assert snapshot(out) == generated(NEW)
+
+
+# -------------------------------------------------------------------- TreeCheck
+
+
+def test_tree_check_keeps_only_the_files_that_differ(out: Path) -> None:
+    """`gpuplan check` compares each file as it is rendered: a file equal to the
+    disk is not kept (read back from the disk if asked for), and the result is
+    check_tree's."""
+    from gpuplan.output.tree import TreeCheck
+
+    write_tree(out, NEW)
+    changed = dict(NEW, **{"tenants/vision/quota.yaml": b"---\nkind: ResourceQuota\nspec: {}\n"})
+    check = TreeCheck(out)
+    for p in sorted(changed):
+        check[p] = changed[p]
+    assert check._kept == {"tenants/vision/quota.yaml": changed["tenants/vision/quota.yaml"]}
+    assert check["cluster/namespaces.yaml"] == NEW["cluster/namespaces.yaml"]  # from the disk
+    r = check.result()
+    assert r.differing == (RECORD_NAME, "tenants/vision/quota.yaml") and not r.ok
+    assert r.diff == check_tree(out, changed).diff and "+spec: {}" in r.diff
+    with pytest.raises(ValueError):
+        check["tenants/vision/quota.yaml/x"] = b"x\n"
