@@ -17,14 +17,15 @@ output_option = click.option(
 
 
 def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, allow_outside: bool = False,
-             verify: bool = False, files=None, release_spec: bool = False):
-    """Compile (in memory, unless ``files`` takes the bytes); print diagnostics;
-    None when the spec is invalid."""
+             verify: bool = False, files=None):
+    """Compile (in memory, unless ``files`` takes the bytes: then the spec's
+    positions are freed once checked, as nothing after reads them); print
+    diagnostics; None when the spec is invalid."""
     from gpuplan.compiler import Options, compile_fleet
 
     compiled = compile_fleet(fleet, out_dir=out_dir, files=files,
                              options=Options(strict=strict, allow_inventory_outside=allow_outside, verify=verify,
-                                             release_spec=release_spec))
+                                             release_spec=files is not None))
     emit(compiled.diagnostics, fmt, verbose=verbose, sources=compiled.sources)
     if compiled.rejected:
         return compiled
@@ -57,8 +58,7 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
     # Each file goes to the new tree as it is rendered (memory holds hashes, not
     # the output); the tree is swapped in only by commit, after verification.
     with TreeWriter(Path(out_dir), force=force) as tree:
-        compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside, verify=True, files=tree,
-                            release_spec=True)
+        compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside, verify=True, files=tree)
         if compiled is None:
             ctx.exit(int(ExitCode.INVALID))
         if compiled.rejected:
@@ -89,7 +89,7 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool,
     try:
         # each file is compared with the disk as it is rendered; only those that differ are kept
         tree = TreeCheck(Path(out_dir))
-        compiled = _compile(fleet, out_dir, fmt, False, verbose, allow_outside, files=tree, release_spec=True)
+        compiled = _compile(fleet, out_dir, fmt, False, verbose, allow_outside, files=tree)
         if compiled is None:
             ctx.exit(int(ExitCode.INVALID))
         result = tree.result()

@@ -60,8 +60,8 @@ from gpuplan.k8s_features_dra import RESOURCE_API
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import TIER_LABEL, metadata, obj
 from gpuplan.lower.gitops import (
-    ARGO_API, FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, IN_CLUSTER, _argo_retry, _repo_path, engine,
-    gitops_namespace, object_annotations, project_name,
+    FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, argo_chart_application, engine, gitops_namespace,
+    object_annotations,
 )
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.spec.models import Tenant
@@ -167,28 +167,8 @@ def namespace(rf: ResolvedFleet) -> dict[str, Any]:
 
 
 def argo_application(rf: ResolvedFleet) -> dict[str, Any]:
-    g = rf.fleet.spec.cluster.gitops
-    spec = {
-        "project": project_name(rf),
-        "sources": [
-            {
-                "repoURL": CHART_REPO_OCI.removeprefix("oci://"),
-                "chart": CHART,
-                "targetRevision": chart_version(rf),
-                "helm": {"releaseName": RELEASE, "valueFiles": [f"$values/{_repo_path(rf, VALUES_PATH)}"]},
-            },
-            {"repoURL": g.repo_url, "targetRevision": g.revision, "ref": "values"},
-        ],
-        "destination": {"server": IN_CLUSTER, "namespace": NAMESPACE},
-        "syncPolicy": {
-            "automated": {"prune": True, "selfHeal": True},
-            "syncOptions": ["ServerSideApply=true"],
-            "retry": _argo_retry(),
-        },
-    }
-    meta = metadata(rf, app_name(rf), namespace=gitops_namespace(rf),
-                    annotations=object_annotations(rf, "Application"))
-    return obj(ARGO_API, "Application", meta, spec=spec)
+    chart = {"repoURL": CHART_REPO_OCI.removeprefix("oci://"), "chart": CHART, "targetRevision": chart_version(rf)}
+    return argo_chart_application(rf, app_name(rf), chart, RELEASE, VALUES_PATH, NAMESPACE, create_namespace=False)
 
 
 def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:

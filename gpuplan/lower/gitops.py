@@ -182,35 +182,34 @@ def argo_root_application(rf: ResolvedFleet) -> dict[str, Any]:
     return obj(ARGO_API, "Application", metadata(rf, app_name(rf), namespace=gitops_namespace(rf)), spec=spec)
 
 
-def argo_operator_application(rf: ResolvedFleet) -> dict[str, Any]:
+def argo_chart_application(rf: ResolvedFleet, name: str, chart: dict[str, Any], release: str, values_path: str,
+                           namespace: str, *, create_namespace: bool = True) -> dict[str, Any]:
+    """An Argo CD Application of a Helm chart (``chart``: its repoURL, chart or
+    path, targetRevision) whose values file is ``values_path`` in this tree,
+    read through a ``$values`` ref source of the tree's own repository."""
     g = rf.fleet.spec.cluster.gitops
-    op = rf.fleet.spec.cluster.gpu_operator
+    helm = {"releaseName": release, "valueFiles": [f"$values/{_repo_path(rf, values_path)}"]}
     spec = {
         "project": project_name(rf),
-        "sources": [
-            {
-                "repoURL": NGC_HELM_REPO,
-                "chart": GPU_OPERATOR_CHART,
-                "targetRevision": op.chart_version,
-                "helm": {
-                    "releaseName": GPU_OPERATOR_RELEASE,
-                    "valueFiles": [f"$values/{_repo_path(rf, VALUES_PATH)}"],
-                },
-            },
-            {"repoURL": g.repo_url, "targetRevision": g.revision, "ref": "values"},
-        ],
-        "destination": {"server": IN_CLUSTER, "namespace": op.namespace},
+        "sources": [{**chart, "helm": helm}, {"repoURL": g.repo_url, "targetRevision": g.revision, "ref": "values"}],
+        "destination": {"server": IN_CLUSTER, "namespace": namespace},
         "syncPolicy": {
             "automated": {"prune": True, "selfHeal": True},
-            # the chart's CRDs (ClusterPolicy, NFD) exceed the client-side-apply
+            # charts' CRDs (the operator's ClusterPolicy and NFD) exceed the client-side-apply
             # annotation limit; SSA also avoids diffs on CRD-defaulted fields
-            "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"],
+            "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"] if create_namespace
+            else ["ServerSideApply=true"],
             "retry": _argo_retry(),
         },
     }
-    meta = metadata(rf, operator_app_name(rf), namespace=gitops_namespace(rf),
-                    annotations=object_annotations(rf, "Application"))
+    meta = metadata(rf, name, namespace=gitops_namespace(rf), annotations=object_annotations(rf, "Application"))
     return obj(ARGO_API, "Application", meta, spec=spec)
+
+
+def argo_operator_application(rf: ResolvedFleet) -> dict[str, Any]:
+    op = rf.fleet.spec.cluster.gpu_operator
+    chart = {"repoURL": NGC_HELM_REPO, "chart": GPU_OPERATOR_CHART, "targetRevision": op.chart_version}
+    return argo_chart_application(rf, operator_app_name(rf), chart, GPU_OPERATOR_RELEASE, VALUES_PATH, op.namespace)
 
 
 # Cluster-scoped kinds the project admits: the tree's own, and those of the

@@ -28,8 +28,8 @@ from typing import Any, Iterator, Sequence
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import POOL_LABEL, TENANT_LABEL, TIER_LABEL, metadata, obj, pool_node_taints
 from gpuplan.lower.gitops import (
-    ARGO_API, ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, IN_CLUSTER,
-    _argo_retry, _repo_path, engine, gitops_namespace, object_annotations, project_name,
+    ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, argo_chart_application, engine,
+    gitops_namespace, object_annotations,
 )
 from gpuplan.report.queues import QueueLedger, cohort_name, queue_ledger
 from gpuplan.resolve import ResolvedFleet
@@ -209,29 +209,10 @@ def helm_values(rf: ResolvedFleet) -> dict[str, Any]:
 
 
 def argo_application(rf: ResolvedFleet) -> dict[str, Any]:
-    g = rf.fleet.spec.cluster.gitops
     k = rf.fleet.spec.queueing.kueue  # type: ignore[union-attr]
-    spec = {
-        "project": project_name(rf),
-        "sources": [
-            {
-                # Argo CD's native OCI source (v3.1+): the chart's artifact, path "."
-                "repoURL": f"{CHART_REPO}/{CHART}",
-                "targetRevision": k.chart_version,
-                "path": ".",
-                "helm": {"releaseName": RELEASE, "valueFiles": [f"$values/{_repo_path(rf, VALUES_PATH)}"]},
-            },
-            {"repoURL": g.repo_url, "targetRevision": g.revision, "ref": "values"},
-        ],
-        "destination": {"server": IN_CLUSTER, "namespace": k.namespace},
-        "syncPolicy": {
-            "automated": {"prune": True, "selfHeal": True},
-            "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"],
-            "retry": _argo_retry(),
-        },
-    }
-    meta = metadata(rf, app_name(rf), namespace=gitops_namespace(rf), annotations=object_annotations(rf, "Application"))
-    return obj(ARGO_API, "Application", meta, spec=spec)
+    # Argo CD's native OCI source (v3.1+): the chart's artifact, path "."
+    chart = {"repoURL": f"{CHART_REPO}/{CHART}", "targetRevision": k.chart_version, "path": "."}
+    return argo_chart_application(rf, app_name(rf), chart, RELEASE, VALUES_PATH, k.namespace)
 
 
 def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:

@@ -52,18 +52,13 @@ def solve(
         h.setOptionValue("time_limit", max(float(time_limit), 0.01))
     if integer is not None:
         h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
-    inf = highspy.kHighsInf
-
-    def bound(v: float) -> float:
-        return inf if v == INF else -inf if v == -INF else float(v)
-
-    lp = highspy.HighsLp()
+    lp = highspy.HighsLp()  # HiGHS' infinity is IEEE inf (highspy.kHighsInf), so INF passes as is
     lp.num_col_, lp.num_row_ = len(cost), len(rows)
     lp.col_cost_ = [float(c) for c in cost]
-    lp.col_lower_ = [bound(v) for v in col_lo]
-    lp.col_upper_ = [bound(v) for v in col_hi]
-    lp.row_lower_ = [bound(v) for v in row_lo]
-    lp.row_upper_ = [bound(v) for v in row_hi]
+    lp.col_lower_ = [float(v) for v in col_lo]
+    lp.col_upper_ = [float(v) for v in col_hi]
+    lp.row_lower_ = [float(v) for v in row_lo]
+    lp.row_upper_ = [float(v) for v in row_hi]
     m = lp.a_matrix_
     m.format_ = highspy.MatrixFormat.kRowwise
     m.num_col_, m.num_row_ = len(cost), len(rows)
