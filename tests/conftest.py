@@ -31,6 +31,32 @@ def run_gpuplan(*args: str, cwd: Path | None = None, env: dict | None = None, in
     )
 
 
+HANG = 120  # seconds: a guard against a hang, never a speed assertion (speed lives in benchmarks/)
+
+
+def finishes(fn, *, within: float = HANG):
+    """``fn()``'s result; fails if it is still running after ``within`` seconds
+    (a hostile input must end, not merely end fast)."""
+    import threading
+
+    out: list = []
+    err: list = []
+
+    def call():
+        try:
+            out.append(fn())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            err.append(exc)
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(within)
+    assert not worker.is_alive(), f"still running after {within} s: it hangs"
+    if err:
+        raise err[0]
+    return out[0]
+
+
 @pytest.fixture
 def gpuplan_cli():
     return run_gpuplan

@@ -22,6 +22,7 @@ from gpuplan.diagnostics import Diagnostic
 from gpuplan.probe.codes import GP701, GP702, GP703, GP704, GP705, GP706, GP707
 from gpuplan.probe.inventory import API_VERSION, KIND, FieldError, NodeInventory
 from gpuplan.spec.loader import INVENTORY_LIMITS, Document, Limits, LoadError, load_all, load_text, read_source
+from gpuplan.spec.validate import generic_message
 
 INVENTORY_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_DIAGS_PER_DOCUMENT = 20
@@ -144,12 +145,14 @@ def validate_document(doc: Any) -> tuple[NodeInventory | None, list[Diagnostic]]
     except ValidationError as exc:
         located = _positions(doc)
         diags = []
-        for err in exc.errors(include_url=False, include_input=False)[:MAX_DIAGS_PER_DOCUMENT]:
+        for err in exc.errors(include_url=False)[:MAX_DIAGS_PER_DOCUMENT]:
             loc = tuple(err.get("loc", ()))
             line, col = located.locate(loc, key=err.get("type") == "extra_forbidden")
             where = _loc_text(loc)
-            msg = "unknown key" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
-            diags.append(GP704.diag(f"{where + ': ' if where else ''}{msg}", file=file, line=line, col=col,
+            msg = generic_message(err) or err.get("msg", "invalid")
+            # a missing key is named in the message: prefix the mapping that lacks it
+            prefix = _loc_text(loc[:-1]) if err.get("type") == "missing" else where
+            diags.append(GP704.diag(f"{prefix + ': ' if prefix else ''}{msg}", file=file, line=line, col=col,
                                     path=where or None))
         more = exc.error_count() - MAX_DIAGS_PER_DOCUMENT
         if more > 0:

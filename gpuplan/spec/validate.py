@@ -140,6 +140,21 @@ def describe(value: Any) -> str:
     return type(value).__name__
 
 
+def generic_message(err: dict) -> str | None:
+    """gpuplan's words for a pydantic error that needs no model knowledge (a
+    missing or unknown key, a wrong type); None for the others. Messages never
+    pass pydantic's own wording through: it changes between versions."""
+    etype = err.get("type")
+    loc = tuple(err.get("loc", ()))
+    if etype == "missing" and loc:
+        return f"missing required key {loc[-1]!r}"
+    if etype == "extra_forbidden":
+        return "unknown key"
+    if etype in _TYPE_WORDS:
+        return f"expected {_TYPE_WORDS[etype]}, got {describe(err.get('input'))}"
+    return None
+
+
 def did_you_mean(word: Any, candidates: Iterable[str]) -> str | None:
     if not isinstance(word, str):
         return None

@@ -53,8 +53,7 @@ def test_promtool_check_rules(compiled, tmp_path):
     files = rule_files(compiled)
     paths = [str(write_rule_file(tmp_path / Path(p).name, d)) for p, d in sorted(files.items())]
     r = run_promtool("check", "rules", *paths)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("SUCCESS") == len(paths), r.stdout
+    assert r.returncode == 0, r.stdout + r.stderr  # promtool exits non-zero if any file fails
 
 
 def test_promtool_check_rules_catches_a_bad_expression(tmp_path):

@@ -8,8 +8,8 @@ import json
 import os
 import subprocess
 import sys
-import time
 
+from tests.conftest import finishes
 from probe_support import REPO, fixture_path, probe_fixture
 from gpuplan.probe.inventory import dump_yaml
 from gpuplan.probe.publish import configmap_body
@@ -37,9 +37,7 @@ def test_alias_bomb_configmap_among_good_ones_is_reported_and_good_nodes_are_wri
     deep = _hostile("evil-02", "metadata: " + "[" * 100_000 + "]" * 100_000 + "\n")
     big = _hostile("evil-03", "a: " + "x" * (2 * 1024 * 1024) + "\n")
     env = _setup(tmp_path, [items[0], bomb, items[1], deep, big, items[2]])
-    t = time.perf_counter()
-    r = _pull(env, "-o", "inv", cwd=tmp_path)
-    assert time.perf_counter() - t < 30  # was: past 4 GB of memory and no file written
+    r = _pull(env, "-o", "inv", cwd=tmp_path)  # was: past 4 GB of memory and no file written
     assert r.returncode == 0, r.stderr
     files = sorted(p.name for p in (tmp_path / "inv").iterdir())
     assert files == ["dgx-h100-01.yaml", "gpu-worker-05.yaml", "ip-10-0-1-23.ec2.internal.yaml"]
@@ -104,9 +102,7 @@ def test_inventory_file_alias_bomb_and_fifo_are_reported_and_good_files_still_lo
     (tmp_path / "bomb.yaml").write_text(_alias_bomb())
     (tmp_path / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
     os.mkfifo(tmp_path / "fifo.yaml")
-    t = time.perf_counter()
-    invs, diags = load_inventory([tmp_path])
-    assert time.perf_counter() - t < 10
+    invs, diags = finishes(lambda: load_inventory([tmp_path]))  # the FIFO is never opened for reading
     assert [i.metadata.name for i in invs] == [inv.metadata.name]
     by_file = {os.path.basename(d.file): (d.code, d.message) for d in diags}
     assert by_file["bomb.yaml"][0] == "GP702" and "aliases expand" in by_file["bomb.yaml"][1]

@@ -45,7 +45,7 @@ def node(name: str, gpus: list[GpuInfo]) -> str:
     return dump_yaml(inv)
 
 
-def setup(tmp_path, nodes: dict[str, list[GpuInfo]], text: str = BASE) -> str:
+def write_fleet(tmp_path, nodes: dict[str, list[GpuInfo]], text: str = BASE) -> str:
     inv = tmp_path / "inventory"
     inv.mkdir(exist_ok=True)
     for name, gpus in nodes.items():
@@ -65,21 +65,21 @@ def matching(**over) -> dict[str, list[GpuInfo]]:
 
 
 def test_matching_inventory_is_clean(run, tmp_path):
-    text = setup(tmp_path, matching())
+    text = write_fleet(tmp_path, matching())
     assert run(text) == []
 
 
 def test_gp710_node_without_inventory(run, tmp_path):
     nodes = matching()
     del nodes["n2"]
-    text = setup(tmp_path, nodes)
+    text = write_fleet(tmp_path, nodes)
     d = only(run(text), "GP710")
     assert (d.line, d.col) == position(text, "n2]")
     assert d.severity.value == "warning"
 
 
 def test_gp711_wrong_model_and_count(run, tmp_path):
-    text = setup(tmp_path, matching(n2=[gpu(0, A100_PCIE), gpu(1, A100_PCIE)]))
+    text = write_fleet(tmp_path, matching(n2=[gpu(0, A100_PCIE), gpu(1, A100_PCIE)]))
     d = only(run(text), "GP711")
     assert d.message == ("node n2: inventory has 2× NVIDIA A100 80GB PCIe, pool train expects "
                          "4× A100-SXM4-80GB")
@@ -87,7 +87,7 @@ def test_gp711_wrong_model_and_count(run, tmp_path):
 
 
 def test_gp712_mig_pool_on_gpus_without_mig(run, tmp_path):
-    text = setup(tmp_path, matching(n3=[gpu(i, capable=False) for i in range(4)]))
+    text = write_fleet(tmp_path, matching(n3=[gpu(i, capable=False) for i in range(4)]))
     d = only(run(text), "GP712")
     assert "GPU 0 reports no MIG capability" in d.message
     assert (d.line, d.col) == position(text, "n3]")
@@ -96,13 +96,13 @@ def test_gp712_mig_pool_on_gpus_without_mig(run, tmp_path):
 def test_gp712_profile_not_offered_by_the_gpu(run, tmp_path):
     spec = edit(BASE, "layout: {1g.10gb: 7}", "layout: {2g.20gb: 3}")
     spec = edit(spec, "profile: 1g.10gb", "profile: 2g.20gb")
-    text = setup(tmp_path, matching(), spec)
+    text = write_fleet(tmp_path, matching(), spec)
     d = only(run(text), "GP712")
     assert "does not offer 2g.20gb" in d.message
 
 
 def test_gp713_unknown_gpu(run, tmp_path):
-    text = setup(tmp_path, matching(n1=[gpu(i, ("NVIDIA Prototype X", "0x9999")) for i in range(4)]))
+    text = write_fleet(tmp_path, matching(n1=[gpu(i, ("NVIDIA Prototype X", "0x9999")) for i in range(4)]))
     d = only(run(text), "GP713")
     assert "PCI device 0x9999" in d.message
     assert (d.line, d.col) == position(text, "n1,")
@@ -111,16 +111,16 @@ def test_gp713_unknown_gpu(run, tmp_path):
 def test_gp714_mig_drift_is_reported_as_a_drain(run, tmp_path):
     nodes = matching(n3=[gpu(0, mig=True, layout={"3g.40gb": 2})] + [gpu(i, mig=True, layout={"1g.10gb": 7})
                                                                    for i in range(1, 4)])
-    text = setup(tmp_path, nodes)
+    text = write_fleet(tmp_path, nodes)
     d = only(run(text), "GP714")
     assert d.message == ("node n3: MIG state differs from pool infer (GPU 0 now {3g.40gb: 2}, wanted "
                          "{1g.10gb: 7}): will be reconfigured (node drained)")
     assert d.severity.value == "info"
     # MIG still off on a MIG pool is a change too
-    text = setup(tmp_path, matching(n3=[gpu(i) for i in range(4)]))
+    text = write_fleet(tmp_path, matching(n3=[gpu(i) for i in range(4)]))
     assert "(GPUs 0, 1, 2, 3 now MIG disabled, wanted {1g.10gb: 7})" in only(run(text), "GP714").message
     # each GPU's own state is named, not only the first one's
-    text = setup(tmp_path, matching(n3=[gpu(0, mig=True, layout={"1g.10gb": 7}), gpu(1, mig=True, layout={}),
+    text = write_fleet(tmp_path, matching(n3=[gpu(0, mig=True, layout={"1g.10gb": 7}), gpu(1, mig=True, layout={}),
                                         gpu(2), gpu(3, mig=True, layout={"3g.40gb": 2})]))
     assert only(run(text), "GP714").message == (
         "node n3: MIG state differs from pool infer (GPU 1 now MIG on with no instances, wanted {1g.10gb: 7}; "
@@ -129,7 +129,7 @@ def test_gp714_mig_drift_is_reported_as_a_drain(run, tmp_path):
 
 
 def test_gp715_inventory_node_in_no_pool(run, tmp_path):
-    text = setup(tmp_path, matching(spare=[gpu(0, T4, capable=False)]))
+    text = write_fleet(tmp_path, matching(spare=[gpu(0, T4, capable=False)]))
     d = only(run(text), "GP715")
     assert d.message == "inventory node spare (1× Tesla T4) is in no pool"
     assert (d.line, d.col) == position(text, "inventory:")

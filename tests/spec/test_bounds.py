@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 
+from tests.conftest import HANG, finishes
 from tests.rules.helpers import BASE, edit, position
 
 HUGE = "0x" + "f" * 3000  # about 3,600 decimal digits: past what str(int) may print
@@ -41,10 +41,7 @@ def _diags(tmp_path, text):
 
     p = tmp_path / "f.yaml"
     p.write_text(text, encoding="utf-8")
-    t0 = time.perf_counter()
-    out = check_fleet(p).diagnostics
-    assert time.perf_counter() - t0 < 2.0
-    return out
+    return finishes(lambda: check_fleet(p).diagnostics)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -101,8 +98,7 @@ def test_cli_never_exits_4(tmp_path, value):
     text, _ = _spec("gpusPerNode", value)
     p = tmp_path / "f.yaml"
     p.write_text(text, encoding="utf-8")
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "gpuplan", "validate", str(p)], capture_output=True, text=True)
-    assert time.perf_counter() - t0 < 10
+    r = subprocess.run([sys.executable, "-m", "gpuplan", "validate", str(p)], capture_output=True, text=True,
+                       timeout=HANG)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "internal error" not in r.stderr and "Traceback" not in r.stderr
