@@ -30,6 +30,7 @@ def test_committed_generated_tree_is_current():
     assert r.stdout.startswith("generated: up to date (")
 
 
+@pytest.mark.slow
 def test_build_check_edit_force_cycle(workspace: Path):
     r = run_gpuplan("build", "examples/fleet.yaml", cwd=workspace)
     assert r.returncode == 0, r.stderr
@@ -53,6 +54,7 @@ def test_build_check_edit_force_cycle(workspace: Path):
     assert "# my change" not in target.read_text()
 
 
+@pytest.mark.slow
 def test_stale_files_pruned_and_personal_files_kept(workspace: Path):
     spec = workspace / "examples" / "fleet.yaml"
     assert run_gpuplan("build", "examples/fleet.yaml", cwd=workspace).returncode == 0
@@ -67,6 +69,7 @@ def test_stale_files_pruned_and_personal_files_kept(workspace: Path):
     assert mine.read_text() == "mine\n"
 
 
+@pytest.mark.slow
 def test_invalid_spec_writes_nothing(workspace: Path):
     assert run_gpuplan("build", "examples/fleet.yaml", cwd=workspace).returncode == 0
     before = tree_hash(workspace / "generated")
@@ -77,6 +80,7 @@ def test_invalid_spec_writes_nothing(workspace: Path):
     assert tree_hash(workspace / "generated") == before
 
 
+@pytest.mark.slow
 def test_diff_reports_changed_objects(workspace: Path):
     assert run_gpuplan("build", "examples/fleet.yaml", cwd=workspace).returncode == 0
     spec = workspace / "examples" / "fleet.yaml"
@@ -89,6 +93,7 @@ def test_diff_reports_changed_objects(workspace: Path):
     assert r.returncode == 0 and "|" in r.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", ["0", "1", "4242"])
 def test_output_is_identical_across_hash_seeds_and_working_dirs(workspace: Path, tmp_path: Path, seed: str):
     # built at the repository root with relative paths under one hash seed ...

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from gpuplan.codes import all_codes
 from tests.conftest import REPO, run_gpuplan
 
@@ -65,6 +67,7 @@ def test_validate_keeps_heavy_modules_out():
     assert r.stdout.strip().splitlines()[-1] == "HEAVY="
 
 
+@pytest.mark.slow
 def test_internal_errors_exit_4_without_traceback_unless_debug(tmp_path, monkeypatch):
     # a plugin-free way to hit an internal error: a rule module that raises
     pkg = tmp_path / "gpuplan_boom"

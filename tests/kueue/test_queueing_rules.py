@@ -189,6 +189,7 @@ def test_dropping_queueing_restores_the_plain_quotas(tmp_path):
     assert hard["requests.nvidia.com/gpu"] == "32"  # the grants: training 16 + burst-training 16
 
 
+@pytest.mark.slow
 def test_gp429_more_flavors_than_a_cluster_queue_holds(run):
     """Kueue's ClusterQueue schema: at most 64 flavors per resource group."""
     def fleet(pools: int) -> str:

@@ -279,6 +279,7 @@ def unit_tests(rf: ResolvedFleet, path: str, prom_rule: dict) -> list[dict]:
     return tests
 
 
+@pytest.mark.slow
 def test_promtool_unit_tests_fire_and_stay_quiet(compiled, tmp_path):
     rf = compiled.resolved
     files = rule_files(compiled)

@@ -163,6 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(200, obj)
 
 
+@pytest.mark.slow
 def test_in_cluster_client_against_a_local_api_server(tmp_path):
     token = tmp_path / "token"
     token.write_text("t0k3n\n")

@@ -256,6 +256,7 @@ def test_output_is_identical_under_different_hash_seeds() -> None:
 
 
 # Text a person could put in a name, a label, an embedded file: anything.
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.text())
 def test_any_text_round_trips_in_both_readers(s: str) -> None:
@@ -314,6 +315,7 @@ _docs = st.lists(st.one_of(st.dictionaries(_keys, _trees, max_size=5), st.lists(
                  min_size=1, max_size=3)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(_docs)
 def test_text_path_writes_libyaml_bytes_exactly(docs) -> None:
@@ -357,6 +359,7 @@ def test_text_path_takes_the_common_manifest_shapes() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.dictionaries(st.from_regex(r"[a-z][a-z0-9./-]{0,12}", fullmatch=True), _manifests,
                                 min_size=1, max_size=5), min_size=1, max_size=3))
+@pytest.mark.slow
 def test_text_path_manifest_like_objects(docs) -> None:
     out: list[str] = []
     for d in docs:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from gpuplan.cli.main import cli
@@ -95,6 +96,7 @@ def test_karpenter_mig_pool_change_replaces_its_nodes(tmp_path):
     assert np_.severity == "replace" and "nvidia.com/mig.config" in np_.message and "drifts" in np_.message
 
 
+@pytest.mark.slow
 def test_diff_lists_namespace_removal_first(tmp_path, gpuplan_cli):
     spec = write(tmp_path, TWO_TENANTS)
     assert gpuplan_cli("build", str(spec), "-o", str(tmp_path / "generated")).returncode == 0

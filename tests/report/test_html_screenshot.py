@@ -30,6 +30,7 @@ def png_pixels(data: bytes) -> tuple[int, int, bytes]:
     return width, height, zlib.decompress(idat)
 
 
+@pytest.mark.slow
 def test_screenshot(tmp_path):
     if CHROMIUM is None:  # the README's test command installs it
         pytest.fail("chromium is not installed: apt-get install chromium (see the README's test command)")

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from gpuplan.cli.main import cli
@@ -37,6 +38,7 @@ def test_invalid_spec_exits_1_with_diagnostics_on_stderr(tmp_path):
     assert r.exit_code == 1 and "GP1" in r.stderr
 
 
+@pytest.mark.slow
 def test_real_entry_point(tmp_path, gpuplan_cli):
     p = gpuplan_cli("plan", str(write(tmp_path, SCENARIO)), "--format", "markdown")
     assert p.returncode == 0, p.stderr

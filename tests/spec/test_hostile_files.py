@@ -240,6 +240,7 @@ def test_mig_parted_check_refuses_non_regular_files(tmp_path):
         assert r.stderr == f"gpuplan mig check: error: cannot read {path}: {path} is {what}, not a regular file\n"
 
 
+@pytest.mark.slow
 def test_check_diff_cannot_carry_a_workflow_command(tmp_path):
     import shutil
 
