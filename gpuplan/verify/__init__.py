@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -154,8 +155,8 @@ class Verifier:
         schema = crd_schema(group, kind, version)
         obj = schemas.apply_defaults(schema, copy.deepcopy(obj))
         old = schemas.apply_defaults(schema, copy.deepcopy(old)) if old is not None else None
-        problems = [Problem(schemas.E_CRD_SCHEMA, p, k, m) for p, k, m in schemas.schema_errors(validator, obj)]
-        if problems or not self.options.cel:
+        problems = [Problem(c or schemas.E_CRD_SCHEMA, p, k, m) for c, p, k, m in schemas.schema_findings(validator, obj)]
+        if any(p.code.severity is Severity.ERROR for p in problems) or not self.options.cel:
             # CEL runs on schema-valid objects only: its type errors would only repeat these
             return problems, 0, ()
         from gpuplan.verify import cel
@@ -166,6 +167,10 @@ class Verifier:
         counter = [0]
         skipped: list[str] = []
         for f in cel.evaluate(tree, obj, old, counter):
+            if f.over_budget:
+                problems.append(Problem(cel.E_COST, f.path, False, f"{f.rule.message}: {f.over_budget}",
+                                        hint=f"CEL rule: {f.rule.rule}"))
+                continue
             if f.skipped:
                 skipped.append(f"{f.rule.label} ({f.skipped})")
                 continue
@@ -188,7 +193,7 @@ class Verifier:
             return [Problem(schemas.W_UNKNOWN_KIND, ("kind",), False,
                             f"{api} {kind}: no pinned CRD and no Kubernetes {version} schema; not verified",
                             hint="gpuplan pins the CRDs listed in gpuplan/upstream/SOURCES.md")]
-        return [Problem(schemas.E_CORE_SCHEMA, p, k, m) for p, k, m in schemas.schema_errors(validator, obj)]
+        return [Problem(c or schemas.E_CORE_SCHEMA, p, k, m) for c, p, k, m in schemas.schema_findings(validator, obj)]
 
     def _version(self) -> str | None:
         if self._core_version is False:
@@ -287,7 +292,8 @@ def _manifests_by_identity(manifests: Iterable[Manifest]) -> dict[tuple, dict]:
     return out
 
 
-def load_paths(paths: list[str]) -> tuple[list[Manifest], list[Diagnostic], int]:
+def load_paths(paths: list[str], sources: dict[str, str] | None = None) -> tuple[list[Manifest], list[Diagnostic], int]:
+    """Every document under ``paths``; ``sources`` gets the text of each file read."""
     import gc
 
     files, diags = discover(paths)
@@ -298,7 +304,7 @@ def load_paths(paths: list[str]) -> tuple[list[Manifest], list[Diagnostic], int]
     gc.disable()
     try:
         for path, display in files:
-            ms, ds = read_file(path, display)
+            ms, ds = read_file(path, display, sources=sources)
             manifests += ms
             diags += ds
     finally:
@@ -311,10 +317,11 @@ def verify_paths(paths: list[str], options: Options = Options(), *, base: list[s
     """Verify every manifest under ``paths`` (files or directories). With
     ``base`` (an earlier tree), transition rules run against the object of the
     same group, kind, namespace and name found there."""
-    manifests, diags, nfiles = load_paths(paths)
+    texts: dict[str, str] = {}
+    manifests, diags, nfiles = load_paths(paths, texts)
     old: dict[tuple, dict] = {}
     if base:
-        base_manifests, base_diags, _ = load_paths(base)
+        base_manifests, base_diags, _ = load_paths(base, texts)
         diags += base_diags
         old = _manifests_by_identity(base_manifests)
     v = Verifier(options)
@@ -332,16 +339,11 @@ def verify_paths(paths: list[str], options: Options = Options(), *, base: list[s
         key = identity(m.data)
         v.add(m.data, m.file, lambda p, k, m=m: m.locate(p, key=k), old.get(key) if key else None)
     result = v.result()
-    texts = {m.file: m.text for m in manifests if m.text is not None}
+    # excerpts come from the text read once, through the bounded reader: a
+    # file is never opened again (it may have changed, or be a link swapped since)
     for d in result.diagnostics:
-        if d.file and d.file not in result.sources:
-            text = texts.get(d.file)
-            if text is None:  # a file that did not parse: its text, for the excerpt
-                try:
-                    text = Path(d.file).read_bytes()[:16 * 1024 * 1024].decode("utf-8", errors="replace")
-                except OSError:
-                    continue
-            result.sources[d.file] = text
+        if d.file and d.file not in result.sources and d.file in texts:
+            result.sources[d.file] = texts[d.file]
     return result
 
 
@@ -391,11 +393,22 @@ def read_old_objects(out_dir: str | Path, path: str, docs: Sequence[Any]) -> dic
         group, _, version = d["apiVersion"].rpartition("/")
         return group in crd_groups() and bool(transition_rules(rules_tree(group, str(d.get("kind")), version)))
 
-    file = Path(out_dir) / path
-    if not any(has_transition_rules(d) for d in docs) or not file.is_file():
+    if not any(has_transition_rules(d) for d in docs):
         return {}
+    # The committed tree is as hostile as any pull request: read through the
+    # same bounded reader and loader as `gpuplan verify` (a FIFO, a device, a
+    # 6 GiB sparse file, an alias bomb or a 5,000-digit integer cost nothing).
+    # Anything wrong with the old file, or a link out of the tree, means no old
+    # objects: the transition rules are then reported as not evaluated.
+    file = os.path.join(out_dir, path)
     try:
-        olds = list(yaml.load_all(file.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}  # an unreadable old file: transition rules are then reported as not evaluated
-    return {key: o for o in olds if isinstance(o, dict) and (key := identity(o)) is not None}
+        real = os.path.realpath(file)
+        root = os.path.realpath(out_dir)
+        if not real.startswith(root.rstrip(os.sep) + os.sep) or not os.path.lexists(file):
+            return {}
+    except (OSError, ValueError):
+        return {}
+    olds, diags = read_file(Path(real), str(file))
+    if any(d.is_error for d in diags):
+        return {}
+    return {key: m.data for m in olds if isinstance(m.data, dict) and (key := identity(m.data)) is not None}

@@ -59,15 +59,128 @@ I_NOT_EVALUATED = Code(
     good="gpuplan verify --base old-tree/ generated/   # evaluates transition rules against the old objects",
 )
 
-CODES = (E_RULE, E_RULE_ERROR, I_NOT_EVALUATED)
+E_COST = Code(
+    "GP843", "CEL rule over the cost budget", Severity.ERROR,
+    "A CEL rule would cost more on this object than the API server allows: 1,000,000 per rule "
+    "evaluation, 10,000,000 for all rules of one object (k8s.io/apiserver pkg/apis/cel/config.go: "
+    "PerCallLimit, RuntimeCELCostBudget); the API server refuses the object (`call cost exceeds limit`, "
+    "`running out of cost budget`). gpuplan does not run the rule. Its estimate is an upper bound, "
+    "values ** (comprehension nesting + 1) of what the rule's `self` holds, so it may refuse an object "
+    "the API server would admit; no object a real fleet generates comes near it.",
+    bad="spec:\n  kubelet:\n    evictionSoft: {k0: 1%, k1: 1%, ...}   # 8,000 keys",
+    good="spec:\n  kubelet:\n    evictionSoft: {memory.available: 5%}\n"
+         "    evictionSoftGracePeriod: {memory.available: 1m}",
+)
+
+CODES = (E_RULE, E_RULE_ERROR, I_NOT_EVALUATED, E_COST)
+
+# --- cost ------------------------------------------------------------------------------------
+#
+# The API server bounds CEL by cost, not time (k8s.io/apiserver pkg/apis/cel/config.go):
+# PerCallLimit = 1,000,000 per rule evaluation, RuntimeCELCostBudget = 10,000,000 for
+# all rules of one custom resource; apiextensions-apiserver
+# pkg/apiserver/schema/cel/validation.go refuses the object with "call cost exceeds
+# limit for rule" or "validation failed due to running out of cost budget, no further
+# validation rules will be run". The Rust engine here tracks no cost, and is slower in
+# shape than cel-go: reading a list or map from a variable copies it, so
+# `self.a.all(e, e in self.b)` is quadratic (8,000 keys: 72 s). So each rule's cost is
+# bounded *before* it runs, from the value it would run on:
+#
+#     estimate = S ** (k + 1)
+#
+# S: the values `self` (and `oldSelf`) hold, counting map keys, list items and
+# scalars (a string as 1 + len // 64); k: how deep the rule nests comprehensions
+# (all, exists, exists_one, map, filter) over ranges that are not parts of an
+# enclosing comprehension's element (``nesting``). Each of the S ** k iterations may touch
+# every value once (a copy, an `in` over a list), so this bounds the engine's work
+# and cel-go's per-value charges alike. It is an upper bound: an object refused here
+# may be one the API server admits (fail closed), never the reverse.
+PER_CALL_LIMIT = 1_000_000
+RUNTIME_BUDGET = 10_000_000
+MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+
+
+def nesting(rule: str) -> int:
+    """How deep ``rule`` nests comprehension macros whose range is not built from
+    an enclosing comprehension's variable (``self.a.all(x, self.b.exists(...))``: 2,
+    ``self.groups.all(g, g.items.all(...))``: 1, the inner ranges partition what
+    ``self`` holds). Read from the rule's text: string literals skipped,
+    parentheses matched."""
+    stack: list[tuple[bool, str]] = []  # per open paren: (counted macro, its variable)
+    deepest = i = 0
+    n = len(rule)
+    while i < n:
+        c = rule[i]
+        if c in "'\"":
+            q = c * 3 if rule.startswith(c * 3, i) else c
+            i += len(q)
+            while i < n and not rule.startswith(q, i):
+                i += 2 if rule[i] == "\\" else 1
+            i += len(q)
+            continue
+        if c == "(":
+            j = i - 1
+            while j >= 0 and (rule[j].isalnum() or rule[j] == "_"):
+                j -= 1
+            if j >= 0 and rule[j] == "." and rule[j + 1:i] in MACROS:
+                bound = {v for _, v in stack if v}
+                root = _MACRO_VAR.match(_receiver(rule, j))
+                var = _MACRO_VAR.match(rule, i + 1)
+                stack.append((not (root and root[1] in bound), var[1] if var else ""))
+            else:
+                stack.append((False, ""))
+            deepest = max(deepest, sum(counted for counted, _ in stack))
+        elif c == ")" and stack:
+            stack.pop()
+        i += 1
+    return deepest
+
+
+_MACRO_VAR = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _receiver(rule: str, dot: int) -> str:
+    """The expression before ``rule[dot]`` (``x.a[0].b`` of ``x.a[0].b.all(``)."""
+    k = dot - 1
+    while k >= 0:
+        ch = rule[k]
+        if ch in ")]":
+            depth = 0
+            while k >= 0:
+                depth += rule[k] in ")]"
+                depth -= rule[k] in "(["
+                k -= 1
+                if depth == 0:
+                    break
+        elif ch.isalnum() or ch in "_.":
+            k -= 1
+        else:
+            break
+    return rule[k + 1:dot]
+
+
+def _size(v: Any, memo: dict[int, int]) -> int:
+    if isinstance(v, dict):
+        n = memo.get(id(v))
+        if n is None:
+            n = memo[id(v)] = 1 + sum(1 + _size(x, memo) for x in v.values())
+        return n
+    if isinstance(v, list):
+        n = memo.get(id(v))
+        if n is None:
+            n = memo[id(v)] = 1 + sum(_size(x, memo) for x in v)
+        return n
+    if isinstance(v, str):
+        return 1 + len(v) // 64
+    return 1
 
 # --- Kubernetes CEL library functions used by the pinned rules ----------------------------
 
 
 def _find(s: str, pattern: str) -> str:
     """k8s regex library ``<string>.find(<string>) -> <string>``: the first
-    match, or "" (k8s.io/apiserver pkg/cel/library/regex.go). Python's ``re``
-    agrees with RE2 on the anchored classes the rules use."""
+    match, or "" (k8s.io/apiserver pkg/cel/library/regex.go), with Go's
+    regexp semantics through RE2 (linear in the string, whatever the pattern)."""
     m = _regex(pattern).search(s)
     return m.group(0) if m else ""
 
@@ -79,8 +192,10 @@ def _split(s: str, sep: str) -> list[str]:
 
 
 @lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern:
-    return re.compile(pattern)
+def _regex(pattern: str) -> Any:
+    import re2
+
+    return re2.compile(pattern)  # re2.error, as a Go compile error, fails the evaluation
 
 
 def _sum(values: list) -> Any:
@@ -165,6 +280,7 @@ class Compiled:
     program: Any = None
     unsupported: tuple[str, ...] = ()  # functions, or rule fields, gpuplan does not implement
     error: str | None = None  # the rule does not compile
+    nesting: int = 0  # comprehensions nested in the rule (cost estimate)
 
     @property
     def runnable(self) -> bool:
@@ -199,7 +315,7 @@ def _compile(rule: Rule) -> Compiled:
     except Exception as exc:  # noqa: BLE001 - the engine's parse errors have no common base class
         return Compiled(rule, error=str(exc).splitlines()[0])
     unsupported = tuple(sorted(f for f in program.functions() if f not in STANDARD and f not in K8S_FUNCTIONS))
-    return Compiled(rule, program, unsupported)
+    return Compiled(rule, program, unsupported, nesting=nesting(rule.rule))
 
 
 def _tree(schema: dict, crd: str, path: str) -> Node:
@@ -269,19 +385,49 @@ class Finding:
     error: str | None = None
     skipped: str | None = None
     at_key: bool = False  # path ends at a map key (point at the key, not its value)
+    over_budget: str | None = None  # not run: the cost budget (GP843), and why
 
 
 def evaluate(tree: Node, obj: dict, old: dict | None = None, counter: list[int] | None = None) -> Iterator[Finding]:
     """Every rule of ``tree`` on ``obj`` (schema-valid, defaults applied:
     ``schemas.apply_defaults``), with ``old`` for transition rules;
     ``counter[0]`` counts the evaluations run."""
-    yield from _walk(tree, obj, old if old is not None else _MISSING, (), counter if counter is not None else [0])
+    yield from _walk(tree, obj, old if old is not None else _MISSING, (), counter if counter is not None else [0],
+                     _Budget())
 
 
 _MISSING = object()
 
 
-def _walk(node: Node, value: Any, old: Any, path: tuple, counter: list[int]) -> Iterator[Finding]:
+class _Budget:
+    """What is left of one object's RuntimeCELCostBudget (None once spent), and
+    the sizes of the values measured so far."""
+
+    def __init__(self) -> None:
+        self.left: int | None = RUNTIME_BUDGET
+        self.memo: dict[int, int] = {}
+
+    def charge(self, c: Compiled, value: Any, old: Any) -> str | None:
+        """Why ``c`` must not run on ``value`` (and ``old``), or None: its estimate is charged."""
+        size = _size(value, self.memo)
+        if c.rule.transition and old is not _MISSING:
+            size += _size(old, self.memo)
+        cost = size ** (c.nesting + 1)
+        if cost > PER_CALL_LIMIT:
+            return (f"call cost exceeds limit: estimated {size:,}^{c.nesting + 1} (values under self, to the "
+                    f"power of comprehensions nested + 1) is over the API server's per-call limit of "
+                    f"{PER_CALL_LIMIT:,}; not evaluated")
+        if self.left is None or cost > self.left:
+            self.left = None
+            return (f"validation failed due to running out of cost budget ({RUNTIME_BUDGET:,} for all rules of "
+                    "one object, estimated); no further validation rules were evaluated")
+        self.left -= cost
+        return None
+
+
+def _walk(node: Node, value: Any, old: Any, path: tuple, counter: list[int], budget: _Budget) -> Iterator[Finding]:
+    if budget.left is None:
+        return  # out of budget: the API server runs no further rule either
     if node.rules:
         ctx = None
         for c in node.rules:
@@ -291,6 +437,12 @@ def _walk(node: Node, value: Any, old: Any, path: tuple, counter: list[int]) -> 
                 continue
             if r.transition and old is _MISSING:
                 yield Finding(r, path, skipped="transition rule (reads oldSelf): no earlier version of the object")
+                continue
+            refused = budget.charge(c, value, old)
+            if refused is not None:
+                yield Finding(r, path, over_budget=refused)
+                if budget.left is None:
+                    return
                 continue
             if ctx is None or r.transition:
                 ctx = engine().Context(variables={"self": value}, functions=K8S_FUNCTIONS)
@@ -314,17 +466,17 @@ def _walk(node: Node, value: Any, old: Any, path: tuple, counter: list[int]) -> 
         for name, child in node.props.items():
             if name in value:
                 o = old.get(name, _MISSING) if isinstance(old, dict) else _MISSING
-                yield from _walk(child, value[name], o, path + (name,), counter)
+                yield from _walk(child, value[name], o, path + (name,), counter, budget)
         if node.values is not None:
             for k, v in value.items():
                 o = old.get(k, _MISSING) if isinstance(old, dict) else _MISSING
-                yield from _walk(node.values, v, o, path + (k,), counter)
+                yield from _walk(node.values, v, o, path + (k,), counter, budget)
     elif isinstance(value, list) and node.items is not None:
         # list items are correlated with old ones only for list-type=map lists
         # in the API server; gpuplan does not correlate them (transition rules
         # under a list are reported as not evaluated).
         for i, v in enumerate(value):
-            yield from _walk(node.items, v, _MISSING, path + (i,), counter)
+            yield from _walk(node.items, v, _MISSING, path + (i,), counter, budget)
 
 
 def _culprit(c: Compiled, value: Any) -> tuple[Any, bool] | None:

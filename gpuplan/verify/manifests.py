@@ -12,6 +12,7 @@ the ``file:line:col`` of the field.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -46,11 +47,33 @@ I_PLAIN = Code(
     good="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}",
 )
 
-CODES = (E_READ, E_DUPLICATE, E_NOT_OBJECT, I_PLAIN)
+E_TOO_LARGE_OBJECT = Code(
+    "GP844", "object larger than the API server accepts", Severity.ERROR,
+    "One object is larger, as JSON, than the 3 MiB request body the API server accepts "
+    "(k8s.io/apiserver pkg/server/config.go, MaxRequestBodyBytes; etcd's own default limit, "
+    "--max-request-bytes, is 1.5 MiB). It is not verified; the API server would refuse it.",
+    bad="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {blob: \"<4 MiB>\"}",
+    good="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {blob: \"<100 KiB>\"}",
+)
+E_OUTSIDE = Code(
+    "GP845", "path outside the tree", Severity.ERROR,
+    "A file or directory under a directory `gpuplan verify` walks is a symbolic link that resolves "
+    "outside that directory, or sits on another filesystem (a mount point). It is not read: a tree "
+    "from a pull request must not make verify read, or quote, files elsewhere on the machine.",
+    bad="generated/leak.yaml -> /etc/kubernetes/admin.conf", good="generated/pools/a/nodepool.yaml (a regular file)",
+)
+
+CODES = (E_READ, E_DUPLICATE, E_NOT_OBJECT, I_PLAIN, E_TOO_LARGE_OBJECT, E_OUTSIDE)
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_DEPTH = 100  # a Kubernetes object nests ~20 levels; Helm values inline a few more
 MAX_EXPANDED_NODES = 2_000_000
+# Bytes read of one manifest file (the spec loader's limit too); only this much
+# is ever read, whatever the file claims to be.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+# One object, as JSON: the API server's request body limit, 3 MiB
+# (k8s.io/apiserver pkg/server/config.go: MaxRequestBodyBytes = 3 * 1024 * 1024).
+MAX_OBJECT_BYTES = 3 * 1024 * 1024
 
 
 @dataclass
@@ -140,10 +163,14 @@ _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
 
 
+_BOUNDS_HINT = "Kubernetes objects are never this deep or this large; remove the recursive anchors or nesting"
+
+
 class _TooBig(Exception):
-    def __init__(self, message: str, node: Any) -> None:
+    def __init__(self, message: str, node: Any, hint: str = _BOUNDS_HINT) -> None:
         super().__init__(message)
         self.node = node
+        self.hint = hint
 
 
 class _Builder:
@@ -159,6 +186,7 @@ class _Builder:
         self.done: dict[int, Any] = {}
         self.sizes: dict[int, int] = {}
         self.diags: list[Diagnostic] = []
+        self.aliased = False  # a node was used twice: the text's length does not bound the data's
 
     def size(self, node: Any) -> int:
         """Values ``node`` expands to, aliases counted every time they are used."""
@@ -167,6 +195,7 @@ class _Builder:
     def build(self, node: Any, depth: int = 0) -> Any:
         nid = id(node)
         if nid in self.done:
+            self.aliased = True
             return self.done[nid]
         if depth > MAX_DEPTH:
             raise _TooBig(f"nesting deeper than {MAX_DEPTH} levels", node)
@@ -190,7 +219,13 @@ class _Builder:
             elif tag == "tag:yaml.org,2002:timestamp" or tag == "tag:yaml.org,2002:binary":
                 v = node.value
             else:
-                v = self.loader.construct_object(node)
+                try:
+                    v = self.loader.construct_object(node)
+                except (ValueError, OverflowError) as exc:
+                    # int() of more digits than sys.get_int_max_str_digits() (4,300)
+                    raise _TooBig(f"{node.value[:20]}...: {str(exc).split(';')[0]}" if len(node.value) > 20
+                                  else f"{node.value}: {exc}", node,
+                                  hint="no Kubernetes field holds a number this long; quote it if it is text") from None
             self.done[nid] = v
             return v
         if node.id == "sequence":
@@ -214,8 +249,43 @@ class _Builder:
         return data
 
 
-def load_text(text: str, file: str, *, check_duplicates: bool = True) -> tuple[list[Manifest], list[Diagnostic]]:
-    """Every non-empty document of ``text``; a syntax error ends the file with GP830."""
+def _too_large(node: Any, data: Any, aliased: bool, limit: int) -> int | None:
+    """The JSON size of ``data`` when over ``limit``, else None. Without aliases
+    JSON is at most a few times the YAML text (quotes, ``null`` for an empty
+    value), so only a document whose text is over an eighth of the limit, or
+    that uses aliases, is measured."""
+    if data is None or (not aliased and node.end_mark.index - node.start_mark.index <= limit // 8):
+        return None
+    n = _json_size(data, {})
+    return n if n > limit else None
+
+
+def _json_size(v: Any, memo: dict[int, int]) -> int:
+    """Bytes of ``v`` as compact JSON (string escapes aside), an aliased value
+    counted every time it is used (as kubectl sends it), computed once per
+    distinct value: a small file of aliases is never expanded to measure it."""
+    if isinstance(v, str):
+        return len(v.encode("utf-8", "surrogatepass")) + 2
+    if isinstance(v, (dict, list)):
+        n = memo.get(id(v))
+        if n is None:
+            if isinstance(v, dict):
+                n = 1 + sum(len(k.encode("utf-8", "surrogatepass")) + 4 + _json_size(x, memo) for k, x in v.items())
+            else:
+                n = 1 + sum(1 + _json_size(x, memo) for x in v)
+            memo[id(v)] = n = max(n, 2)
+        return n
+    if v is None or isinstance(v, bool):
+        return 5
+    return len(repr(v))
+
+
+def load_text(text: str, file: str, *, check_duplicates: bool = True,
+              max_object_bytes: int = MAX_OBJECT_BYTES) -> tuple[list[Manifest], list[Diagnostic]]:
+    """Every non-empty document of ``text``; a syntax error ends the file with
+    GP830, a document over ``max_object_bytes`` as JSON is left out with GP844.
+    Bounded whatever the text: nesting (MAX_DEPTH, and libyaml's own limit of
+    1,000), values after alias expansion (MAX_EXPANDED_NODES), integer length."""
     import yaml
 
     global _LOADER
@@ -232,14 +302,19 @@ def load_text(text: str, file: str, *, check_duplicates: bool = True) -> tuple[l
             data = b.build(node)
             if check_duplicates:
                 diags += b.diags
-            if data is not None:
+            too_big = _too_large(node, data, b.aliased, max_object_bytes)
+            if too_big is not None:
+                line, col = _mark(node)
+                diags.append(E_TOO_LARGE_OBJECT.diag(
+                    f"document {index + 1} is {too_big:,} bytes as JSON: more than the {max_object_bytes:,} "
+                    "the API server accepts in one request; not verified", file=file, line=line, col=col,
+                    hint="split the data over several objects (a ConfigMap holds at most 1 MiB)"))
+            elif data is not None:
                 out.append(Manifest(file, index, data, text))
             index += 1
     except _TooBig as exc:
         line, col = _mark(exc.node)
-        diags.append(E_READ.diag(str(exc), file=file, line=line, col=col,
-                                 hint="Kubernetes objects are never this deep or this large; remove the recursive "
-                                      "anchors or nesting"))
+        diags.append(E_READ.diag(str(exc), file=file, line=line, col=col, hint=exc.hint))
     except RecursionError:
         diags.append(E_READ.diag(f"nesting deeper than {MAX_DEPTH} levels", file=file))
     except yaml.YAMLError as exc:
@@ -252,11 +327,21 @@ def load_text(text: str, file: str, *, check_duplicates: bool = True) -> tuple[l
     return out, diags
 
 
-def read_file(path: Path, display: str) -> tuple[list[Manifest], list[Diagnostic]]:
+def read_file(path: Path, display: str, *, max_bytes: int = MAX_FILE_BYTES,
+              sources: dict[str, str] | None = None) -> tuple[list[Manifest], list[Diagnostic]]:
+    """The documents of one file, read through the spec loader's bounded reader:
+    only a regular file is read (a FIFO, a device such as ``/dev/zero``, a
+    directory is refused before a byte is read), and at most ``max_bytes``.
+    ``sources`` gets the file's text (``display`` -> text) even when it does not
+    parse, so a report quotes it without opening the file again."""
+    from gpuplan.spec.loader import LoadError, read_bytes
+
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return [], [E_READ.diag(f"cannot read {display}: {exc.strerror or exc}", file=display)]
+        raw = read_bytes(path, display=display, max_bytes=max_bytes)
+    except LoadError as exc:
+        hint = (f"gpuplan verify reads at most {max_bytes // (1024 * 1024)} MiB of a manifest file"
+                if exc.diag.code == "GP007" else exc.diag.hint)
+        return [], [E_READ.diag(exc.diag.message, file=display, line=exc.diag.line, col=exc.diag.col, hint=hint)]
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     try:
@@ -264,28 +349,104 @@ def read_file(path: Path, display: str) -> tuple[list[Manifest], list[Diagnostic
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         return [], [E_READ.diag("the file is not UTF-8 text", file=display, line=line, col=1)]
+    if sources is not None:
+        sources[display] = text
     return load_text(text, display)
 
 
 def discover(paths: list[str]) -> tuple[list[tuple[Path, str]], list[Diagnostic]]:
     """The manifest files under ``paths``: files as given, directories walked
-    (sorted, hidden entries skipped)."""
+    (sorted, hidden entries skipped). A tree from a pull request is hostile:
+
+    * a symbolic link under a directory is followed only when it resolves
+      inside that directory (the file it names is then read, shown by the link's
+      name); one that leads outside (``leak.yaml -> /etc/...``,
+      ``zero.yaml -> /dev/zero``) is refused with GP845 and never opened;
+    * a directory on another filesystem than the directory argument (a mount
+      point) is not entered, GP845;
+    * what cannot be listed becomes GP830, never an exception.
+
+    The path returned for each file is the resolved one, so what is opened is
+    what was checked. Files given by name are read wherever they are (the
+    reader still refuses anything but a regular file)."""
     files: list[tuple[Path, str]] = []
     diags: list[Diagnostic] = []
     for arg in paths:
         p = Path(arg)
-        if p.is_dir():
-            for root, dirs, names in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for n in sorted(names):
-                    if n.endswith(YAML_SUFFIXES) and not n.startswith("."):
-                        full = Path(root) / n
-                        files.append((full, full.as_posix()))
-        elif p.is_file():
-            files.append((p, p.as_posix()))
+        try:
+            is_dir = p.is_dir()
+            exists = is_dir or os.path.lexists(p)
+        except OSError:  # a name too long, a loop of links
+            is_dir, exists = False, False
+        if is_dir:
+            _walk(p, files, diags)
+        elif exists:
+            files.append((p, p.as_posix()))  # the reader refuses a FIFO or device with its own message
         else:
             diags.append(E_READ.diag(f"no such file or directory: {arg}", file=arg))
     return files, diags
+
+
+def _walk(top: Path, files: list[tuple[Path, str]], diags: list[Diagnostic]) -> None:
+    try:
+        root = os.path.realpath(top)
+        dev = os.stat(root).st_dev
+    except OSError as exc:
+        diags.append(E_READ.diag(f"cannot read {top.as_posix()}: {exc.strerror or exc}", file=top.as_posix()))
+        return
+
+    def inside(real: str) -> bool:
+        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+    def refuse(shown: str, why: str) -> None:
+        diags.append(E_OUTSIDE.diag(f"{shown}: {why}; not read", file=shown,
+                                    hint=f"keep the manifests under {top.as_posix()} as regular files"))
+
+    def onerror(exc: OSError) -> None:
+        name = Path(exc.filename).as_posix() if exc.filename else top.as_posix()
+        diags.append(E_READ.diag(f"cannot read {name}: {exc.strerror or exc}", file=name))
+
+    # os.walk does not descend into linked directories (followlinks=False): a
+    # link to a directory is checked below and, when it stays inside, skipped
+    # (its files are verified where they really are).
+    for dirpath, dirs, names in os.walk(top, onerror=onerror):
+        keep = []
+        for d in sorted(x for x in dirs if not x.startswith(".")):
+            full = os.path.join(dirpath, d)
+            shown = Path(full).as_posix()
+            try:
+                if os.path.islink(full):
+                    if not inside(os.path.realpath(full)):
+                        refuse(shown, f"a symbolic link to {os.path.realpath(full)}, outside {top.as_posix()}")
+                    continue
+                if os.lstat(full).st_dev != dev:
+                    refuse(shown, "another filesystem (a mount point)")
+                    continue
+            except OSError as exc:
+                onerror(exc)
+                continue
+            keep.append(d)
+        dirs[:] = keep
+        for n in sorted(names):
+            if not n.endswith(YAML_SUFFIXES) or n.startswith("."):
+                continue
+            full = os.path.join(dirpath, n)
+            shown = Path(full).as_posix()
+            try:
+                st = os.lstat(full)
+                if stat.S_ISLNK(st.st_mode):  # directories walked are real: only the file's own link counts
+                    full = os.path.realpath(full)
+                    if not inside(full):
+                        refuse(shown, f"a symbolic link to {full}, outside {top.as_posix()}")
+                        continue
+                    st = os.stat(full)
+                if st.st_dev != dev:
+                    refuse(shown, "another filesystem (a mount point)")
+                    continue
+            except OSError as exc:
+                onerror(exc)
+                continue
+            files.append((Path(full), shown))
 
 
 def identify(m: Manifest) -> tuple[str, str] | Diagnostic:

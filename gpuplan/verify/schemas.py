@@ -52,17 +52,82 @@ E_K8S_VERSION = Code(
     good="gpuplan verify --kubernetes-version 1.33 generated/",
 )
 
-CODES = (E_NOT_SERVED, W_UNKNOWN_KIND, E_CRD_SCHEMA, E_CORE_SCHEMA, E_K8S_VERSION)
+W_PATTERN = Code(
+    "GP847", "schema pattern not checked", Severity.WARNING,
+    "A `pattern` of the pinned schema is not valid RE2 syntax, the regular expressions the API server "
+    "evaluates (Go's regexp package), so gpuplan cannot check the value against it. The value is "
+    "listed, not checked; the rest of the object is verified.",
+    bad="pattern: '^(?=a)b$'   # a lookahead: Python syntax, not RE2", good="pattern: '^[a-z]+$'",
+)
+
+CODES = (E_NOT_SERVED, W_UNKNOWN_KIND, E_CRD_SCHEMA, E_CORE_SCHEMA, E_K8S_VERSION, W_PATTERN)
+
+# Marks the ValidationError of a pattern RE2 cannot compile (a warning, not a refusal).
+_NOT_RE2 = "not RE2 syntax"
+
+
+# --- `pattern` with RE2 semantics -------------------------------------------------------
+#
+# The API server checks `pattern` with Go's regexp (RE2 syntax and semantics,
+# linear time: k8s.io/kube-openapi pkg/validation/validate, Pattern ->
+# regexp.MatchString). jsonschema's own keyword uses Python's backtracking `re`,
+# where a 403-character value can take longer than any CI job runs (the pinned
+# NodePool budget `schedule` pattern). The two also disagree where Go is
+# ASCII-only (\d, \w, \s) and on `$` (end of text in Go; in Python also before a
+# final newline). google-re2 gives both the semantics and the bound.
+
+
+@lru_cache(maxsize=4096)
+def _re2(pattern: str) -> Any:
+    """The compiled pattern, or the error text when RE2 cannot compile it."""
+    import re2
+
+    try:
+        return re2.compile(pattern)
+    except Exception as exc:  # noqa: BLE001 - re2.error, and whatever a future version raises
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "string"):
+        return
+    rx = _re2(patrn)
+    if isinstance(rx, str):
+        yield ValidationError(f"pattern {patrn!r} is {_NOT_RE2} ({rx}): the value was not checked against it")
+    elif rx.search(instance) is None:
+        yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+
+def _pattern_properties(validator: Any, props: dict, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    for patrn, sub in props.items():
+        rx = _re2(patrn)
+        if isinstance(rx, str):
+            yield ValidationError(f"pattern {patrn!r} is {_NOT_RE2} ({rx}): keys were not checked against it")
+            continue
+        for k, v in instance.items():
+            if rx.search(k) is not None:
+                yield from validator.descend(v, sub, path=k, schema_path=patrn)
+
+
+@lru_cache(maxsize=1)
+def _validator_class() -> Any:
+    from jsonschema import Draft202012Validator, validators
+
+    return validators.extend(Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties})
 
 
 @lru_cache(maxsize=None)
 def crd_validator(group: str, kind: str, version: str) -> Any | None:
-    from jsonschema import Draft202012Validator
-
     from gpuplan.upstream import crd_schema
 
     schema = crd_schema(group, kind, version)
-    return None if schema is None else Draft202012Validator(schema)
+    return None if schema is None else _validator_class()(schema)
 
 
 # --- structural defaults ----------------------------------------------------------------
@@ -131,7 +196,6 @@ def core_validator(version: str, api_version: str, kind: str) -> Any | None:
     """A strict validator for a core kind, or None when kubernetes-validate has no
     schema for it. File naming as kubernetes_validate.validate:
     ``<kind>-<group's first label>-<version>.json`` (``rbac.authorization.k8s.io/v1`` -> ``rbac-v1``)."""
-    from jsonschema import Draft202012Validator
     from kubernetes_validate.utils import schema_contents
     from referencing import Resource
 
@@ -144,7 +208,7 @@ def core_validator(version: str, api_version: str, kind: str) -> Any | None:
     except FileNotFoundError:
         return None
     registry = Resource.from_contents(schema) @ _definitions(version)
-    return Draft202012Validator(schema, registry=registry)
+    return _validator_class()(schema, registry=registry)
 
 
 # --- errors as (path, key?, message) ------------------------------------------------------
@@ -153,17 +217,34 @@ def core_validator(version: str, api_version: str, kind: str) -> Any | None:
 def schema_errors(validator: Any, obj: dict) -> Iterator[tuple[tuple, bool, str]]:
     """``(path, at_key, message)`` for every error, the most specific first: an
     unknown field points at its key; the rest at the value."""
+    for code, path, at_key, message in schema_findings(validator, obj):
+        if code is None:
+            yield path, at_key, message
+
+
+def schema_findings(validator: Any, obj: dict) -> Iterator[tuple[Code | None, tuple, bool, str]]:
+    """``schema_errors`` with a code: None for a schema error (the caller's
+    code), W_PATTERN for a pattern that could not be checked."""
     for e in validator.iter_errors(obj):
-        for leaf in _leaves(e):
-            path = tuple(leaf.absolute_path)
-            if leaf.validator == "additionalProperties" and leaf.validator_value is False:
-                known = set(leaf.schema.get("properties", {}))
-                extra = sorted(k for k in leaf.instance if k not in known) if isinstance(leaf.instance, dict) else []
-                for k in extra:
-                    yield path + (k,), True, f"unknown field {_dotted(path + (k,))}"
-                if extra:
-                    continue
-            yield path, False, f"{_dotted(path) or 'object'}: {_message(leaf)}"
+        if e.validator in ("pattern", "patternProperties") and _NOT_RE2 in e.message:
+            path = tuple(e.absolute_path)
+            yield W_PATTERN, path, False, f"{_dotted(path) or 'object'}: {e.message}"
+            continue
+        for path, at_key, message in _errors(e):
+            yield None, path, at_key, message
+
+
+def _errors(e: Any) -> Iterator[tuple[tuple, bool, str]]:
+    for leaf in _leaves(e):
+        path = tuple(leaf.absolute_path)
+        if leaf.validator == "additionalProperties" and leaf.validator_value is False:
+            known = set(leaf.schema.get("properties", {}))
+            extra = sorted(k for k in leaf.instance if k not in known) if isinstance(leaf.instance, dict) else []
+            for k in extra:
+                yield path + (k,), True, f"unknown field {_dotted(path + (k,))}"
+            if extra:
+                continue
+        yield path, False, f"{_dotted(path) or 'object'}: {_message(leaf)}"
 
 
 def _leaves(e: Any) -> Iterator[Any]:
