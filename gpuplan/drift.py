@@ -20,6 +20,9 @@ thing that differs. Pure: no cluster access, no printing."""
 from __future__ import annotations
 
 import json
+import math
+import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -105,14 +108,330 @@ W_UNPLANNED_RESOURCE = Code(
     good="# node advertises only nvidia.com/gpu.shared: 16",
 )
 
+
+E_DUPLICATE_KEY = Code(
+    "GP880", "duplicate key in cluster objects", Severity.ERROR,
+    "An object in the `--live` JSON has the same key twice. kubectl never prints that, and a JSON "
+    "reader keeps only the last one: a second `items: []` would hide every node and the cluster "
+    "would look as planned. The whole input is refused.",
+    bad='{"kind": "List", "items": [...nodes...], "items": []}',
+    good="kubectl get nodes,resourcequotas -A -o json > live.json",
+)
+E_NUMBER = Code(
+    "GP881", "number out of range in cluster objects", Severity.ERROR,
+    "A number in the `--live` JSON is longer than 32 characters, overflows a float (`1e999`) or "
+    "is `NaN`/`Infinity`. Kubernetes prints quantities as strings and counters as 64-bit integers, "
+    "so such a number is not kubectl output. The whole input is refused.",
+    bad='"capacity": {"nvidia.com/gpu": 99999999999999999999999999999999999}',
+    good='"capacity": {"nvidia.com/gpu": "8"}',
+)
+E_WRONG_TYPE = Code(
+    "GP882", "cluster object field of the wrong type", Severity.ERROR,
+    "A field verify-cluster reads has another JSON type than the Kubernetes API gives it (labels "
+    "a list, capacity a string, a taint not an object...). The message names the field by its JSON "
+    "path, e.g. `items[3].metadata.labels`. Nothing is compared until the input is fixed.",
+    bad='{"metadata": {"name": "gpu-01", "labels": ["gpuplan.dev/pool=train"]}}',
+    good='{"metadata": {"name": "gpu-01", "labels": {"gpuplan.dev/pool": "train"}}}',
+)
+
 CODES = (E_LIVE_INPUT, E_NODE_MISSING, E_NODE_LABEL, E_NODE_TAINT, E_CAPACITY, E_MIG_STATE,
-         E_QUOTA_MISSING, E_QUOTA_DIFFERS, W_UNPLANNED_NODE, W_UNPLANNED_RESOURCE)
+         E_QUOTA_MISSING, E_QUOTA_DIFFERS, W_UNPLANNED_NODE, W_UNPLANNED_RESOURCE,
+         E_DUPLICATE_KEY, E_NUMBER, E_WRONG_TYPE)
+
+# --- reading `--live`: every bound in one place (README "Hostile input") -------
+
+MAX_LIVE_BYTES = 64 * 1024 * 1024  # all --live inputs together; ~ 20,000 nodes without managedFields
+MAX_LIVE_DEPTH = 64  # kubectl output nests ~12 deep (managedFields' fieldsV1 the deepest)
+MAX_LIVE_VALUES = 4_000_000  # items and members, all inputs together; bounds the parsed objects' memory
+MAX_LIVE_ITEMS = 100_000  # objects in `items`, all inputs together: 5x the largest fleet gpuplan is benchmarked on;
+# bounds verify()'s time (each node is compared with its pool) where the value limit alone would not
+MAX_NUMBER_CHARS = 32  # int64 is 19 digits; a float Go prints is at most 24 characters
+MAX_TYPE_ERRORS = 50  # GP882 findings listed before the rest are only counted
+MAX_KEPT = 1000  # drift findings kept per severity (the reporter shows 200); the rest are counted
+SHOWN_CHARS = 120  # a value from the input is shown in at most this many characters
+
+_HINT = "use `kubectl get nodes,resourcequotas -A -o json`"
 
 
 class LiveInputError(Exception):
-    def __init__(self, diag: Diagnostic):
+    def __init__(self, diag: Diagnostic, more: Iterable[Diagnostic] = ()):
         super().__init__(diag.message)
         self.diag = diag
+        self.diags = [diag, *more]
+
+
+def show(value: Any) -> str:
+    """A value from the cluster input as message text: one line, shortened, no
+    control character, lone surrogate or workflow command (``##[``, ``::``
+    can then never start a line). The reporters escape again; this makes the
+    JSON and SARIF formats, which only JSON-encode, as safe as text and github."""
+    from gpuplan.reporters import escape
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > SHOWN_CHARS:
+        text = text[: SHOWN_CHARS - 3] + "..."
+    # lone surrogates (from "\ud800" escapes) cannot be written as UTF-8
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return escape(text)
+
+
+def display_name(name: str) -> str:
+    """A --live argument as a diagnostic's file: os.fsdecode's surrogates made visible."""
+    return show(name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")) if name else name
+
+
+def read_live(arg: str, budget: int = MAX_LIVE_BYTES) -> tuple[str, bytes]:
+    """(display name, bytes) of one --live argument, at most ``budget`` bytes.
+    A path goes through the loader's reader (regular files only: a FIFO, a
+    device or a directory is refused before a byte is read); ``-`` is stdin,
+    which may be a pipe, so only the cap is enforced: at most budget+1 bytes
+    are read. Raises LiveInputError."""
+    import os
+    import stat
+    import sys
+
+    from gpuplan.spec import loader
+
+    if arg != "-":
+        name = display_name(arg)
+        try:
+            return name, loader.read_bytes(arg, display=name, max_bytes=budget)
+        except loader.LoadError as exc:
+            raise LiveInputError(_live_limit_hint(exc.diag, budget)) from None
+    name = "<stdin>"
+    stream = sys.stdin
+    try:
+        if stream is None:  # started with stdin closed
+            raise OSError("stdin is closed")
+        fd = stream.fileno()
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_size - os.lseek(fd, 0, os.SEEK_CUR) > budget:
+            raise LiveInputError(_too_large(name, budget))
+        chunks, got = [], 0
+        while got <= budget:
+            chunk = os.read(fd, min(1 << 20, budget + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    except (OSError, ValueError) as exc:  # ValueError: stdin replaced by an object without a descriptor
+        raise LiveInputError(loader.E_UNREADABLE.diag(f"cannot read stdin: {getattr(exc, 'strerror', None) or exc}",
+                                                      file=name)) from None
+    if got > budget:
+        raise LiveInputError(_too_large(name, budget))
+    return name, b"".join(chunks)
+
+
+def _too_large(name: str, budget: int) -> Diagnostic:
+    from gpuplan.spec.loader import E_TOO_LARGE
+
+    what = (f"the --live input is larger than {_mib(budget)}" if budget >= MAX_LIVE_BYTES else
+            f"the --live inputs are larger than {_mib(MAX_LIVE_BYTES)} together")
+    return E_TOO_LARGE.diag(what, file=name, hint=_SMALLER)
+
+
+_SMALLER = ("verify fewer nodes per run: `kubectl get nodes -l gpuplan.dev/pool=POOL -o json`, "
+            "and `kubectl get resourcequotas -A -o json` on its own")
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.0f} MiB" if n >= 1024 * 1024 else f"{n:,} bytes"
+
+
+def _live_limit_hint(d: Diagnostic, budget: int) -> Diagnostic:
+    from gpuplan.spec.loader import E_TOO_LARGE
+
+    if d.code == E_TOO_LARGE.code:  # the loader's hint speaks of specs and inventories
+        return _too_large(d.file or "", budget)
+    return d
+
+
+# JSON text outside strings, found without a tokenizer: escapes are removed
+# first (a backslash only occurs in strings), so `"[^"]*"` then matches each
+# string exactly, and a failed match can only be the last, unclosed quote:
+# linear time whatever the input.
+_ESCAPE = re.compile(rb"\\.", re.S)
+_STRING = re.compile(rb'"[^"]*"')
+_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKET_OR_COMMA = bytes(c for c in range(256) if c not in b"[]{},")
+
+
+def _shape(raw: bytes) -> tuple[bool, int]:
+    """(nested deeper than MAX_LIVE_DEPTH?, values) of JSON text, in C-speed
+    passes and before a Python object is made. Chosen over catching the json
+    module's RecursionError: that fires at about 1,000 levels, after which the
+    comparisons (``==`` on scopeSelector) and reporters could still recurse
+    too deep, and it gives no limit to document."""
+    s = _STRING.sub(b"", _ESCAPE.sub(b"", raw)).translate(_BRACKETS, _NOT_BRACKET_OR_COMMA)
+    values = s.count(b",") + s.count(b"[") + 1  # every value but a container's first follows a comma
+    s = s.replace(b",", b"")
+    # each pass removes the innermost level: what survives MAX_LIVE_DEPTH passes nests deeper
+    for _ in range(MAX_LIVE_DEPTH):
+        t = s.replace(b"[]", b"")
+        if len(t) == len(s):
+            break
+        s = t
+    return b"[]" in s, values
+
+
+class _Bad:
+    """A value json could not represent faithfully, kept in place so that its
+    JSON path can be reported: ``why`` says what it was."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str):
+        self.why = why
+
+
+class _DupDict(dict):
+    """An object that had a key twice (``dup``); its value is the last one."""
+
+    __slots__ = ("dup",)
+
+
+def _decode(text: str) -> tuple[Any, bool]:
+    """json.loads with hooks that never raise: numbers out of range and
+    objects with duplicate keys become markers; the flag says whether any
+    was made (then the caller walks the document for the first one)."""
+    seen_bad = False
+
+    def number(s: str, conv: Any) -> Any:
+        nonlocal seen_bad
+        if len(s) > MAX_NUMBER_CHARS:
+            seen_bad = True
+            return _Bad(f"a number of {len(s):,} characters")
+        v = conv(s)
+        if isinstance(v, float) and not math.isfinite(v):
+            seen_bad = True
+            return _Bad(f"the number {s}, which overflows a float")
+        return v
+
+    def constant(s: str) -> _Bad:
+        nonlocal seen_bad
+        seen_bad = True
+        return _Bad(f"`{s}`, which is not JSON")
+
+    def pairs(items: list[tuple[str, Any]]) -> dict:
+        nonlocal seen_bad
+        d = dict(items)
+        if len(d) != len(items):
+            seen_bad = True
+            keys: set[str] = set()
+            dup = _DupDict(d)
+            dup.dup = next(k for k, _ in items if k in keys or keys.add(k))  # type: ignore[func-returns-value]
+            return dup
+        return d
+
+    data = json.loads(text, parse_int=lambda s: number(s, int), parse_float=lambda s: number(s, float),
+                      parse_constant=constant, object_pairs_hook=pairs)
+    return data, seen_bad
+
+
+def _first_bad(data: Any) -> tuple[str, Any] | None:
+    """(JSON path, marker) of the first marker, in document order. Iterative;
+    depth is already bounded."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, (_Bad, _DupDict)):
+            return path, v
+        if isinstance(v, dict):
+            stack.extend((_join(path, k), x) for k, x in reversed(list(v.items())))
+        elif isinstance(v, list):
+            stack.extend((f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v))))
+    return None
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _join(path: str, key: str) -> str:
+    if _IDENT.match(key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key)}]"
+
+
+def _type_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    return "an object"
+
+
+class _Checker:
+    """Type checks of the fields verify() reads, each at its JSON path."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.errors: list[Diagnostic] = []
+        self.more = 0
+
+    def bad(self, path: str, want: str, v: Any) -> None:
+        if len(self.errors) >= MAX_TYPE_ERRORS:
+            self.more += 1
+            return
+        self.errors.append(E_WRONG_TYPE.diag(
+            f"{show(path)}: expected {want}, got {_type_name(v)}", file=self.name,
+            hint="the field must have the type the Kubernetes API gives it; " + _HINT))
+
+    def obj(self, parent: dict, key: str, path: str, *, optional: bool = True) -> dict | None:
+        v = parent.get(key)
+        if v is None and optional:
+            return None
+        if not isinstance(v, dict):
+            self.bad(_join(path, key), "an object", v)
+            return None
+        return v
+
+    def string_map(self, parent: dict, key: str, path: str, scalar: tuple[type, ...] = (str,)) -> None:
+        """parent[key] is absent, null or an object whose values have the types ``scalar``."""
+        m = self.obj(parent, key, path)
+        if m is None:
+            return
+        at = _join(path, key)
+        for k, v in m.items():
+            if not isinstance(v, scalar) or isinstance(v, bool):
+                self.bad(_join(at, k), "a string" if scalar == (str,) else "a quantity (string or integer)", v)
+
+    def opt_str(self, parent: dict, key: str, path: str) -> None:
+        v = parent.get(key)
+        if v is not None and not isinstance(v, str):
+            self.bad(_join(path, key), "a string", v)
+
+    def node(self, item: dict, path: str) -> None:
+        meta = item["metadata"]
+        self.string_map(meta, "labels", f"{path}.metadata")
+        spec = self.obj(item, "spec", path)
+        if spec is not None and spec.get("taints") is not None:
+            taints = spec["taints"]
+            if not isinstance(taints, list):
+                self.bad(f"{path}.spec.taints", "a list", taints)
+            else:
+                for j, t in enumerate(taints):
+                    at = f"{path}.spec.taints[{j}]"
+                    if not isinstance(t, dict):
+                        self.bad(at, "an object", t)
+                        continue
+                    for k in ("key", "value", "effect"):
+                        self.opt_str(t, k, at)
+        status = self.obj(item, "status", path)
+        if status is not None:
+            for f in ("capacity", "allocatable"):
+                self.string_map(status, f, f"{path}.status", (str, int))
+
+    def quota(self, item: dict, path: str) -> None:
+        spec = self.obj(item, "spec", path)
+        if spec is not None:
+            self.string_map(spec, "hard", f"{path}.spec", (str, int))
+            self.obj(spec, "scopeSelector", f"{path}.spec")
 
 
 @dataclass
@@ -121,51 +440,132 @@ class Live:
     quotas: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     saw_nodes: bool = False
     saw_quotas: bool = False
+    values: int = 0  # counted over all inputs, against MAX_LIVE_VALUES
+    items: int = 0  # likewise, against MAX_LIVE_ITEMS
 
 
-def parse_live(texts: Iterable[tuple[str, str]]) -> Live:
-    """(display name, JSON text) of each input -> the objects verify-cluster compares."""
-    live = Live()
+def parse_live(texts: Iterable[tuple[str, str | bytes]], live: Live | None = None) -> Live:
+    """(display name, JSON text) of each input -> the objects verify-cluster
+    compares. Raises LiveInputError: the input is refused whole, since a
+    partial read could make a drifted cluster look as planned. ``texts`` may
+    be lazy, so only one input's text is held at a time."""
+    live = live or Live()
     for name, text in texts:
-        def bad(msg: str) -> LiveInputError:
-            return LiveInputError(E_LIVE_INPUT.diag(msg, file=name,
-                                                    hint="use `kubectl get nodes,resourcequotas -A -o json`"))
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise LiveInputError(E_LIVE_INPUT.diag(f"not JSON: {exc.msg}", file=name, line=exc.lineno,
-                                                   col=exc.colno, hint="use `kubectl ... -o json`")) from None
-        if not isinstance(data, dict) or not isinstance(data.get("items"), list):
-            raise bad("expected a Kubernetes List with `items`")
-        for i, item in enumerate(data["items"]):
-            if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict) \
-                    or not isinstance(item["metadata"].get("name"), str):
-                raise bad(f"items[{i}] is not a Kubernetes object with metadata.name")
-            kind = item.get("kind") or str(data.get("kind", "")).removesuffix("List")
-            if kind == "Node":
-                live.saw_nodes = True
-                live.nodes[item["metadata"]["name"]] = item
-            elif kind == "ResourceQuota":
-                live.saw_quotas = True
-                live.quotas[(item["metadata"].get("namespace", ""), item["metadata"]["name"])] = item
-        if data.get("kind") == "NodeList":
-            live.saw_nodes = True
-        if data.get("kind") == "ResourceQuotaList":
-            live.saw_quotas = True
+        _parse_one(live, name, text)
     return live
 
 
-def _int(q: Any) -> int | None:
-    """An extended-resource quantity (always an integer) as int; None when it is not one."""
+def _parse_one(live: Live, name: str, text: str | bytes) -> None:
+    from gpuplan.spec.loader import E_BINARY, E_TOO_DEEP, E_TOO_MANY_VALUES
+
+    def bad(msg: str) -> LiveInputError:
+        return LiveInputError(E_LIVE_INPUT.diag(msg, file=name, hint=_HINT))
+
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    too_deep, values = _shape(raw)
+    if too_deep:
+        raise LiveInputError(E_TOO_DEEP.diag(f"objects and lists nest deeper than {MAX_LIVE_DEPTH} levels",
+                                             file=name, hint=_HINT))
+    live.values += values
+    if live.values > MAX_LIVE_VALUES:
+        raise LiveInputError(E_TOO_MANY_VALUES.diag(
+            f"the --live input holds more than {MAX_LIVE_VALUES:,} values (items and members, all --live "
+            "inputs together)", file=name, hint=_SMALLER))
+    if isinstance(text, bytes):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise LiveInputError(E_BINARY.diag(
+                f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", file=name, line=line,
+                col=exc.start - raw.rfind(b"\n", 0, exc.start), hint="kubectl prints UTF-8 JSON")) from None
+    del raw
     try:
-        return int(str(q))
-    except ValueError:
-        pass
-    s = str(q)
-    for suffix, mult in (("k", 10**3), ("M", 10**6), ("G", 10**9), ("Ki", 2**10), ("Mi", 2**20)):
-        if s.endswith(suffix) and s[: -len(suffix)].isdigit():
-            return int(s[: -len(suffix)]) * mult
-    return None
+        data, marked = _decode(text)
+    except json.JSONDecodeError as exc:
+        raise LiveInputError(E_LIVE_INPUT.diag(f"not JSON: {exc.msg}", file=name, line=exc.lineno,
+                                               col=exc.colno, hint="use `kubectl ... -o json`")) from None
+    except RecursionError:  # unreachable after _shape; kept so a miss is exit 1, not 4
+        raise LiveInputError(E_TOO_DEEP.diag("objects and lists nest too deep", file=name, hint=_HINT)) from None
+    del text
+    if marked:
+        found = _first_bad(data)
+        if found is not None:
+            path, m = found
+            if isinstance(m, _DupDict):
+                raise LiveInputError(E_DUPLICATE_KEY.diag(
+                    f"{show(_join(path, m.dup))}: the key {show(json.dumps(m.dup))} appears more than once "
+                    f"in {show(path) or 'the top-level object'}", file=name, hint=_HINT))
+            raise LiveInputError(E_NUMBER.diag(f"{show(path) or 'the document'}: {show(m.why)}", file=name,
+                                               hint=_HINT))
+    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+        raise bad("expected a Kubernetes List with `items`")
+    live.items += len(data["items"])
+    if live.items > MAX_LIVE_ITEMS:
+        raise LiveInputError(E_TOO_MANY_VALUES.diag(
+            f"the --live input holds more than {MAX_LIVE_ITEMS:,} objects in `items` (all --live inputs "
+            "together)", file=name, hint=_SMALLER))
+    list_kind = data.get("kind")
+    check = _Checker(name)
+    if list_kind is not None and not isinstance(list_kind, str):
+        check.bad("kind", "a string", list_kind)
+        list_kind = None
+    accepted: list[tuple[str, dict]] = []
+    for i, item in enumerate(data["items"]):
+        path = f"items[{i}]"
+        if not isinstance(item, dict):
+            check.bad(path, "a Kubernetes object", item)
+            continue
+        meta = check.obj(item, "metadata", path, optional=False)
+        if meta is None:
+            continue
+        if not isinstance(meta.get("name"), str):
+            check.bad(f"{path}.metadata.name", "a string", meta.get("name"))
+            continue
+        check.opt_str(meta, "namespace", f"{path}.metadata")
+        kind = item.get("kind")
+        if kind is not None and not isinstance(kind, str):
+            check.bad(f"{path}.kind", "a string", kind)
+            continue
+        kind = kind or (list_kind or "").removesuffix("List")
+        if kind == "Node":
+            check.node(item, path)
+        elif kind == "ResourceQuota":
+            check.quota(item, path)
+        accepted.append((kind, item))
+    if check.errors:
+        more = []
+        if check.more:
+            more.append(E_WRONG_TYPE.diag(f"{check.more:,} more fields of the wrong type not listed",
+                                          file=name, hint=_HINT))
+        raise LiveInputError(check.errors[0], [*check.errors[1:], *more])
+    for kind, item in accepted:
+        meta = item["metadata"]
+        if kind == "Node":
+            live.saw_nodes = True
+            live.nodes[meta["name"]] = item
+        elif kind == "ResourceQuota":
+            live.saw_quotas = True
+            live.quotas[(meta.get("namespace") or "", meta["name"])] = item
+    if list_kind == "NodeList":
+        live.saw_nodes = True
+    if list_kind == "ResourceQuotaList":
+        live.saw_quotas = True
+
+
+_QUANTITY = re.compile(r"([0-9]{1,30})(k|M|G|Ki|Mi)?\Z")
+_MULT = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20}
+
+
+def _int(q: Any) -> int | None:
+    """An extended-resource quantity (always an integer) as int; None when it
+    is not one. ASCII digits only, and few enough that int() cannot refuse them."""
+    if isinstance(q, int) and not isinstance(q, bool):
+        return q
+    if not isinstance(q, str):
+        return None
+    m = _QUANTITY.match(q)
+    return int(m.group(1)) * _MULT[m.group(2)] if m else None
 
 
 @dataclass
@@ -198,13 +598,14 @@ def _planned_taints(pv: PoolView) -> list[dict[str, str]]:
 def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[Diagnostic]:
     from gpuplan.lower.node_labels import pool_node_labels
 
-    name = node["metadata"]["name"]
+    raw_name = node["metadata"]["name"]
+    name = show(raw_name)  # every value from the input goes through show(): it may be hostile
     path = pv.path
     out: list[Diagnostic] = []
     labels = node["metadata"].get("labels") or {}
     for key, value in pool_node_labels(rf, pv).items():
         if labels.get(key) != value:
-            have = f"has {key}={labels[key]}" if key in labels else f"has no {key}"
+            have = f"has {key}={show(labels[key])}" if key in labels else f"has no {key}"
             out.append(rf.diag(E_NODE_LABEL, f"node {name} (pool {pv.name}) {have}; planned {key}={value}",
                                path, key=True, hint="check the pool's NodeFeatureRule / NodePool is synced "
                                "and nfd-master runs"))
@@ -214,7 +615,7 @@ def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[D
                    and ("value" not in t or x.get("value") == t["value"]) for x in taints):
             text = f"{t['key']}{'=' + t['value'] if 'value' in t else ''}:{t['effect']}"
             out.append(rf.diag(E_NODE_TAINT, f"node {name} (pool {pv.name}) lacks taint {text}", path, key=True,
-                               hint=f"kubectl taint node {name} {text}"))
+                               hint=_taint_hint(raw_name, text)))
     status = node.get("status") or {}
     planned = pv.node_resources()
     for field_name in ("capacity", "allocatable"):
@@ -223,19 +624,19 @@ def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[D
             got = _int(have.get(res, 0))
             if got != count:
                 out.append(rf.diag(E_CAPACITY, f"node {name} (pool {pv.name}) {field_name} {res}: "
-                                   f"{have.get(res, 'absent')}, planned {count}", path, key=True,
+                                   f"{show(have.get(res, 'absent'))}, planned {count}", path, key=True,
                                    hint="check the node's device-plugin and MIG labels, and the device plugin pod"))
         if field_name == "capacity":
             for res, q in sorted(have.items()):
                 if res.startswith("nvidia.com/") and res not in planned and (_int(q) or 0) > 0:
                     out.append(rf.diag(W_UNPLANNED_RESOURCE, f"node {name} (pool {pv.name}) advertises "
-                                       f"{res}: {q}, which the pool does not plan", path, key=True))
+                                       f"{show(res)}: {show(q)}, which the pool does not plan", path, key=True))
     if pv.pool.sharing.mode == "mig":
         state = labels.get(MIG_STATE_LABEL)
         if state != "success":
             sev = Severity.ERROR if state == "failed" else Severity.WARNING
             out.append(rf.diag(E_MIG_STATE, f"node {name} (pool {pv.name}) {MIG_STATE_LABEL}="
-                               f"{state if state is not None else '(absent)'}; planned layout "
+                               f"{show(state) if state is not None else '(absent)'}; planned layout "
                                f"{mig_config_name(pv)} is not applied", ("spec", "pools", pv.index, "sharing"),
                                key=True, severity=sev,
                                hint="see the nvidia-mig-manager pod's log on that node"))
@@ -261,7 +662,7 @@ def _check_quotas(rf: ResolvedFleet, live: Live) -> list[Diagnostic]:
                 want_hard = {k: _int(v) for k, v in q["spec"]["hard"].items()}
                 have_hard = {k: _int(v) for k, v in (spec.get("hard") or {}).items()}
                 if want_hard != have_hard:
-                    diff = ", ".join(f"{k}: {(spec.get('hard') or {}).get(k, 'absent')} (planned "
+                    diff = ", ".join(f"{show(k)}: {show((spec.get('hard') or {}).get(k, 'absent'))} (planned "
                                      f"{q['spec']['hard'].get(k, 'absent')})"
                                      for k in sorted(set(want_hard) | set(have_hard))
                                      if want_hard.get(k) != have_hard.get(k))
@@ -273,8 +674,44 @@ def _check_quotas(rf: ResolvedFleet, live: Live) -> list[Diagnostic]:
     return out
 
 
+def _taint_hint(name: str, taint: str) -> str:
+    # pasted into a shell: only a name the API server would accept, quoted all the same
+    if len(name) <= 253 and _DNS_SUBDOMAIN.match(name):
+        return f"kubectl taint node {shlex.quote(name)} {shlex.quote(taint)}"
+    return (f"taint the node with `kubectl taint node NAME {shlex.quote(taint)}` (its name in the input "
+            "is not a valid node name, so no command is given)")
+
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+
+
+class _Kept:
+    """Drift findings, at most MAX_KEPT per severity; the rest only counted.
+    A hostile input of 800,000 one-line nodes would otherwise make millions of
+    diagnostics. Keeping some of each severity keeps the exit code right."""
+
+    def __init__(self) -> None:
+        self.kept: list[Diagnostic] = []
+        self.count: dict[Severity, int] = {}
+
+    def add(self, *diags: Diagnostic) -> None:
+        for d in diags:
+            n = self.count[d.severity] = self.count.get(d.severity, 0) + 1
+            if n <= MAX_KEPT:
+                self.kept.append(d)
+
+    def done(self) -> list[Diagnostic]:
+        from gpuplan.reporters import E_MORE
+
+        errors, warnings = (max(0, self.count.get(s, 0) - MAX_KEPT) for s in (Severity.ERROR, Severity.WARNING))
+        if errors or warnings:
+            self.kept.append(E_MORE.diag(f"{errors + warnings:,} more differences not listed ({errors:,} errors, "
+                                         f"{warnings:,} warnings)", hint="fix the ones shown and run again"))
+        return self.kept
+
+
 def verify(rf: ResolvedFleet, live: Live) -> Verified:
-    diags: list[Diagnostic] = []
+    diags = _Kept()
     results = []
     claimed: dict[str, list[str]] = {}
     for name, node in live.nodes.items():
@@ -289,24 +726,24 @@ def verify(rf: ResolvedFleet, live: Live) -> Verified:
                 if n in live.nodes:
                     names.append(n)
                 elif live.saw_nodes:
-                    diags.append(rf.diag(E_NODE_MISSING, f"node {n} of pool {pv.name} is not in the cluster",
-                                         ("spec", "pools", pv.index, "nodes", j)))
+                    diags.add(rf.diag(E_NODE_MISSING, f"node {n} of pool {pv.name} is not in the cluster",
+                                      ("spec", "pools", pv.index, "nodes", j)))
             for n in sorted(set(claimed.get(pv.name, ())) - set(pv.pool.nodes)):
-                diags.append(rf.diag(W_UNPLANNED_NODE, f"node {n} is labelled for pool {pv.name}, which does "
-                                     "not list it", ("spec", "pools", pv.index, "nodes"), key=True))
+                diags.add(rf.diag(W_UNPLANNED_NODE, f"node {show(n)} is labelled for pool {pv.name}, which does "
+                                  "not list it", ("spec", "pools", pv.index, "nodes"), key=True))
         else:
             names = sorted(claimed.get(pv.name, ()))
         for n in names:
             found = _check_node(rf, pv, live.nodes[n])
-            diags += found
+            diags.add(*found)
             res.found.append(n)
             if not any(d.is_error for d in found):
                 res.ok.append(n)
         results.append(res)
     for pool in sorted(set(claimed) - set(rf.pool_by_name)):
         for n in sorted(claimed[pool]):
-            diags.append(rf.diag(W_UNPLANNED_NODE, f"node {n} is labelled for pool {pool}, which the spec does "
-                                 "not have", ("spec", "pools"), key=True))
+            diags.add(rf.diag(W_UNPLANNED_NODE, f"node {show(n)} is labelled for pool {show(pool)}, which the spec "
+                              "does not have", ("spec", "pools"), key=True))
     if live.saw_quotas:
-        diags += _check_quotas(rf, live)
-    return Verified(diags, results)
+        diags.add(*_check_quotas(rf, live))
+    return Verified(diags.done(), results)

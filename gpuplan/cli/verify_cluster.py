@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from gpuplan.cli._common import emit, format_option, strict_option, verbose_option
@@ -13,7 +11,8 @@ from gpuplan.exitcodes import ExitCode
 @click.command("verify-cluster")
 @click.argument("fleet", type=click.Path(dir_okay=False))
 @click.option("--live", "live", multiple=True, required=True, metavar="FILE",
-              help="JSON from `kubectl get nodes,resourcequotas -A -o json`; `-` reads stdin. Repeatable.")
+              help="JSON from `kubectl get nodes,resourcequotas -A -o json`; `-` reads stdin. Repeatable; "
+              "regular files and stdin only, 64 MiB in all.")
 @format_option
 @strict_option
 @verbose_option
@@ -31,26 +30,23 @@ def verify_cluster(ctx: click.Context, fleet: str, live: tuple[str, ...], fmt: s
     too), 1 when the spec or the input is invalid."""
     from gpuplan.compiler import check_fleet
     from gpuplan.diagnostics import has_errors
-    from gpuplan.drift import LiveInputError, parse_live, verify
+    from gpuplan.drift import MAX_LIVE_BYTES, Live, LiveInputError, parse_live, read_live, verify
 
     checked = check_fleet(fleet)
     if checked.failed():
         emit(checked.diagnostics, fmt, verbose=verbose)
         ctx.exit(int(ExitCode.INVALID))
-    texts = []
-    for name in live:
-        if name == "-":
-            texts.append(("<stdin>", sys.stdin.read()))
-            continue
-        try:
-            with open(name, encoding="utf-8") as f:
-                texts.append((name, f.read()))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise click.BadParameter(f"cannot read {name}: {exc}", param_hint="--live") from None
+    # one input read and parsed at a time, within one byte and value budget for all of them
+    parsed = Live()
+    used = 0
     try:
-        parsed = parse_live(texts)
+        for name in live:
+            shown, raw = read_live(name, MAX_LIVE_BYTES - used)
+            used += len(raw)
+            parse_live([(shown, raw)], parsed)
+            del raw
     except LiveInputError as exc:
-        emit([exc.diag], fmt, verbose=verbose)
+        emit(exc.diags, fmt, verbose=verbose)
         ctx.exit(int(ExitCode.INVALID))
     assert checked.resolved is not None
     result = verify(checked.resolved, parsed)
