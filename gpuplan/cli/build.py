@@ -9,10 +9,13 @@ import click
 from gpuplan.cli._common import emit, format_option, outside_option, strict_option, verbose_option
 from gpuplan.exitcodes import ExitCode
 
-fleet_argument = click.argument("fleet", type=click.Path(dir_okay=False))
+# Not click's exists/dir_okay/readable checks (a usage error, exit 2): the
+# loader refuses a directory (GP013), an unreadable file (GP010) or a symlink
+# (GP015) as invalid input, exit 1.
+fleet_argument = click.argument("fleet", type=click.Path(readable=False))
 output_option = click.option(
     "-o", "--output", "out_dir", default="generated", show_default=True,
-    type=click.Path(file_okay=False), help="The generated tree.",
+    type=click.Path(), help="The generated tree.",
 )
 
 
@@ -32,6 +35,21 @@ def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, al
     if compiled.resolved is None or not compiled.files:
         return None
     return compiled
+
+
+def _refuse_tree_path(ctx: click.Context, out_dir: str, fleet: str, fmt: str, option: str = "-o") -> None:
+    """Exit 1 before anything is read or written when the tree's path is a
+    symlink or leads out of the spec's repository (GP807), or is a file (GP804)."""
+    import os
+
+    from gpuplan.output.tree import OUTPUT_DIR, output_path_problem
+
+    problem = output_path_problem(out_dir, fleet, option=option)
+    if problem is None and os.path.lexists(out_dir) and not os.path.isdir(out_dir):
+        problem = OUTPUT_DIR.diag("the output path exists and is not a directory", file=out_dir)
+    if problem is not None:
+        emit([problem], fmt)
+        ctx.exit(int(ExitCode.INVALID))
 
 
 @click.command()
@@ -55,6 +73,7 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
     does; one the API server would reject is not written (exit 7)."""
     from gpuplan.output.tree import TreeWriter
 
+    _refuse_tree_path(ctx, out_dir, fleet, fmt)
     # Each file goes to the new tree as it is rendered (memory holds hashes, not
     # the output); the tree is swapped in only by commit, after verification.
     with TreeWriter(Path(out_dir), force=force) as tree:
@@ -84,8 +103,9 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
 @click.pass_context
 def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool, allow_outside: bool) -> None:
     """Exit 3 with a unified diff when the generated tree does not match FLEET."""
-    from gpuplan.output.tree import TreeCheck, TreeError
+    from gpuplan.output.tree import NOT_READ, TREE_CHANGED, TreeCheck, TreeError
 
+    _refuse_tree_path(ctx, out_dir, fleet, fmt)
     try:
         # each file is compared with the disk as it is rendered; only those that differ are kept
         tree = TreeCheck(Path(out_dir))
@@ -107,6 +127,8 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool,
     click.echo("\n".join(escape(line) for line in result.diff.split("\n")), nl=False)
     if fmt != "text":  # per-file annotations for CI (text users read the diff)
         emit(result.diagnostics, fmt)
+    else:  # files that were not compared byte for byte: the diff alone does not say why
+        emit([d for d in result.diagnostics if d.code in (NOT_READ.code, TREE_CHANGED.code)], fmt)
     click.echo(f"{out_dir}: stale; run `gpuplan build {fleet}" + (f" -o {out_dir}" if out_dir != "generated" else "")
                + "` and commit the result", err=True)
     ctx.exit(int(ExitCode.STALE))
@@ -116,7 +138,7 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool,
 @fleet_argument
 @output_option
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True)
-@click.option("--old", "old_dir", default=None, type=click.Path(file_okay=False),
+@click.option("--old", "old_dir", default=None, type=click.Path(),
               help="Compare with the generated tree in this directory (e.g. the base branch's) "
                    "instead of the one at -o; headers still name the spec as seen from -o.")
 @click.pass_context
@@ -126,17 +148,24 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str, old_dir: str | 
     Disruptive changes come first: namespaces that leave the tree, nodes that
     are repartitioned or reconfigured, pools whose nodes are replaced,
     PriorityClasses that are recreated, driver upgrades."""
+    # -o too when --old is read: the pull-request report derives --old from -o
+    _refuse_tree_path(ctx, out_dir, fleet, "text")
+    if old_dir is not None:
+        _refuse_tree_path(ctx, old_dir, fleet, "text", option="--old")
     compiled = _compile(fleet, out_dir, "text", False, False)
     if compiled is None:
         ctx.exit(int(ExitCode.INVALID))
     from gpuplan.output.objdiff import diff_objects, render_markdown, render_text, tree_objects
     from gpuplan.output.tree import TreeError, read_tree
 
+    unread: list = []  # files of the old tree left out (too large, vanished): warnings
     try:
-        old = read_tree(Path(old_dir or out_dir))
+        old = read_tree(Path(old_dir or out_dir), unread)
     except TreeError as exc:
         emit([exc.diagnostic], "text")
         ctx.exit(int(ExitCode.INVALID))
+    if unread:
+        emit(unread, "text")
     from gpuplan.report import disruption
 
     a, b = tree_objects(old), tree_objects(compiled.files)  # parsed once for both reports

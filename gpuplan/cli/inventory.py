@@ -68,11 +68,14 @@ def pull(ctx: click.Context, namespace: str, out_dir: str, context: str | None, 
         click.echo(f"gpuplan inventory pull: cannot write {out_dir}: {exc.strerror or exc}", err=True)
         ctx.exit(int(ExitCode.INVALID))
         return
+    for w in res.warnings:  # a node whose file could not be written: the others are
+        click.echo(f"gpuplan inventory pull: warning: {escape(w)}", err=True)
     if not invs:
         click.echo(f"gpuplan inventory pull: no inventories published in namespace {namespace}", err=True)
     click.echo(
         f"gpuplan inventory pull: {len(invs)} nodes: {len(res.written)} written, "
-        f"{len(res.unchanged)} unchanged, {len(res.removed)} removed ({out_dir})",
+        f"{len(res.unchanged)} unchanged, {len(res.removed)} removed ({out_dir})"
+        + (f", {len(res.failed)} not written" if res.failed else ""),
         err=True,
     )
-    ctx.exit(int(ExitCode.OK))
+    ctx.exit(int(ExitCode.INVALID if res.failed else ExitCode.OK))

@@ -21,12 +21,12 @@ def _checked(path: str, *, allow: frozenset[str] = frozenset()):
 
 
 @click.command()
-@click.argument("fleet", type=click.Path(dir_okay=False))
+@click.argument("fleet", type=click.Path(readable=False))
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="text", show_default=True,
               help="Report format. Diagnostics always go to stderr as text.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report to this file instead of stdout.")
-@click.option("--base", type=click.Path(dir_okay=False), default=None,
+@click.option("--base", type=click.Path(readable=False), default=None,
               help="An older fleet.yaml: disruptive changes first (namespaces deleted, nodes repartitioned, "
                    "reconfigured or replaced, PriorityClasses recreated, driver upgrades), then capacity and cost.")
 @click.option("--optimise", "--optimize", "optimise", is_flag=True,
@@ -74,7 +74,7 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
         from gpuplan.report.optimise import optimise as run_optimise
         from gpuplan.spec.loader import read_source
 
-        opt = run_optimise(rf, read_source(fleet))
+        opt = run_optimise(rf, read_source(fleet, nofollow=True))  # the file checked above, never a link
 
     from gpuplan.report.capacity import with_placement
 

@@ -8,7 +8,7 @@ from gpuplan.cli._common import emit, exit_code, format_option, outside_option, 
 
 
 @click.command()
-@click.argument("fleets", metavar="FLEET", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("fleets", metavar="FLEET", nargs=-1, required=True, type=click.Path(readable=False))
 @format_option
 @strict_option
 @verbose_option
@@ -23,6 +23,7 @@ def validate(ctx: click.Context, fleets: tuple[str, ...], fmt: str, strict: bool
     checked one after the other."""
     from gpuplan.compiler import Options, check_fleet
     from gpuplan.reporters import escape
+    from gpuplan.spec.loader import display_path
 
     worst = 0
     collected = []  # machine formats print one document for all specs
@@ -35,7 +36,7 @@ def validate(ctx: click.Context, fleets: tuple[str, ...], fmt: str, strict: bool
         code = exit_code(checked.diagnostics, strict) if checked.resolved is not None else 1
         if fmt == "text" and not code:
             spec = checked.resolved.fleet.spec  # type: ignore[union-attr]
-            click.echo(f"{escape(fleet)}: valid ({len(spec.pools)} pools, {len(spec.tiers)} tiers, "
+            click.echo(f"{escape(display_path(fleet))}: valid ({len(spec.pools)} pools, {len(spec.tiers)} tiers, "
                        f"{len(spec.tenants)} tenants)")
         worst = max(worst, int(code))
     if fmt != "text":

@@ -26,7 +26,9 @@ def write_atomic(path: Path | str, data: bytes, *, mode: int = FILE_MODE) -> Non
     """Make ``path`` hold ``data``: readers see the old or the new file, never
     a part. Raises OSError; the temporary file is removed on failure."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # the name is cut so the temporary one stays within NAME_MAX (255 bytes)
+    # whatever the target's: `.<name>.<8 random>.tmp` adds 14
+    fd, tmp = tempfile.mkstemp(prefix=f".{_cut(path.name, 200)}.", suffix=".tmp", dir=path.parent)
     try:
         try:
             os.fchmod(fd, mode)
@@ -40,3 +42,10 @@ def write_atomic(path: Path | str, data: bytes, *, mode: int = FILE_MODE) -> Non
         except OSError:
             pass
         raise
+
+
+def _cut(name: str, limit: int) -> str:
+    """``name`` cut to at most ``limit`` bytes of UTF-8 (a file name's limit
+    is in bytes), never inside a character."""
+    raw = name.encode("utf-8", "surrogateescape")
+    return name if len(raw) <= limit else raw[:limit].decode("utf-8", "ignore")

@@ -1,6 +1,9 @@
 """Object-level diff of two rendered trees, for people reviewing a pull request.
 
-Every YAML file of both trees is parsed (libyaml's C loader); Kubernetes
+Every YAML file of both trees is parsed through the bounded manifest reader
+(``gpuplan.verify.manifests.load_text``: nesting, alias expansion, integer
+length and object size are capped, so a tree from a pull request cannot hang
+or crash the diff; a file it refuses is compared as text); Kubernetes
 objects are matched by (API group, kind, namespace, name) wherever they live,
 so moving an object between files or bumping its apiVersion is a change, not a
 removal plus an addition. A YAML document that is not an object (a Helm
@@ -18,12 +21,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-import yaml
-
 __all__ = ["FieldChange", "ObjectChange", "ObjectDiff", "ObjectKey", "diff_objects", "diff_trees", "render_markdown",
-           "render_text", "tree_objects"]
+           "render_text", "tree_objects", "yaml_documents"]
 
 _YAML_SUFFIXES = (".yaml", ".yml")
+# Larger YAML is compared as text: the spec's own limit, and 4x the largest
+# file gpuplan writes at 20,000 nodes.
+YAML_MAX_BYTES = 16 * 1024 * 1024
 _MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<absent>"})()
 VALUE_WIDTH = 80
 
@@ -111,12 +115,34 @@ def tree_objects(files: Mapping[str, bytes]) -> dict[ObjectKey, tuple[str, Any]]
     return _objects(files)
 
 
+def yaml_documents(text: str | bytes, file: str) -> list[Any] | None:
+    """The non-empty documents of a YAML text, read by the bounded manifest
+    reader; None when it refuses the text (a syntax error, nesting, an alias
+    bomb, an integer of thousands of digits, an object over the API server's
+    size) or the text is not UTF-8: the caller then treats it as text."""
+    from gpuplan.verify.manifests import load_text
+
+    if isinstance(text, bytes):
+        if len(text) > YAML_MAX_BYTES:
+            return None
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if len(text) > YAML_MAX_BYTES:
+        return None
+    try:
+        manifests, diags = load_text(text, file, check_duplicates=False)
+    except (ValueError, RecursionError):  # defence in depth: whatever the reader lets through is text
+        return None
+    if any(d.is_error for d in diags):
+        return None
+    return [m.data for m in manifests]
+
+
 def _file_objects(path: str, data: bytes) -> Iterator[tuple[ObjectKey, Any]]:
     if path.endswith(_YAML_SUFFIXES):
-        try:
-            docs = [d for d in yaml.load_all(data, Loader=yaml.CSafeLoader) if d is not None]
-        except yaml.YAMLError:
-            docs = None
+        docs = yaml_documents(data, path)
         if docs is not None:
             keys = [_object_key(d) for d in docs]
             n_plain = keys.count(None)
@@ -171,10 +197,10 @@ def _embedded(text: Any) -> Any:
     payload) parsed, else None."""
     if not isinstance(text, str) or "\n" not in text:
         return None
-    try:
-        v = yaml.load(text, Loader=yaml.CSafeLoader)
-    except yaml.YAMLError:
+    docs = yaml_documents(text, "<embedded>")
+    if docs is None or len(docs) != 1:
         return None
+    v = docs[0]
     return v if isinstance(v, (dict, list)) else None
 
 

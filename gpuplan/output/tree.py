@@ -37,6 +37,18 @@ then swaps it in:
 Only a crash of the process is covered, not a power loss (no fsync: it costs
 seconds on thousands of files and the tree is regenerable from the spec).
 
+**Reading** a tree on disk (``check``, ``diff``, ``build``'s look at the old
+tree) treats it as hostile: it may come from a pull request. The tree's
+directory is opened once without following a symlink (a symlinked ``-o`` is
+refused, GP807; :func:`output_path_problem` is the CLI's check against the
+spec's repository) and every listing and read is relative to that
+descriptor, so a tree swapped in by a concurrent build is never mixed with the
+one being read; a file that vanishes meanwhile is missing (GP809). Symlinks
+inside are listed, never followed or read. A recorded file over
+``MAX_FILE_BYTES``, or no regular file, is never read (GP808); an OSError is a
+diagnostic (GP804), never a crash. (The writer's own, resolved target may be a
+symlinked directory a library caller chose; the CLI refuses one.)
+
 **Leftovers.** The old tree is removed after the swap. What cannot be removed
 (files left by an earlier ``sudo gpuplan build``, a directory made read-only)
 does not fail a build whose new tree is in place: the remains are moved aside
@@ -74,6 +86,7 @@ __all__ = [
     "TreeWriter",
     "WriteResult",
     "check_tree",
+    "output_path_problem",
     "read_tree",
     "record_bytes",
     "recover",
@@ -86,6 +99,10 @@ _OLD_SUFFIX = ".gpuplan-old"
 _LOCK_SUFFIX = ".gpuplan-lock"
 _STALE_INFIX = ".gpuplan-stale-"
 DIR_MODE = 0o755
+# No file gpuplan writes comes near this (4x the spec's own limit; at 20,000
+# nodes the largest file is ~4 MiB); a bigger one in the tree was put there,
+# and only its size is looked at (a 6 GiB sparse file costs one fstat).
+MAX_FILE_BYTES = 64 * 1024 * 1024
 
 HAND_EDITED = Code(
     "GP801",
@@ -152,7 +169,43 @@ LEFTOVER = Code(
     good="$ sudo rm -rf .generated.gpuplan-stale-*   # as the message says; then build as yourself",
 )
 
-CODES = (HAND_EDITED, NOT_GENERATED, BAD_RECORD, OUTPUT_DIR, STALE, LEFTOVER)
+OUTPUT_PATH = Code(
+    "GP807",
+    "output tree path is a symlink or leads out of the repository",
+    Severity.ERROR,
+    "The generated tree named by -o (or --old) is a symlink, or it is named inside the spec's "
+    "repository but a symlinked directory on its path leads out of it. CI runs gpuplan on a pull "
+    "request's checkout, where a committed `generated -> /` would make `check` and `diff` walk, "
+    "read and quote the whole machine, and `build` write there. Nothing is read or written. A "
+    "directory named outside the repository on the command line (such as the base branch's "
+    "worktree) is the caller's choice and is used as named, but never through a symlink.",
+    bad="$ ln -s / generated && gpuplan check fleet.yaml",
+    good="$ gpuplan check fleet.yaml -o generated   # a real directory of the repository",
+)
+NOT_READ = Code(
+    "GP808",
+    "file in the output tree not read",
+    Severity.WARNING,
+    f"A file the record names as generated is now larger than gpuplan ever writes "
+    f"({MAX_FILE_BYTES // (1024 * 1024)} MiB), or is no regular file. Only its size and kind are "
+    "looked at, never its content: `check` reports it stale, `diff` leaves it out, and `build` "
+    "refuses to replace it (as a hand edit) unless --force.",
+    bad="$ truncate -s 6G generated/pools/train/nodepool.yaml",
+    good="$ git checkout generated/ && gpuplan build fleet.yaml",
+)
+TREE_CHANGED = Code(
+    "GP809",
+    "output tree changed while it was read",
+    Severity.WARNING,
+    "A file of the generated tree disappeared between listing the tree and reading it: another "
+    "process (such as a concurrent `gpuplan build`) replaced or removed it. `check` counts the "
+    "file as missing (stale) and `diff` leaves it out; run the command again once the other "
+    "one has finished.",
+    bad="$ gpuplan build fleet.yaml & gpuplan check fleet.yaml",
+    good="$ gpuplan build fleet.yaml && gpuplan check fleet.yaml",
+)
+
+CODES = (HAND_EDITED, NOT_GENERATED, BAD_RECORD, OUTPUT_DIR, STALE, LEFTOVER, OUTPUT_PATH, NOT_READ, TREE_CHANGED)
 
 
 class TreeError(Exception):
@@ -248,6 +301,26 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def output_path_problem(out_dir: Path | str, spec: Path | str, *, option: str = "-o") -> Diagnostic | None:
+    """Why the tree at ``out_dir`` is not read or written for the spec at
+    ``spec`` (GP807), or None. A symlink is refused wherever it points (the
+    link is a pull request's to make); a directory named inside the spec's
+    repository must resolve inside it (no symlinked directory on the way
+    leads out). One named outside the repository on the command line (``-o
+    /tmp/out``, the base branch's worktree) is the caller's choice."""
+    from gpuplan.spec.loader import display_path, leaves_repository, named_repository
+
+    display = display_path(out_dir)
+    hint = f"name the directory itself with {option}, not a symlink to it or through one"
+    if os.path.islink(out_dir):
+        return OUTPUT_PATH.diag(f"{display} is a symlink; gpuplan reads and writes a tree only where it is named",
+                                file=display, hint=hint)
+    if leaves_repository(out_dir, named_repository(spec)):
+        return OUTPUT_PATH.diag(f"{display} leads out of the repository through a symlinked directory; refused",
+                                file=display, hint=hint)
+    return None
+
+
 # -------------------------------------------------------------------------- record
 
 
@@ -290,55 +363,115 @@ def _parse_record(data: bytes, display: str) -> dict[str, str]:
 _FILE, _LINK, _DIR, _OTHER = "file", "symlink", "directory", "special file"
 
 
-def _scan(root: Path) -> dict[str, str]:
-    """Every entry under ``root`` (relative POSIX path → kind), never following
-    a symlink, sorted. Directories are listed too (for empty ones)."""
+_O = lambda name: getattr(os, name, 0)  # noqa: E731 - flags some platforms lack
+_DIR_FLAGS = os.O_RDONLY | _O("O_DIRECTORY") | _O("O_NOFOLLOW") | _O("O_CLOEXEC")
+_FILE_FLAGS = os.O_RDONLY | _O("O_NONBLOCK") | _O("O_NOFOLLOW") | _O("O_CLOEXEC")
+
+
+def _open_tree(root: Path | str, display: str) -> int | None:
+    """A descriptor of the tree's directory, never through a symlink: every
+    scan and read of the tree is relative to it, so a tree swapped in by a
+    concurrent build is never mixed with the one being read, and
+    ``generated -> /`` is never walked. None when there is no directory there."""
+    try:
+        return os.open(root, _DIR_FLAGS)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        if isinstance(exc, NotADirectoryError) and os.path.islink(root):  # O_NOFOLLOW|O_DIRECTORY: ENOTDIR
+            raise TreeError(_link_refused(display)) from None
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TreeError(_link_refused(display)) from None
+        raise TreeError(OUTPUT_DIR.diag(f"cannot read the output tree: {exc.strerror or exc}", file=display)) from None
+
+
+def _link_refused(display: str) -> Diagnostic:
+    return OUTPUT_PATH.diag(f"{display} is a symlink; gpuplan reads a tree only where it is named", file=display,
+                            hint="name the directory itself, not a symlink to it")
+
+
+def _scan(fd: int | None, display: str = "") -> dict[str, str]:
+    """Every entry of the tree open at ``fd`` (relative POSIX path → kind),
+    never following a symlink, sorted. Directories are listed too (for empty
+    ones). A directory that vanishes meanwhile is skipped; one that cannot be
+    read is a TreeError (GP804), not a crash."""
     out: dict[str, str] = {}
-    stack = [("", str(root))]
+    if fd is None:
+        return out
+    stack = [""]
     while stack:
-        rel, path = stack.pop()
+        rel = stack.pop()
         try:
-            it = os.scandir(path)
-        except FileNotFoundError:
-            continue
-        with it:
-            for e in it:
-                r = f"{rel}{e.name}"
-                if e.is_symlink():
-                    out[r] = _LINK
-                elif e.is_dir(follow_symlinks=False):
-                    out[r] = _DIR
-                    stack.append((r + "/", e.path))
-                elif e.is_file(follow_symlinks=False):
-                    out[r] = _FILE
-                else:
-                    out[r] = _OTHER
+            # parents were seen as real directories; O_NOFOLLOW checks the last step
+            dfd = os.open(rel[:-1] or ".", _DIR_FLAGS, dir_fd=fd)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # gone, or swapped for a file or symlink, since it was listed
+        except OSError as exc:
+            raise TreeError(OUTPUT_DIR.diag(f"cannot read {rel or '.'} in the output tree: {exc.strerror or exc}",
+                                            file=_join(display, rel.rstrip("/")) if rel else display)) from None
+        try:
+            with os.scandir(dfd) as it:
+                for e in it:
+                    r = f"{rel}{e.name}"
+                    if e.is_symlink():
+                        out[r] = _LINK
+                    elif e.is_dir(follow_symlinks=False):
+                        out[r] = _DIR
+                        stack.append(r + "/")
+                    elif e.is_file(follow_symlinks=False):
+                        out[r] = _FILE
+                    else:
+                        out[r] = _OTHER
+        except OSError as exc:
+            raise TreeError(OUTPUT_DIR.diag(f"cannot read {rel or '.'} in the output tree: {exc.strerror or exc}",
+                                            file=display)) from None
+        finally:
+            os.close(dfd)
     return dict(sorted(out.items()))
 
 
-# No file gpuplan writes comes near this; a bigger one in the tree was put there.
-MAX_FILE_BYTES = 64 * 1024 * 1024
+def _big(limit: int) -> str:
+    return f"file larger than {limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else \
+        f"file larger than {limit:,} bytes"
 
 
-def _read(root: Path, rel: str) -> bytes:
-    # O_NOFOLLOW: the last component is re-checked at open time; the parents
-    # were seen as real directories by _scan. O_NONBLOCK and fstat: a FIFO
-    # swapped in since the scan is refused instead of waited on; reads are capped.
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(root / rel, flags)
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
-            raise TreeError(OUTPUT_DIR.diag(
-                f"{rel} is not a regular file of at most {MAX_FILE_BYTES // (1024 * 1024)} MiB; "
-                "gpuplan never wrote it", file=str(root / rel),
-                hint="remove it from the output tree"))
-        data = f.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise TreeError(OUTPUT_DIR.diag(f"{rel} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; "
-                                        "gpuplan never wrote it", file=str(root / rel),
-                                        hint="remove it from the output tree"))
-    return data
+def _read(fd: int, rel: str, display: str = "", limit: int | None = None) -> bytes | str | None:
+    """The bytes of the regular file ``rel`` of the tree open at ``fd``; None
+    when it has gone since the scan (a concurrent build swapped the tree); the
+    kind of what is there instead when it is no regular file of at most
+    ``limit`` bytes (default MAX_FILE_BYTES; then it is never read: O_NOFOLLOW
+    refuses a symlink planted since the scan, O_NONBLOCK and fstat a FIFO).
+    Other errors are a TreeError (GP804)."""
+    limit = MAX_FILE_BYTES if limit is None else limit
+    try:
+        f = os.open(rel, _FILE_FLAGS, dir_fd=fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return _LINK
+        raise TreeError(OUTPUT_DIR.diag(f"cannot read {rel}: {exc.strerror or exc}", file=_join(display, rel))) from None
+    try:
+        st = os.fstat(f)
+        if not stat.S_ISREG(st.st_mode):
+            return _DIR if stat.S_ISDIR(st.st_mode) else _OTHER
+        if st.st_size > limit:
+            return _big(limit)
+        chunks: list[bytes] = []
+        got = 0
+        want = st.st_size + 1  # one read() for a file that does not change meanwhile
+        while got <= limit:  # it may grow after fstat: the cap is on what is read
+            n = min(max(want - got, 1 << 16), limit + 1 - got)
+            chunk = os.read(f, n)
+            chunks.append(chunk)
+            got += len(chunk)
+            if len(chunk) < n:  # a short read of a regular file: its end
+                break
+    except OSError as exc:
+        raise TreeError(OUTPUT_DIR.diag(f"cannot read {rel}: {exc.strerror or exc}", file=_join(display, rel))) from None
+    finally:
+        os.close(f)
+    return _big(limit) if got > limit else b"".join(chunks)
 
 
 @dataclass(frozen=True)
@@ -346,16 +479,26 @@ class _Disk:
     entries: dict[str, str]
     record: dict[str, str]  # path → sha256 as recorded
     record_raw: bytes | None
+    notes: tuple[Diagnostic, ...] = ()  # the record vanished while the tree was read (GP809)
 
 
-def _load_disk(root: Path, display: str) -> _Disk:
-    entries = _scan(root) if root.is_dir() else {}
+def _load_disk(fd: int | None, display: str) -> _Disk:
+    entries = _scan(fd, display)
     raw = None
     record: dict[str, str] = {}
-    if entries.get(RECORD_NAME) == _FILE:
-        raw = _read(root, RECORD_NAME)
-        record = _parse_record(raw, _join(display, RECORD_NAME))
-    return _Disk(entries, record, raw)
+    notes: tuple[Diagnostic, ...] = ()
+    if fd is not None and entries.get(RECORD_NAME) == _FILE:
+        got = _read(fd, RECORD_NAME, display)
+        if isinstance(got, str):
+            raise TreeError(BAD_RECORD.diag(f"the record of generated files is a {got}; gpuplan never wrote that",
+                                            file=_join(display, RECORD_NAME),
+                                            hint="restore it from git, or rebuild with --force"))
+        if got is None:  # gone since the scan: read as a tree without a record
+            notes = (_unread(display, RECORD_NAME, None),)
+        else:
+            raw = got
+            record = _parse_record(raw, _join(display, RECORD_NAME))
+    return _Disk(entries, record, raw, notes)
 
 
 def _join(display: str, rel: str) -> str:
@@ -452,7 +595,8 @@ def _discard(path: Path) -> Path | None:
 
 
 def _real_target(out: Path) -> Path:
-    # A symlinked output directory is written where it points, keeping the link.
+    # A symlinked output directory is written where it points, keeping the link
+    # (for library callers: the CLI refuses a symlinked -o first, GP807).
     return Path(os.path.realpath(out)) if out.is_symlink() else Path(os.path.abspath(out))
 
 
@@ -759,12 +903,22 @@ def _finish(target: Path, display: str, new: Path, files: Mapping[str, str], mad
             force: bool) -> WriteResult:
     """Decide refusals against the tree on disk, complete the new tree
     (``files``: path → sha256 of what is already written there) and swap it in."""
+    fd = _open_tree(target, display)  # ``target`` is resolved already: the writer's own choice
     try:
-        disk = _load_disk(target, display)
+        return _finish_at(fd, target, display, new, files, made, force)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _finish_at(fd: int | None, target: Path, display: str, new: Path, files: Mapping[str, str], made: set[str],
+               force: bool) -> WriteResult:
+    try:
+        disk = _load_disk(fd, display)
     except TreeError as exc:
         if not force:
             return _refuse(exc.diagnostic)
-        disk = _Disk(_scan(target), {}, None)  # every existing file counts as a person's
+        disk = _Disk(_scan(fd, display), {}, None)  # every existing file counts as a person's
     entries, record = disk.entries, disk.record
     diags: list[Diagnostic] = []
     dropped: set[str] = set()  # a person's entries that `force` lets gpuplan replace
@@ -775,8 +929,19 @@ def _finish(target: Path, display: str, new: Path, files: Mapping[str, str], mad
     for p, h in record.items():
         if entries.get(p) != _FILE:
             continue  # deleted (fine), or replaced by a person's dir/symlink (theirs now)
+        data = _read(fd, p, display) if fd is not None else None
+        if data is None:  # deleted since the scan
+            del entries[p]
+            continue
         ours.add(p)
-        on_disk[p] = now = _sha(_read(target, p))
+        if isinstance(data, str):  # grown past any size gpuplan writes, or swapped: never read
+            if not force:
+                diags.append(NOT_READ.diag(
+                    f"{p} was generated by gpuplan and is now a {data}; it is not read, and not replaced "
+                    "without --force", file=_join(display, p), severity=Severity.ERROR,
+                    hint="restore it from git, or rebuild with --force to replace it"))
+            continue
+        on_disk[p] = now = _sha(data)
         if now == h or files.get(p) == now:
             continue
         if force:
@@ -877,13 +1042,41 @@ def _finish(target: Path, display: str, new: Path, files: Mapping[str, str], mad
 # ----------------------------------------------------------------------- reading
 
 
-def read_tree(out_dir: Path | str) -> dict[str, bytes]:
+def read_tree(out_dir: Path | str, diagnostics: list[Diagnostic] | None = None) -> dict[str, bytes]:
     """The generated files on disk (those in the record), as they are now;
     a person's files are left out. No record: an empty tree. Raises
-    :class:`TreeError` for a malformed record."""
-    root = Path(out_dir)
-    disk = _load_disk(root, os.fspath(out_dir))
-    return {p: _read(root, p) for p in sorted(disk.record) if disk.entries.get(p) == _FILE}
+    :class:`TreeError` for a malformed record, a symlinked ``out_dir`` (GP807)
+    or a tree that cannot be read. A recorded file that is too large or no
+    regular file (GP808), or that vanished while the tree was read (GP809), is
+    left out, with a warning appended to ``diagnostics``."""
+    display = os.fspath(out_dir)
+    fd = _open_tree(out_dir, display)
+    if fd is None:
+        return {}
+    out: dict[str, bytes] = {}
+    try:
+        disk = _load_disk(fd, display)
+        if diagnostics is not None:
+            diagnostics.extend(disk.notes)
+        for p in sorted(disk.record):
+            if disk.entries.get(p) != _FILE:
+                continue
+            data = _read(fd, p, display)
+            if isinstance(data, bytes):
+                out[p] = data
+            elif diagnostics is not None:
+                diagnostics.append(_unread(display, p, data))
+    finally:
+        os.close(fd)
+    return out
+
+
+def _unread(display: str, p: str, kind: str | None) -> Diagnostic:
+    if kind is None:
+        return TREE_CHANGED.diag(f"{p} disappeared while the tree was read; left out", file=_join(display, p),
+                                 hint="another process changed the tree; run the command again")
+    return NOT_READ.diag(f"{p} is a {kind}; gpuplan never wrote that, so it is not read", file=_join(display, p),
+                         hint="restore it from git, or rebuild")
 
 
 def check_tree(out_dir: Path | str, files: Mapping[str, bytes]) -> CheckResult:
@@ -891,9 +1084,12 @@ def check_tree(out_dir: Path | str, files: Mapping[str, bytes]) -> CheckResult:
     read-only. ``ok`` when `gpuplan build` would change nothing."""
     _validate_files(files)
     check = TreeCheck(out_dir)
-    for p in sorted(files):
-        check[p] = files[p]
-    return check.result()
+    try:
+        for p in sorted(files):
+            check[p] = files[p]
+        return check.result()
+    finally:
+        check.close()
 
 
 class TreeCheck(_Streamed):
@@ -904,32 +1100,64 @@ class TreeCheck(_Streamed):
 
     def __init__(self, out_dir: Path | str) -> None:
         super().__init__()
-        self._root = Path(out_dir)
         self._display = os.fspath(out_dir)
         self._diags: list[Diagnostic] = []
+        # one descriptor for the whole check: a tree swapped in meanwhile by a
+        # concurrent build is never mixed with this one (its files vanish: stale)
+        self._fd = _open_tree(out_dir, self._display)  # TreeError: a symlink (GP807)
         try:
-            self._disk = _load_disk(self._root, self._display)
-        except TreeError as exc:
-            self._diags.append(exc.diagnostic)
-            self._disk = _Disk(_scan(self._root) if self._root.is_dir() else {}, {}, None)
+            try:
+                self._disk = _load_disk(self._fd, self._display)
+            except TreeError as exc:
+                if exc.diagnostic.code != BAD_RECORD.code:
+                    raise
+                self._diags.append(exc.diagnostic)
+                self._disk = _Disk(_scan(self._fd, self._display), {}, None)
+        except BaseException:
+            self.close()
+            raise
+        self._diags.extend(self._disk.notes)
         self._kept: dict[str, bytes] = {}  # files not on disk as produced
         self._chunks: dict[str, str] = {}  # path -> its unified diff
         self._missing: list[str] = []
         self._differing: list[str] = []
         self._hand_edited: list[str] = []
 
+    def close(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _disk_file(self, path: str) -> bytes | str | None:
+        """What is at ``path`` now: bytes, a kind, or None (see :func:`_read`);
+        GP808/GP809 noted when a listed file cannot be compared."""
+        kind = self._disk.entries.get(path)
+        if kind != _FILE or self._fd is None:
+            return kind
+        got = _read(self._fd, path, self._display)
+        if not isinstance(got, bytes):
+            self._diags.append(_unread(self._display, path, got))
+        return got
+
     def __getitem__(self, path: str) -> bytes:
         if path not in self._shas:
             raise KeyError(path)
-        return self._kept[path] if path in self._kept else _read(self._root, path)
+        if path in self._kept:
+            return self._kept[path]
+        got = _read(self._fd, path, self._display) if self._fd is not None else None
+        if not isinstance(got, bytes):
+            raise KeyError(path)
+        return got
 
     def __setitem__(self, path: str, data: bytes) -> None:
         self._add(path, data)
         self._compare(path, bytes(data))
 
     def _compare(self, path: str, expected: bytes) -> None:
-        kind = self._disk.entries.get(path)
-        actual: bytes | str | None = _read(self._root, path) if kind == _FILE else kind
+        actual = self._disk_file(path)
         if isinstance(actual, bytes) and path in self._disk.record and _sha(actual) != self._disk.record[path]:
             self._hand_edited.append(path)
         if actual == expected:
@@ -942,12 +1170,16 @@ class TreeCheck(_Streamed):
     def result(self) -> CheckResult:
         disk, entries, display = self._disk, self._disk.entries, self._display
         self._compare(RECORD_NAME, _record(self._shas))
-        extra = tuple(sorted(p for p in disk.record if p not in self._shas and entries.get(p) == _FILE))
-        for p in extra:
-            old = _read(self._root, p)
-            if _sha(old) != disk.record[p]:
+        extra_list = []
+        for p in sorted(p for p in disk.record if p not in self._shas and entries.get(p) == _FILE):
+            old = self._disk_file(p)
+            if old is None:  # gone meanwhile: no longer in the tree
+                continue
+            extra_list.append(p)
+            if isinstance(old, bytes) and _sha(old) != disk.record[p]:
                 self._hand_edited.append(p)
             self._chunks[p] = _file_diff(p, old, None)
+        extra = tuple(extra_list)
         missing, differing = tuple(sorted(self._missing)), tuple(sorted(self._differing))
         diags = list(self._diags)
         for p in sorted(self._chunks):
@@ -991,7 +1223,7 @@ def _file_diff(path: str, a: bytes | str | None, b: bytes | None) -> str:
     fb = f"b/{path}" if b is not None else "/dev/null"
     if isinstance(a, str):
         head = f"--- {fa}\n+++ {fb}\n@@ {path} is a {a} on disk @@\n"
-        return head + "".join(_hunk_lines(["+" + ln for ln in (_lines(b) or [])]))
+        return head + "".join(_hunk_lines(["+" + ln for ln in ((_lines(b) if b is not None else None) or [])]))
     la = [] if a is None else _lines(a)
     lb = [] if b is None else _lines(b)
     if la is None or lb is None:

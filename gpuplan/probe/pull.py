@@ -27,6 +27,21 @@ INVENTORY_FILE_MAX = 1024 * 1024  # what a pull ever writes: one inventory
 
 # a node name is a DNS subdomain: safe as a file name
 _SAFE_NODE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+NAME_MAX = 255  # bytes of one file name on Linux and macOS
+
+
+def inventory_file_name(node: str, suffix: str) -> str:
+    """``<node><suffix>``; for a node name so long (up to 253 characters) that
+    this exceeds NAME_MAX, the name cut and completed with a hash of the whole
+    name: deterministic, distinct per node, still sorted near its node. The
+    file's content names the node; the file name is only where it is kept."""
+    name = f"{node}{suffix}"
+    if len(name.encode("utf-8")) <= NAME_MAX:
+        return name
+    import hashlib
+
+    digest = hashlib.sha256(node.encode("utf-8")).hexdigest()[:16]
+    return f"{node[:NAME_MAX - len(suffix) - len(digest) - 1]}-{digest}{suffix}"
 
 
 class PullError(Exception):
@@ -39,6 +54,7 @@ class PullResult:
     unchanged: list[Path] = field(default_factory=list)
     removed: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # nodes whose file could not be written
 
 
 def kubectl_command(
@@ -217,19 +233,29 @@ def write_inventories(out_dir: Path, invs: Sequence[NodeInventory], *, prune: bo
     out_dir.mkdir(parents=True, exist_ok=True)
     keep: set[str] = set()
     for inv in invs:
-        path = out_dir / f"{inv.metadata.name}{suffix}"
+        node = inv.metadata.name
+        path = out_dir / inventory_file_name(node, suffix)
+        if path.name in keep:  # only a node named like another's shortened name gets here
+            res.warnings.append(f"node {node!r}: its file name {path.name!r} is taken by another node; skipped")
+            res.failed.append(node)
+            continue
         keep.add(path.name)
-        text = dump(inv)
-        old = _current(path)
-        if old == text:
-            res.unchanged.append(path)
-        else:
-            write_atomic(path, text.encode("utf-8"))
-            res.written.append(path)
-        stale = path.with_suffix(other)
-        if stale.is_file() and _ours(stale):
-            stale.unlink()
-            res.removed.append(stale)
+        # an OSError on one node's file is a warning naming the node: the others are still written
+        try:
+            text = dump(inv)
+            old = _current(path)
+            if old == text:
+                res.unchanged.append(path)
+            else:
+                write_atomic(path, text.encode("utf-8"))
+                res.written.append(path)
+            stale = out_dir / inventory_file_name(node, other)
+            if stale.is_file() and _ours(stale):
+                stale.unlink()
+                res.removed.append(stale)
+        except OSError as exc:
+            res.warnings.append(f"node {node!r}: cannot write {path.name}: {exc.strerror or exc}")
+            res.failed.append(node)
     if prune:
         for path in sorted([*out_dir.glob("*.yaml"), *out_dir.glob("*.json")]):
             if path.name not in keep and _ours(path):

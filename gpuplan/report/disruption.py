@@ -85,9 +85,9 @@ def _static_nodes(objs: dict) -> dict[str, tuple[str, dict[str, str], list[dict]
 
 
 def _configs(objs: dict) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(device-plugin configs by key, mig-parted configs by name) of a tree."""
-    import yaml
-
+    """(device-plugin configs by key, mig-parted configs by name) of a tree.
+    The payloads go through the bounded reader: the old tree may be a pull
+    request's (an alias bomb in a ConfigMap must not hang the report)."""
     from gpuplan.lower.device_plugin import CONFIGMAP_NAME as PLUGIN_CM
     from gpuplan.lower.mig_parted import CONFIG_KEY
     from gpuplan.lower.mig_parted import CONFIGMAP_NAME as MIG_CM
@@ -98,14 +98,34 @@ def _configs(objs: dict) -> tuple[dict[str, Any], dict[str, Any]]:
         if kind != "ConfigMap":
             continue
         data = obj.get("data") or {}
-        try:
-            if name == PLUGIN_CM:
-                plugin = {k: yaml.load(v, Loader=yaml.CSafeLoader) for k, v in data.items()}
-            elif name == MIG_CM and CONFIG_KEY in data:
-                mig = (yaml.load(data[CONFIG_KEY], Loader=yaml.CSafeLoader) or {}).get("mig-configs") or {}
-        except yaml.YAMLError:  # a hand-edited tree: compare by name only
+        if not isinstance(data, dict):
             continue
+        if name == PLUGIN_CM:
+            loaded = {k: _payload(v, f"{name}/{k}") for k, v in data.items()}
+            if all(v is not _UNREADABLE for v in loaded.values()):
+                plugin = loaded
+        elif name == MIG_CM and CONFIG_KEY in data:
+            doc = _payload(data[CONFIG_KEY], f"{name}/{CONFIG_KEY}")
+            if isinstance(doc, dict):  # else a hand-edited tree: compare by name only
+                configs = doc.get("mig-configs")
+                mig = configs if isinstance(configs, dict) else {}
     return plugin, mig
+
+
+_UNREADABLE: Any = object()
+
+
+def _payload(text: Any, file: str) -> Any:
+    """One YAML document embedded in a ConfigMap (None when empty), or
+    _UNREADABLE when it is not one the bounded reader accepts."""
+    from gpuplan.output.objdiff import yaml_documents
+
+    if not isinstance(text, str):
+        return _UNREADABLE
+    docs = yaml_documents(text, file)
+    if docs is None or len(docs) > 1:
+        return _UNREADABLE
+    return docs[0] if docs else None
 
 
 def _same(old_cfgs: dict, new_cfgs: dict, old_name: str | None, new_name: str | None) -> bool:

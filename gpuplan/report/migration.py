@@ -30,8 +30,6 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, pool_backend, tier_claim
 
 if TYPE_CHECKING:
@@ -92,7 +90,15 @@ def _docs(files: dict[str, bytes], path: str) -> list[dict[str, Any]]:
     data = files.get(path)
     if data is None:
         return []
-    return [d for d in yaml.safe_load_all(data) if isinstance(d, dict)]
+    return _mappings(data, path)
+
+
+def _mappings(data: bytes, path: str) -> list[dict[str, Any]]:
+    """The mapping documents of a file, through the bounded reader (nothing
+    for a file it refuses): every tree YAML is read the same bounded way."""
+    from gpuplan.output.objdiff import yaml_documents
+
+    return [d for d in yaml_documents(data, path) or () if isinstance(d, dict)]
 
 
 def _pool_labels(files: dict[str, bytes], pool: str) -> dict[str, str] | None:
@@ -140,8 +146,8 @@ def _quota_hard(files: dict[str, bytes]) -> dict[tuple[str, str], dict[str, str]
     for path, data in files.items():
         if not path.endswith("resourcequotas.yaml"):
             continue
-        for d in yaml.safe_load_all(data):
-            if isinstance(d, dict) and d.get("kind") == "ResourceQuota":
+        for d in _mappings(data, path):
+            if d.get("kind") == "ResourceQuota":
                 out[(d["metadata"]["namespace"], d["metadata"]["name"])] = dict(d["spec"]["hard"])
     return out
 

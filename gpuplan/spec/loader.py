@@ -138,10 +138,22 @@ E_TOO_MANY_VALUES = Code(
     bad="spec:\n  k1: 1\n  k2: 1\n  # ... two million keys", good="spec:\n  pools: [...]",
 )
 
+E_SPEC_PATH = Code(
+    "GP015", "spec path is a symlink or leads out of the repository", Severity.ERROR,
+    "The spec given on the command line is a symlink, or a symlinked directory on its path leads "
+    "out of the repository that holds it (the nearest directory with `.git` above the path as "
+    "named, else the spec's directory). CI runs gpuplan on a pull request's checkout, where a "
+    "committed `fleet.yaml -> ~/.git-credentials` would make gpuplan read that file and quote "
+    "its lines into the log. The spec is read only as a regular file, never through a link: "
+    "name the file itself.",
+    bad="$ ln -s ~/.git-credentials fleet.yaml && gpuplan validate fleet.yaml",
+    good="$ gpuplan validate clusters/prod/fleet.yaml   # the file, not a link to it",
+)
+
 CODES = (
     E_SYNTAX, E_DUPLICATE_KEY, E_EMPTY, E_NOT_MAPPING, E_MULTI_DOC, E_ALIAS_BOMB,
     E_TOO_LARGE, E_BINARY, E_TOO_DEEP, E_UNREADABLE, E_TAG, E_KEY, E_NOT_REGULAR,
-    E_TOO_MANY_VALUES,
+    E_TOO_MANY_VALUES, E_SPEC_PATH,
 )
 
 
@@ -515,20 +527,85 @@ def _refuse_kind(mode: int) -> str | None:
     return "not a regular file"
 
 
-def read_bytes(path: Path | str, *, display: str | None = None, max_bytes: int = MAX_BYTES) -> bytes:
+def display_path(path: Path | str) -> str:
+    """``path`` fit for messages and generated text: bytes of a file name that
+    are not UTF-8 (kept by Python as surrogates) shown as ``\\xNN``, so the
+    name can be printed and encoded like any other text."""
+    s = os.fspath(path)
+    if isinstance(s, bytes):
+        return s.decode("utf-8", "backslashreplace")
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def named_repository(path: Path | str) -> Path:
+    """The repository that holds ``path`` as it is named: the nearest directory
+    with a ``.git`` entry among the path's own (absolute, not symlink-resolved)
+    parents, else its directory. ``gpuplan.probe.paths.repository_root`` finds
+    the same directory from the resolved path; this one is the anchor a
+    symlink on the way cannot move, so a path can be checked against it."""
+    d = Path(os.path.abspath(path)).parent
+    for cand in (d, *d.parents):
+        if os.path.lexists(cand / ".git"):
+            return cand
+    return d
+
+
+def leaves_repository(path: Path | str, repo: Path | str) -> bool:
+    """Whether ``path`` resolves outside ``repo`` (as named, for example from
+    :func:`named_repository`) although it is named inside it: a symlinked
+    directory (or file) under ``repo`` leads out. A path named outside ``repo``
+    is the caller's own choice and is not judged here."""
+    repo = os.path.abspath(repo)
+    if not _inside(os.path.abspath(path), repo):
+        return False
+    return not _inside(os.path.realpath(path), os.path.realpath(repo))
+
+
+def spec_path_problem(path: Path | str, *, display: str | None = None) -> Diagnostic | None:
+    """Why the spec at ``path`` is not read (GP015), or None: it is a symlink,
+    or a symlinked directory under its repository leads out of it. The rule
+    is deliberately simple: a PR can commit any symlink, and even one that
+    stays inside (``fleet.yaml -> .git/config``) would be read and quoted."""
+    name = display or display_path(path)
+    hint = "name the spec file itself, inside the repository, not a symlink to it"
+    if os.path.islink(path):
+        return E_SPEC_PATH.diag(f"{name} is a symlink; gpuplan reads a spec only as a regular file", file=name,
+                                hint=hint)
+    if leaves_repository(path, named_repository(path)):
+        return E_SPEC_PATH.diag(f"{name} leads out of its repository through a symlinked directory; refused",
+                                file=name, hint=hint)
+    return None
+
+
+def read_bytes(path: Path | str, *, display: str | None = None, max_bytes: int = MAX_BYTES,
+               nofollow: bool = False) -> bytes:
     """At most ``max_bytes`` of a regular file. Raises ``LoadError``.
 
     The file is opened with O_NONBLOCK, so opening a FIFO returns at once
     instead of waiting for a writer, and ``fstat`` on the open descriptor
     (not a path that could be swapped meanwhile) refuses anything that is not
-    a regular file before a byte is read."""
-    name = display or str(path)
+    a regular file before a byte is read. ``nofollow``: a symlink as the last
+    component is refused at open (GP015), not read through."""
+    name = display or display_path(path)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    if nofollow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
         if exc.errno == errno.EISDIR:
             raise LoadError(E_NOT_REGULAR.diag(f"{name} is a directory, not a file", file=name)) from None
+        if nofollow and exc.errno == errno.ELOOP:
+            raise LoadError(E_SPEC_PATH.diag(f"{name} is a symlink; gpuplan reads a spec only as a regular file",
+                                             file=name)) from None
         raise LoadError(E_UNREADABLE.diag(f"cannot read {name}: {exc.strerror or exc}", file=name)) from None
     try:
         st = os.fstat(fd)
@@ -562,10 +639,11 @@ def _too_large(name: str, max_bytes: int) -> LoadError:
         hint="split inventory into several files; a fleet spec is far smaller"))
 
 
-def read_source(path: Path | str, *, display: str | None = None, max_bytes: int = MAX_BYTES) -> str:
+def read_source(path: Path | str, *, display: str | None = None, max_bytes: int = MAX_BYTES,
+                nofollow: bool = False) -> str:
     """Read a regular file as UTF-8 text within the size limit. Raises ``LoadError``."""
-    name = display or str(path)
-    return decode_source(read_bytes(path, display=name, max_bytes=max_bytes), name)
+    name = display or display_path(path)
+    return decode_source(read_bytes(path, display=name, max_bytes=max_bytes, nofollow=nofollow), name)
 
 
 def decode_source(raw: bytes, name: str) -> str:
@@ -587,9 +665,9 @@ def decode_source(raw: bytes, name: str) -> str:
 
 
 def load_file(path: Path | str, *, display: str | None = None, max_bytes: int = MAX_BYTES,
-              limits: Limits = SPEC_LIMITS) -> Document:
+              limits: Limits = SPEC_LIMITS, nofollow: bool = False) -> Document:
     """Read and parse one YAML file. Raises ``LoadError`` with a diagnostic."""
-    name = display or str(path)
+    name = display or display_path(path)
     if max_bytes != limits.max_bytes:
         limits = Limits(max_bytes, limits.max_depth, limits.max_values)
-    return load_text(read_source(path, display=name, max_bytes=limits.max_bytes), name, limits)
+    return load_text(read_source(path, display=name, max_bytes=limits.max_bytes, nofollow=nofollow), name, limits)

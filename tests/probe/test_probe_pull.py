@@ -168,3 +168,34 @@ def test_empty_namespace(tmp_path):
     env = _setup(tmp_path, [])
     r = _pull(env, "-n", "other", cwd=tmp_path)
     assert r.returncode == 0 and "no inventories published in namespace other" in r.stderr
+
+
+def _renamed(item_index: int, node: str) -> dict:
+    """The probe's ConfigMap of fixture ``item_index`` as published by ``node``."""
+    inv, _ = probe_fixture(("t4", "a100-mig", "h100-sxm-8x")[item_index])
+    inv = inv.model_copy(update={"metadata": inv.metadata.model_copy(update={"name": node})})
+    return configmap_body(node, "gpuplan-system", dump_yaml(inv))
+
+
+def test_pull_writes_every_node_whatever_the_length_of_its_name(tmp_path):
+    """A node name may have 253 characters; `<node>.yaml` then exceeds a file
+    name's 255 bytes (and a 240-character one the temporary name beside it):
+    the pull aborted at that node. Every node is written; the longest under a
+    shortened name made from the name and its hash, the same on every pull."""
+    longest = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 61])  # 253, a valid DNS subdomain
+    long_240 = ".".join(["e" * 63, "f" * 63, "g" * 63, "h" * 48])
+    items = _items() + [_renamed(0, longest), _renamed(1, long_240)]
+    env = _setup(tmp_path, items)
+    for fmt in ("yaml", "json"):
+        r = _pull(env, "-o", "inv", "--format", fmt, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert "5 written" in r.stderr and "Traceback" not in r.stderr
+        names = sorted(p.name for p in (tmp_path / "inv").iterdir())
+        assert len(names) == 5 and all(len(n.encode()) <= 255 for n in names)
+        assert f"{long_240}.{fmt}" in names
+        (short,) = [n for n in names if n.startswith("a" * 63)]
+        assert short.endswith(f".{fmt}") and short != f"{longest}.{fmt}"
+        invs, diags = load_inventory([tmp_path / "inv"])
+        assert diags == [] and longest in {i.metadata.name for i in invs}
+        r = _pull(env, "-o", "inv", "--format", fmt, "--prune", cwd=tmp_path)  # deterministic: nothing to do
+        assert r.returncode == 0 and "0 written, 5 unchanged, 0 removed" in r.stderr, r.stderr
