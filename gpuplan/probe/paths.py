@@ -57,6 +57,12 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _in_repo(path: str, root: str) -> bool:
+    """Inside the repository's files: ``.git`` is not one of them (actions/checkout keeps the
+    job's token in ``.git/config``, and an inventory's lines are quoted in diagnostics)."""
+    return _inside(path, root) and not _inside(path, os.path.join(root, ".git"))
+
+
 def inventory_paths(patterns: Sequence[tuple[str, tuple[int | None, int | None]]], spec_path: Path, spec_file: str,
                     *, allow_outside: bool = False) -> tuple[list[Path], list[Diagnostic]]:
     """The inventory files the spec names (``patterns``: each entry of
@@ -78,20 +84,20 @@ def inventory_paths(patterns: Sequence[tuple[str, tuple[int | None, int | None]]
             if os.path.isabs(pattern) or pattern.startswith("~"):
                 diags.append(GP720.diag(f"inventory path {pattern!r} is absolute; refused", hint=hint, **at))
                 continue
-            if not _inside(os.path.normpath(os.path.join(real_spec_dir, pattern)), root):
+            if not _in_repo(os.path.normpath(os.path.join(real_spec_dir, pattern)), root):
                 diags.append(GP720.diag(f"inventory path {pattern!r} leads out of the repository; refused",
                                         hint=hint, **at))
                 continue
         full = pattern if os.path.isabs(pattern) else str(spec_dir / pattern)
         found: list[Path] = []
         for m in sorted(glob.glob(full, recursive=True)):
-            if not allow_outside and not _inside(os.path.realpath(m), root):
+            if not allow_outside and not _in_repo(os.path.realpath(m), root):
                 diags.append(GP720.diag(f"inventory path {Path(m).as_posix()!r} is a symlink that leads out of "
                                         "the repository; refused", hint=hint, **at))
                 continue
             if os.path.isdir(m):
                 for f in inventory_files(Path(m)):
-                    if allow_outside or _inside(os.path.realpath(f), root):
+                    if allow_outside or _in_repo(os.path.realpath(f), root):
                         found.append(f)
                     else:
                         diags.append(GP720.diag(f"inventory file {f.as_posix()!r} is a symlink that leads out "

@@ -95,6 +95,20 @@ def test_inventory_outside_the_repository_is_refused_and_never_read(tmp_path, en
     assert "AKIA" not in r.stderr and "AKIA" not in r.stdout
 
 
+@pytest.mark.parametrize("entry", [".git/config", ".git/", "inventory/../.git/config", "gitlink/config"])
+def test_inventory_inside_dot_git_is_refused_and_never_quoted(tmp_path, entry):
+    """actions/checkout keeps the job's token in .git/config: an inventory entry there would
+    have its lines quoted in the pull request's annotations."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text("[http]\n\textraheader = AUTHORIZATION: basic TOKEN-SECRET\n")
+    (repo / "inventory").mkdir()
+    os.symlink(repo / ".git", repo / "gitlink")
+    checked = check_fleet(_spec(repo, [entry]))
+    assert [d.code for d in checked.diagnostics if d.is_error] == ["GP720"]
+    assert all("TOKEN-SECRET" not in v for v in checked.sources.values())
+
+
 def test_symlink_out_of_the_repository_is_refused(tmp_path):
     outside = _secret(tmp_path)
     repo = tmp_path / "repo"
