@@ -12,6 +12,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -73,11 +74,12 @@ def pr_repo(tmp_path, monkeypatch) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_report_shows_disruption_and_objects(pr_repo):
     text = pr_report.report("fleet.yaml", "generated", "main", pr_repo)
     assert text.startswith(MARKER + "\n")
-    head, objects = text.split("### Generated objects (`gpuplan diff`)")
-    disruption, capacity = head.split("<details><summary>Capacity report")
+    disruption, rest = text.split("### Generated objects (`gpuplan diff`)")
+    objects, capacity = rest.split("<details><summary>Capacity report")
     # the MIG change drains both inference nodes, GPU by GPU
     for node in ("gpu-a100-05", "gpu-a100-06"):
         assert (f"- node {node} (pool infer-a100): GPUs 0, 1, 2, 3 change MIG state — drained: "
@@ -85,6 +87,9 @@ def test_report_shows_disruption_and_objects(pr_repo):
     assert "tier notebooks: PriorityClass 1000/Never -> 2000/Never" in disruption
     assert "| tenant | research | removed |" in disruption
     assert "| tier | inference-medium | removed |" in disruption
+    # the plan's own disruption table, before the objects and not folded with the capacity report
+    assert "| **destructive** | Namespace research-notebooks |" in disruption
+    assert "| **drain** | node gpu-a100-05 (pool infer-a100) |" in disruption
     assert "## Pools" in capacity and "## Pools" not in disruption  # the full report is folded
     # the object diff is against the tree main deploys: the namespace Argo CD will prune
     assert "| Namespace |  | `research-notebooks` | `tenants/research/namespaces.yaml` |" in objects
@@ -94,14 +99,15 @@ def test_report_shows_disruption_and_objects(pr_repo):
     # the layout change renames the content-addressed mig-parted config: old key out, new key in
     assert re.search(r'\.mig-configs\.gpuplan-infer-a100-[0-9a-f]{8}: - \[', objects)
     assert re.search(r'\.mig-configs\.gpuplan-infer-a100-[0-9a-f]{8}: \+ \[', objects)
-    assert "| **drain** | node gpu-a100-05 (pool infer-a100) |" in objects
-    assert "| **destructive** | Namespace research-notebooks |" in objects
+    # the diff's disruption table is the plan's: said once
+    assert "Disruptive changes: as listed above." in objects
     # headers name the spec as the PR's tree does: unchanged files are not reported changed
     assert "50-gpuplan-topology.conf" not in objects
     # the base worktree is gone again
     assert _git(pr_repo, "worktree", "list").count("\n") == 1
 
 
+@pytest.mark.slow
 def test_base_branch_is_fetched_into_a_shallow_clone(pr_repo, tmp_path):
     """As actions/checkout leaves it: one commit deep, no base branch; the report fetches it."""
     clone = tmp_path / "ci-checkout"
@@ -113,6 +119,7 @@ def test_base_branch_is_fetched_into_a_shallow_clone(pr_repo, tmp_path):
     assert _git(pr_repo, "rev-parse", "main")[:12] in text
 
 
+@pytest.mark.slow
 def test_base_without_fleet_reports_everything_new(pr_repo):
     _git(pr_repo, "checkout", "-q", "--orphan", "empty")
     _git(pr_repo, "rm", "-rq", "--cached", ".")
@@ -142,29 +149,50 @@ def test_long_report_fits_a_comment():
     assert "the capacity report is cut here" in text
 
 
+BOT = "github-actions[bot]"
+
+
 class _FakeGitHub(BaseHTTPRequestHandler):
+    """The issue-comments API, and GET /user: 403 when `login` is None (as for the
+    Actions GITHUB_TOKEN, whose comments are github-actions[bot]'s), else that user."""
+
     comments: list[dict] = []
     calls: list[tuple[str, str, str | None]] = []
+    login: str | None = None
+    # page number -> raw body of the comment listing, instead of `comments` (a staticmethod)
+    listing = None
 
-    def _reply(self, status: int, payload) -> None:
-        data = json.dumps(payload).encode()
+    def _send(self, status: int, data: bytes) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
+    def _reply(self, status: int, payload) -> None:
+        self._send(status, json.dumps(payload).encode())
+
     def _body(self) -> dict:
         return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
 
     def do_GET(self):  # noqa: N802
         self.calls.append(("GET", self.path, self.headers.get("Authorization")))
-        page = int(self.path.rsplit("page=", 1)[1])
-        self._reply(200, self.comments[(page - 1) * 100:page * 100])
+        if self.path == "/user":
+            if self.login is None:
+                self._reply(403, {"message": "Resource not accessible by integration"})
+            else:
+                self._reply(200, {"login": self.login, "type": "User"})
+            return
+        page = int(parse_qs(urlsplit(self.path).query)["page"][0])
+        if self.listing is not None:
+            self._send(200, self.listing(page))
+        else:
+            self._reply(200, self.comments[(page - 1) * 100:page * 100])
 
     def do_POST(self):  # noqa: N802
         self.calls.append(("POST", self.path, self.headers.get("Authorization")))
-        self.comments.append({"id": 1000 + len(self.comments), "body": self._body()["body"]})
+        author = {"login": self.login, "type": "User"} if self.login else {"login": BOT, "type": "Bot"}
+        self.comments.append({"id": 1000 + len(self.comments), "body": self._body()["body"], "user": author})
         self._reply(201, self.comments[-1])
 
     def do_PATCH(self):  # noqa: N802
@@ -180,26 +208,43 @@ class _FakeGitHub(BaseHTTPRequestHandler):
         pass
 
 
-def test_comment_is_created_then_updated_in_place(pr_repo, tmp_path, monkeypatch, capsys):
-    _FakeGitHub.comments = [{"id": 7, "body": "LGTM"}]
-    _FakeGitHub.calls = []
+
+@pytest.fixture
+def github():
+    """The fake API on 127.0.0.1, reset: its base URL."""
+    _FakeGitHub.comments, _FakeGitHub.calls, _FakeGitHub.login, _FakeGitHub.listing = [], [], None, None
     server = HTTPServer(("127.0.0.1", 0), _FakeGitHub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _post(github: str, body: str = MARKER + "\nthe report") -> str:
+    return pr_report.post_comment(body, api_url=github, repository="acme/gpu-fleet", number=42, token="t0ken")
+
+
+def _writes() -> list[tuple[str, str]]:
+    return [(m, p) for m, p, _ in _FakeGitHub.calls if m != "GET"]
+
+
+@pytest.mark.slow
+def test_comment_is_created_then_updated_in_place(pr_repo, tmp_path, monkeypatch, capsys, github):
+    _FakeGitHub.comments = [{"id": 7, "body": "LGTM", "user": {"login": "alice", "type": "User"}}]
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 42}}))
     summary = tmp_path / "summary.md"
     monkeypatch.chdir(pr_repo)
-    monkeypatch.setenv("GITHUB_API_URL", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("GITHUB_API_URL", github)
     monkeypatch.setenv("GITHUB_REPOSITORY", "acme/gpu-fleet")
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
     monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
     monkeypatch.setenv("GITHUB_BASE_REF", "main")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    try:
-        assert pr_report.main(["--comment"]) == 0
-        assert pr_report.main(["--comment"]) == 0
-    finally:
-        server.shutdown()
+    assert pr_report.main(["--comment"]) == 0
+    assert pr_report.main(["--comment"]) == 0
     methods = [(m, p) for m, p, _ in _FakeGitHub.calls]
     assert ("POST", "/repos/acme/gpu-fleet/issues/42/comments") in methods
     assert methods[-1] == ("PATCH", "/repos/acme/gpu-fleet/issues/comments/1001")
@@ -211,6 +256,56 @@ def test_comment_is_created_then_updated_in_place(pr_repo, tmp_path, monkeypatch
     assert summary.read_text() == ours * 2
     err = capsys.readouterr().err
     assert "created the comment on pull request #42" in err and "updated the comment" in err
+
+
+def test_someone_elses_marker_comment_is_left_alone(github):
+    """A participant who pastes the marker can neither take the report over nor
+    have it overwrite (or suppress) their comment."""
+    planted = {"id": 5, "body": MARKER + "\nNothing disruptive here, merge away.",
+               "user": {"login": "mallory", "type": "User"}}
+    _FakeGitHub.comments = [dict(planted)]
+    assert _post(github) == "created"
+    assert _post(github, MARKER + "\nsecond push") == "updated"
+    assert _writes() == [("POST", "/repos/acme/gpu-fleet/issues/42/comments"),
+                         ("PATCH", "/repos/acme/gpu-fleet/issues/comments/1001")]
+    assert _FakeGitHub.comments[0] == planted
+    assert _FakeGitHub.comments[1]["body"] == MARKER + "\nsecond push"
+
+
+def test_comment_is_the_token_users_own(github):
+    """A user token (GET /user answers): its login's comment, not the Actions bot's."""
+    _FakeGitHub.login = "fleet-ci"
+    _FakeGitHub.comments = [{"id": 5, "body": MARKER + "\nold", "user": {"login": BOT, "type": "Bot"}},
+                            {"id": 6, "body": MARKER + "\nold", "user": {"login": "fleet-ci", "type": "User"}}]
+    assert _post(github) == "updated"
+    assert _writes() == [("PATCH", "/repos/acme/gpu-fleet/issues/comments/6")]
+    assert ("GET", "/user") in [(m, p) for m, p, _ in _FakeGitHub.calls]
+
+
+@pytest.mark.parametrize("answer", [
+    b"<html>rate limited</html>",
+    json.dumps({"message": "Not Found"}).encode(),
+    json.dumps([1, None, "x"]).encode(),
+    json.dumps([{"body": MARKER, "user": {"login": BOT}}]).encode(),  # no id
+    json.dumps([{"id": "5", "body": MARKER, "user": {"login": BOT}}]).encode(),
+    json.dumps([{"id": True, "body": MARKER, "user": {"login": BOT}}]).encode(),
+    json.dumps([{"id": 5, "body": [MARKER], "user": {"login": BOT}}]).encode(),
+    json.dumps([{"id": 5, "body": MARKER, "user": BOT}]).encode(),
+], ids=["not-json", "not-a-list", "not-objects", "no-id", "str-id", "bool-id", "list-body", "str-user"])
+def test_malformed_listing_means_create(github, answer):
+    _FakeGitHub.listing = staticmethod(lambda page: answer if page == 1 else b"[]")
+    assert _post(github) == "created"
+    assert _writes() == [("POST", "/repos/acme/gpu-fleet/issues/42/comments")]
+
+
+def test_paging_is_bounded(github):
+    """An API that answers every page full (of other comments) is read MAX_PAGES pages deep."""
+    full = json.dumps([{"id": i + 1, "body": "LGTM", "user": {"login": "alice"}} for i in range(100)]).encode()
+    _FakeGitHub.listing = staticmethod(lambda page: full if page <= 10 * pr_report.MAX_PAGES else b"[]")
+    assert _post(github) == "created"
+    pages = [p for m, p, _ in _FakeGitHub.calls if m == "GET" and "/comments" in p]
+    assert len(pages) == pr_report.MAX_PAGES == 30
+    assert _writes() == [("POST", "/repos/acme/gpu-fleet/issues/42/comments")]
 
 
 def test_not_a_pull_request_is_a_quiet_no_op(monkeypatch, capsys):
