@@ -76,7 +76,8 @@ def random_mixes(seed: int, per_model: int) -> None:
 _COLD = """
 import time
 t0 = time.perf_counter()
-from gpuplan.mig.planner import PoolCapacity, plan, plan_fleet
+from gpuplan.mig.planner import plan
+from gpuplan.mig.planner_fleet import PoolCapacity, plan_fleet
 D = {demand!r}
 if {fleet!r}:
     pools = [PoolCapacity(m.lower(), m, 5000) for m in D]
@@ -105,7 +106,8 @@ def fleet_sized() -> None:
         runs = sorted(_cold(fleet) for _ in range(3))
         what = "plan_fleet(3 pools)" if fleet else "plan() x3"
         print(f"{what}, fresh process incl. imports: median {runs[1]:.3f} s, max {runs[2]:.3f} s (3 runs)")
-    from gpuplan.mig.planner import PoolCapacity, plan, plan_fleet
+    from gpuplan.mig.planner import plan
+    from gpuplan.mig.planner_fleet import PoolCapacity, plan_fleet
 
     for label in ("first call", "warm"):
         t = time.perf_counter()

@@ -60,6 +60,19 @@ class Code:
 
 # Modules that declare a ``CODES`` tuple. Imported only by `all_codes()`, never
 # on the validate path.
+# At most this many diagnostics are printed; the rest are counted in one GP016 line
+# (gpuplan.reporters). Stages that cap their own lists (the spec's schema errors,
+# verify-cluster) count with the same code.
+MAX_SHOWN = 200
+
+E_MORE = Code(
+    "GP016", "more diagnostics than shown", Severity.INFO,
+    f"A run found more problems than are worth printing: the first {MAX_SHOWN} are shown "
+    "(the first of each kind of schema error), the rest are counted in one line. Fix those "
+    "shown and run again.",
+    bad="spec:\n  k1: 1\n  k2: 1\n  # ... 10,000 misspelt keys", good="spec:\n  pools: [...]",
+)
+
 CODE_MODULES: tuple[str, ...] = (
     "gpuplan.spec.loader",
     "gpuplan.spec.validate",
@@ -90,6 +103,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.verify",
     "gpuplan.internal",
     "gpuplan.reporters",
+    "gpuplan.importer.codes",
 )
 
 

@@ -701,7 +701,7 @@ class _Kept:
                 self.kept.append(d)
 
     def done(self) -> list[Diagnostic]:
-        from gpuplan.reporters import E_MORE
+        from gpuplan.codes import E_MORE
 
         errors, warnings = (max(0, self.count.get(s, 0) - MAX_KEPT) for s in (Severity.ERROR, Severity.WARNING))
         if errors or warnings:

@@ -22,7 +22,7 @@ from gpuplan.spec.validate import format_path
 
 if TYPE_CHECKING:
     from gpuplan.catalog import GpuModel
-    from gpuplan.report.capacity import CapacityReport
+    from gpuplan.capacity import CapacityReport
     from gpuplan.probe.inventory import NodeInventory
 
 GPU = "nvidia.com/gpu"
@@ -165,7 +165,7 @@ class ResolvedFleet:
     @cached_property
     def capacity(self) -> "CapacityReport":
         """The capacity report; capacity rules and CAPACITY.md share one computation."""
-        from gpuplan.report.capacity import capacity
+        from gpuplan.capacity import capacity
 
         return capacity(self)
 

@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "explain": "gpuplan.cli.explain:explain",
     "verify-cluster": "gpuplan.cli.verify_cluster:verify_cluster",
     "verify": "gpuplan.cli.verify:verify",
+    "import": "gpuplan.cli.import_cmd:import_cmd",
 }
 
 HELP = {
@@ -42,6 +43,7 @@ HELP = {
     "explain": "Explain a diagnostic code.",
     "verify-cluster": "Compare live nodes and quotas (kubectl get -o json) with the plan.",
     "verify": "Verify manifests against the pinned upstream schemas and CEL rules.",
+    "import": "Write a draft fleet.yaml from a running cluster's exported objects.",
 }
 
 

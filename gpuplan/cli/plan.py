@@ -39,7 +39,7 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
     Exit 0 with a report; 1 when FLEET (or --base) is invalid, or when the
     layouts --optimise proposes still leave errors."""
     from gpuplan.cli._common import emit
-    from gpuplan.report.capacity import capacity
+    from gpuplan.capacity import capacity
     from gpuplan.report.render import render
 
     # --optimise exists to repair layouts that do not meet the quotas; those errors do not block it
@@ -76,7 +76,7 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
 
         opt = run_optimise(rf, read_source(fleet, nofollow=True))  # the file checked above, never a link
 
-    from gpuplan.report.capacity import with_placement
+    from gpuplan.placement import with_placement
 
     text = render(fmt, with_placement(rf, capacity(rf)), diff=diff, optimise=opt, disruption=disruptive)
     if base is not None:

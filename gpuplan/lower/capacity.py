@@ -15,7 +15,7 @@ PATH = "CAPACITY.md"
 
 
 def lower(rf: "ResolvedFleet", produced: Sequence[Produced]) -> Iterator[Artifact]:
-    from gpuplan.report.capacity import with_placement
+    from gpuplan.placement import with_placement
     from gpuplan.report.render import LARGE_TENANT_ROWS, render_markdown, tenant_markdown, tenant_row_count
 
     r = rf.capacity

@@ -1,6 +1,6 @@
 """Kueue (``kueue.x-k8s.io/v1beta2``), only with ``spec.queueing``: docs/kueue.md.
 
-What maps to what (the numbers come from ``gpuplan.report.queues``, the ledger the
+What maps to what (the numbers come from ``gpuplan.queues``, the ledger the
 capacity rules and ResourceQuotas share):
 
 - pool with a queued tier -> ``ResourceFlavor gpuplan-<pool>``: ``nodeLabels`` =
@@ -31,7 +31,7 @@ from gpuplan.lower.gitops import (
     ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, argo_chart_application, engine,
     gitops_namespace, object_annotations,
 )
-from gpuplan.report.queues import QueueLedger, cohort_name, queue_ledger
+from gpuplan.queues import QueueLedger, cohort_name, queue_ledger
 from gpuplan.resolve import ResolvedFleet
 
 API = "kueue.x-k8s.io/v1beta2"

@@ -303,7 +303,7 @@ def tier_grants(rf: ResolvedFleet) -> dict[str, list[tuple[str, str, int]]]:
 
 def unit_price(rf: ResolvedFleet, tier: Tier) -> float | None:
     """Price of one unit of the tier's resource per hour (None: no price in the spec)."""
-    from gpuplan.report.capacity import unit_gpu_fraction
+    from gpuplan.capacity import unit_gpu_fraction
 
     pv = rf.tier_pool(tier)
     price = pv.pool.price_per_gpu_hour if pv is not None else None

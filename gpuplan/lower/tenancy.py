@@ -106,7 +106,7 @@ def _queued_grants(rf: ResolvedFleet, tenant: Tenant, ns: str) -> tuple[list[tup
     every namespace of the tenant and able to borrow: the namespace's ResourceQuota allows
     what Kueue may admit (nominal + borrowable), so it never refuses a pod Kueue admitted.
     Returns (grants with those ceilings, totals per resource), or None without a queue."""
-    from gpuplan.report.queues import namespace_ceilings
+    from gpuplan.queues import namespace_ceilings
 
     ceilings = namespace_ceilings(rf, tenant)
     if ceilings is None:

@@ -9,7 +9,7 @@ from typing import Any, Iterator, Sequence
 
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import POOL_LABEL
-from gpuplan.report.queues import QueueLedger, flavor_name, gang_shape
+from gpuplan.queues import QueueLedger, flavor_name, gang_shape
 from gpuplan.resolve import ResolvedFleet
 
 EXAMPLE_IMAGE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
@@ -143,7 +143,7 @@ def _policy_name(rf: ResolvedFleet) -> str | None:
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]:
     """The pages without Kueue (with Kueue, gpuplan.lower.kueue writes them with its ledger)."""
-    from gpuplan.report.queues import queue_ledger
+    from gpuplan.queues import queue_ledger
 
     if rf.fleet.spec.queueing is not None and queue_ledger(rf) is not None:
         return iter(())

@@ -43,7 +43,7 @@ __all__ = [
     "format_layout",
     "naive_gpus",
     "plan",
-    # mixed fleets (gpuplan/mig/planner_fleet.py), re-exported at the bottom
+    # mixed fleets: gpuplan/mig/planner_fleet.py
     "FleetPlan",
     "LayoutChange",
     "PoolCapacity",
@@ -452,14 +452,3 @@ def _assert_creatable(model: Any, layouts: Iterable[Mapping[str, int]]) -> None:
         check = check_layout(model, dict(layout))
         if not check.ok:  # a planner bug, not a user error: let it surface as exit 4
             raise AssertionError(f"planner produced a layout the MIG engine rejects on {model.key}: {dict(layout)}")
-
-
-# mixed fleets live in their own module; re-exported so callers need one import
-from gpuplan.mig.planner_fleet import (  # noqa: E402
-    FleetPlan,
-    LayoutChange,
-    PoolCapacity,
-    PoolPlan,
-    layout_changes,
-    plan_fleet,
-)

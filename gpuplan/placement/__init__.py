@@ -32,9 +32,12 @@ usage of quotas and nodes, DRA claims (docs/placement.md "Limits")."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from gpuplan.resolve import ResolvedFleet
+
+if TYPE_CHECKING:
+    from gpuplan.capacity import CapacityReport
 
 UNMANAGED_NAMESPACE = "default"  # a namespace gpuplan does not manage, for the proof
 
@@ -411,3 +414,11 @@ def matrix_rows(p: Proof) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def with_placement(rf: ResolvedFleet, report: "CapacityReport") -> "CapacityReport":
+    """The capacity report with the placement proof, for fleets with tiers.
+    Not part of ``capacity``: the proof reads quotas that read the capacity."""
+    if not rf.fleet.spec.tiers or pairs(rf) > MAX_PAIRS:
+        return report
+    from dataclasses import replace
+
+    return replace(report, placement=proof(rf))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.report.capacity import CapacityReport, capacity
+from gpuplan.capacity import CapacityReport, capacity
 
 if TYPE_CHECKING:
     from gpuplan.resolve import ResolvedFleet
@@ -218,7 +218,7 @@ def _drain_lines(d: CapacityDiff) -> list[str]:
 
 
 def render_diff_text(d: CapacityDiff) -> str:
-    from gpuplan.report.render import _text_table
+    from gpuplan.report.tables import _text_table
 
     title = f"Change from base ({d.old_fleet} -> {d.new_fleet})"
     parts = [title + "\n" + "-" * len(title),
@@ -233,7 +233,7 @@ def render_diff_text(d: CapacityDiff) -> str:
 
 
 def render_diff_markdown(d: CapacityDiff) -> str:
-    from gpuplan.report.render import _md_table
+    from gpuplan.report.tables import _md_table
 
     parts = [f"## Change from base ({d.old_fleet} → {d.new_fleet})",
              f"Physical GPUs {_num(d.gpus.old)} → {_num(d.gpus.new)} ({_delta(d.gpus)}); cost/month "

@@ -11,8 +11,8 @@ import re
 from html import escape
 from typing import Any
 
-from gpuplan.report.capacity import CapacityReport, LayoutUsage, PoolReport, TierReport
-from gpuplan.report.render import (
+from gpuplan.capacity import CapacityReport, LayoutUsage, PoolReport, TierReport
+from gpuplan.report.tables import (
     _pool_rows,
     _summary,
     _tenant_rows,
@@ -179,7 +179,7 @@ def _mig_section(pools: tuple[PoolReport, ...]) -> str:
 def _queue_section(r: CapacityReport) -> str:
     if r.queues is None:
         return ""
-    from gpuplan.report.queues import queue_rows
+    from gpuplan.queues import queue_rows
 
     return "<h2>Queues (Kueue)</h2>" + _table(*queue_rows(r.queues))
 

@@ -80,12 +80,6 @@ class Migration:
 # --- the trees --------------------------------------------------------------------------
 
 
-def _files(rf: "ResolvedFleet") -> dict[str, bytes]:
-    from gpuplan.compiler import render_files
-
-    return render_files(rf, "fleet.yaml")
-
-
 def _docs(files: dict[str, bytes], path: str) -> list[dict[str, Any]]:
     data = files.get(path)
     if data is None:
@@ -225,8 +219,8 @@ def _tier_effects(old_rf: "ResolvedFleet", new_rf: "ResolvedFleet", moved: set[s
 
 
 def migration_plan(old_rf: "ResolvedFleet", new_rf: "ResolvedFleet",
-                   trees: tuple[dict[str, bytes], dict[str, bytes]] | None = None) -> Migration:
-    """``trees``: the two rendered trees, when the caller has them already."""
+                   trees: tuple[dict[str, bytes], dict[str, bytes]]) -> Migration:
+    """``trees``: the two rendered trees (old, new), which the driver renders once."""
     from gpuplan.output.objdiff import diff_trees
 
     moves = []
@@ -241,7 +235,7 @@ def migration_plan(old_rf: "ResolvedFleet", new_rf: "ResolvedFleet",
     m = Migration(moves)
     if not moves:
         return m
-    old, new = trees if trees is not None else (_files(old_rf), _files(new_rf))
+    old, new = trees
     d = diff_trees(old, new)
     m.objects = ([("added", c.key.label) for c in d.added] + [("removed", c.key.label) for c in d.removed]
                  + [("changed", c.key.label) for c in d.changed])

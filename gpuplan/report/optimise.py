@@ -4,7 +4,7 @@ For every MIG pool with strategy ``mixed`` the demand is the quota granted on
 its tiers, per profile (``tier.profile``). A layout in fleet.yaml is the same on
 every node (``layout``, or ``devices`` per GPU index), so the pool's demand is
 spread evenly: one node must provide ``ceil(demand / nodes)`` of each profile.
-The MIG planner (``gpuplan.mig.planner.plan_fleet``) chooses the fewest GPUs of
+The MIG planner (``gpuplan.mig.planner_fleet.plan_fleet``) chooses the fewest GPUs of
 one node that provide it and, among those plans, the one that changes the
 fewest GPUs of the current layout. GPUs the plan does not need keep their
 current layout (no drain for nothing); GPUs that a ``nvidia.com/gpu`` tier on
@@ -137,7 +137,8 @@ def _order(gpu, lay: dict[str, int]) -> dict[str, int]:
 
 
 def propose_pool(rf: "ResolvedFleet", pv: "PoolView") -> tuple[PoolProposal | None, str | None]:
-    from gpuplan.mig.planner import PlanError, PoolCapacity, plan_fleet
+    from gpuplan.mig.planner import PlanError
+    from gpuplan.mig.planner_fleet import PoolCapacity, plan_fleet
 
     s = pv.pool.sharing
     if pv.gpu is None or not pv.gpu.mig_capable:

@@ -22,19 +22,10 @@ from __future__ import annotations
 import re
 from typing import Callable, Mapping, Sequence
 
-from gpuplan.codes import Code
+from gpuplan.codes import E_MORE, MAX_SHOWN
 from gpuplan.diagnostics import Diagnostic, Severity
 
 FORMATS = ("text", "json", "github", "sarif")
-MAX_SHOWN = 200
-
-E_MORE = Code(
-    "GP016", "more diagnostics than shown", Severity.INFO,
-    f"A run found more problems than are worth printing: the first {MAX_SHOWN} are shown "
-    "(the first of each kind of schema error), the rest are counted in one line. Fix those "
-    "shown and run again.",
-    bad="spec:\n  k1: 1\n  k2: 1\n  # ... 10,000 misspelt keys", good="spec:\n  pools: [...]",
-)
 
 CODES = (E_MORE,)
 

@@ -5,7 +5,7 @@ publish (GPUs × nodes, MIG instances per layout × nodes, GPUs × replicas;
 Karpenter pools at their maxGPUs). The quotas of every tier that hands out
 that resource on that pool are summed over all tenants; the total may exceed
 the capacity only by the tiers' ``maxOversubscription`` (default 1.0 for every
-sharing mode — see ``gpuplan.report.capacity.max_oversubscription``). When
+sharing mode — see ``gpuplan.capacity.max_oversubscription``). When
 tiers with different limits share one pool resource, the strictest applies:
 a tier that allows no oversubscription is only safe when the total fits.
 The arithmetic is the capacity report's (``gpuplan plan``), so the report and

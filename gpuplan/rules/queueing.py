@@ -1,6 +1,6 @@
 """GP420-GP429: Kueue queueing (`spec.queueing`, tier `gang`, tenant `queueing`).
 
-The numbers are the Kueue ledger's (``gpuplan.report.queues``), which reads the grants
+The numbers are the Kueue ledger's (``gpuplan.queues``), which reads the grants
 from the capacity report: per flavor and resource the ClusterQueues' nominal quotas add up
 to the tiers' quotas, which GP410 already holds against what the pool advertises (times an
 explicit ``maxOversubscription``). These rules check what only queueing adds: gangs that
@@ -124,7 +124,7 @@ MAX_GROUPS, MAX_FLAVORS, MAX_RESOURCES = 16, 64, 64
 
 
 def _kueue_limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    from gpuplan.report.queues import queue_ledger
+    from gpuplan.queues import queue_ledger
 
     ledger = queue_ledger(rf)
     assert ledger is not None
@@ -150,7 +150,7 @@ def _kueue_limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
 
 def _references(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    from gpuplan.report.queues import cohort_name, queued_tiers
+    from gpuplan.queues import cohort_name, queued_tiers
 
     spec = rf.fleet.spec
     q = spec.queueing
@@ -187,8 +187,8 @@ def _references(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
 
 def _gangs(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    from gpuplan.report.capacity import pool_resources_per_node
-    from gpuplan.report.queues import gang_shape, queue_ledger
+    from gpuplan.capacity import pool_resources_per_node
+    from gpuplan.queues import gang_shape, queue_ledger
 
     ledger = queue_ledger(rf)
     assert ledger is not None
@@ -225,7 +225,7 @@ def _gangs(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
 
 def _limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    from gpuplan.report.queues import queue_ledger
+    from gpuplan.queues import queue_ledger
 
     ledger = queue_ledger(rf)
     assert ledger is not None
@@ -260,7 +260,7 @@ def _limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
 
 def _mixed(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    from gpuplan.report.queues import queue_ledger
+    from gpuplan.queues import queue_ledger
 
     ledger = queue_ledger(rf)
     assert ledger is not None

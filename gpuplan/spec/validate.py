@@ -501,7 +501,7 @@ MAX_SCHEMA_DIAGS = 100
 
 
 def _schema_diags(doc: Document, exc: ValidationError) -> list[Diagnostic]:
-    from gpuplan.reporters import E_MORE
+    from gpuplan.codes import E_MORE
 
     total = exc.error_count()
     if total <= 10 * MAX_SCHEMA_DIAGS:

@@ -35,7 +35,7 @@ def ledger_of(tmp_path, text):
 
 
 def test_nominal_quotas_equal_grants_and_the_capacity_ledger(tmp_path):
-    from gpuplan.report.queues import queue_ledger
+    from gpuplan.queues import queue_ledger
 
     text = two_tenants(alpha=3, beta=5)
     ledger, checked = ledger_of(tmp_path, text)
@@ -110,7 +110,7 @@ def test_units_agree_across_the_cohort(tmp_path):
     each name is one the tenants' ResourceQuotas count (requests.<name>) and the flavor's
     pool advertises."""
     from gpuplan.compiler import compile_fleet
-    from gpuplan.report.capacity import pool_resources
+    from gpuplan.capacity import pool_resources
     from tests.outputkit import REPO, docs
 
     c = compile_fleet(REPO / "examples" / "kueue.yaml", out_dir=tmp_path / "generated")

@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpuplan.catalog import resolve_gpu
-from gpuplan.mig.planner import (
-    InfeasibleError,
-    PlanError,
-    PoolCapacity,
-    UnknownProfileError,
-    layout_changes,
-    plan_fleet,
-)
+from gpuplan.mig.planner import InfeasibleError, PlanError, UnknownProfileError
+from gpuplan.mig.planner_fleet import PoolCapacity, layout_changes, plan_fleet
 from gpuplan.mig.solver import check_layout
 
 

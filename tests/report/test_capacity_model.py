@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpuplan.report.capacity import HOURS_PER_MONTH, capacity
+from gpuplan.capacity import HOURS_PER_MONTH, capacity
 from tests.report.helpers import SCENARIO, resolved
 from tests.rules.helpers import BASE, edit
 

@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from gpuplan.report.capacity import capacity
+from gpuplan.capacity import capacity
 from gpuplan.report.html import render_html
 from tests.report.helpers import SCENARIO, resolved
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuplan.cli.main import cli
-from gpuplan.compiler import check_fleet
+from gpuplan.compiler import check_fleet, render_files
 from gpuplan.report.migration import backends, migration_plan
 from tests.outputkit import REPO
 
@@ -22,9 +22,13 @@ def resolved(path):
     return c.resolved
 
 
+def migrate(old_rf, new_rf):
+    return migration_plan(old_rf, new_rf, (render_files(old_rf, "fleet.yaml"), render_files(new_rf, "fleet.yaml")))
+
+
 @pytest.fixture(scope="module")
 def plan():
-    return migration_plan(resolved(OLD), resolved(NEW))
+    return migrate(resolved(OLD), resolved(NEW))
 
 
 def test_the_base_is_the_same_spec_with_the_pool_on_the_device_plugin():
@@ -52,7 +56,7 @@ def test_without_extended_resources_pods_must_switch_to_claims(tmp_path):
     text = NEW.read_text().replace("allocation: {backend: dra}", "allocation: {backend: dra, extendedResources: false}")
     p = tmp_path / "fleet.yaml"
     p.write_text(text)
-    m = migration_plan(resolved(OLD), resolved(p))
+    m = migrate(resolved(OLD), resolved(p))
     assert all(not t.unchanged and "ResourceClaimTemplate" in t.how for t in m.tiers)
 
 
@@ -107,7 +111,7 @@ def test_no_section_without_a_back_end_change():
 
 
 def test_moving_back_to_the_device_plugin_is_planned_too():
-    m = migration_plan(resolved(NEW), resolved(OLD))
+    m = migrate(resolved(NEW), resolved(OLD))
     assert [(p.pool, p.old, p.new) for p in m.moves] == [("infer-a100", "dra", "device-plugin")]
     assert any("device plugin" in s for s in m.moves[0].steps)
     assert m.overlaps == []
@@ -125,6 +129,6 @@ def test_karpenter_pools_move_by_drift(tmp_path):
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     a.write_text(karp(OLD.read_text()))
     b.write_text(karp(NEW.read_text()))
-    m = migration_plan(resolved(a), resolved(b))
+    m = migrate(resolved(a), resolved(b))
     assert m.moves[0].karpenter and any("drift" in s for s in m.moves[0].steps)
     assert m.overlaps == []

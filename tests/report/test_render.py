@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from gpuplan.report.capacity import capacity
+from gpuplan.capacity import capacity
 from gpuplan.report.render import render
 from tests.report.helpers import SCENARIO, resolved
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpuplan.report.capacity import CapacityReport
+    from gpuplan.capacity import CapacityReport
     from gpuplan.resolve import ResolvedFleet
     from gpuplan.spec.models import Tenant, Tier
 
@@ -321,7 +321,7 @@ def gang_shape(rf: "ResolvedFleet", tier: "Tier") -> tuple[int, int] | None:
         return None
     per_pod = tier.gang.units_per_node or tier.max_gpus_per_pod
     if per_pod is None:
-        from gpuplan.report.capacity import pool_resources_per_node
+        from gpuplan.units import pool_resources_per_node
 
         per_pod = pool_resources_per_node(pv).get(res, 0)
     return tier.gang.nodes_per_job, per_pod

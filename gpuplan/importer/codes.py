@@ -1,0 +1,98 @@
+"""Diagnostic codes of `gpuplan import` (GP950-GP969): findings in the live
+cluster, values the importer could not infer, and the round trip."""
+
+from __future__ import annotations
+
+from gpuplan.codes import Code
+from gpuplan.diagnostics import Severity
+
+E_NOTHING = Code(
+    "GP950", "nothing to import", Severity.ERROR,
+    "The input holds no GPU node (no `nvidia.com/gpu.product` or `nvidia.com/gpu.count` label) and no "
+    "Karpenter NodePool, so there is no pool to write.",
+    bad="kubectl get configmaps -A -o json | gpuplan import -",
+    good="kubectl get nodes,configmaps,priorityclasses,resourcequotas,namespaces -A -o json | gpuplan import -",
+)
+W_BAD_NAME = Code(
+    "GP951", "name not usable in fleet.yaml", Severity.WARNING,
+    "A name from the cluster (a pool label, NodePool, namespace, tier or PriorityClass) is not a DNS-1123 "
+    "label, so it cannot name a pool, tier or tenant; the object is left out of the draft.",
+    bad="metadata: {name: \"Team A: prod\"}", good="metadata: {name: team-a-prod}",
+)
+W_UNKNOWN_GPU = Code(
+    "GP952", "GPU model unknown", Severity.WARNING,
+    "A node's `nvidia.com/gpu.product` (or a NodePool's instance types) names no GPU in gpuplan's catalog; "
+    "the node or NodePool is left out of the draft.",
+    bad="nvidia.com/gpu.product: NVIDIA-Mystery-1", good="nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB",
+)
+E_MIG_IMPOSSIBLE = Code(
+    "GP953", "mig-parted config cannot be created", Severity.ERROR,
+    "A mig-parted config that a node selects (`nvidia.com/mig.config`) asks for a layout the GPU cannot "
+    "hold; mig-manager fails on it and sets `nvidia.com/mig.config.state=failed`. The draft keeps the "
+    "layout so `gpuplan validate` points at it; fix it before building.",
+    bad="mig-devices: {3g.40gb: 2, 1g.10gb: 2}   # A100-SXM4-80GB: 10 memory slices of 8",
+    good="mig-devices: {3g.40gb: 2, 1g.10gb: 1}",
+)
+W_QUOTA_OVER = Code(
+    "GP954", "quotas above capacity", Severity.WARNING,
+    "The ResourceQuotas of all namespaces grant more of a GPU resource than the pools that advertise it "
+    "have (nodes x units per node; a Karpenter pool counts its node limit). Pods within quota can stay "
+    "Pending; gpuplan's capacity rules (GP4xx) will say so too.",
+    bad="hard: {requests.nvidia.com/gpu: \"64\"}   # 2 nodes x 8 GPUs", good="hard: {requests.nvidia.com/gpu: \"16\"}",
+)
+W_UNUSED_CONFIG = Code(
+    "GP955", "config no node selects", Severity.WARNING,
+    "A device-plugin or mig-parted config is in the ConfigMap but no node (and no NodePool template) "
+    "selects it by label, and it is not the default: it configures nothing. gpuplan will not carry it over.",
+    bad="data: {ts-8: ...}   # no node has nvidia.com/device-plugin.config=ts-8",
+    good="nvidia.com/device-plugin.config: ts-8 on the nodes that should share GPUs",
+)
+W_MISSING_CONFIG = Code(
+    "GP956", "node selects a config that does not exist", Severity.WARNING,
+    "A node's `nvidia.com/device-plugin.config` or `nvidia.com/mig.config` names a config the ConfigMap "
+    "does not hold; the device plugin or mig-manager fails on that node. The pool's sharing is left as TODO.",
+    bad="nvidia.com/mig.config: all-1g.10gb   # not in the mig-parted config",
+    good="nvidia.com/mig.config: all-disabled",
+)
+W_POOL_DISAGREES = Code(
+    "GP957", "nodes of one pool disagree", Severity.WARNING,
+    "Nodes grouped into one pool (by their pool label or NodePool) differ in GPU model, GPU count, selected "
+    "configs or taints; the draft takes the most common value and names the nodes that differ.",
+    bad="gpu-01: nvidia.com/gpu.count=8; gpu-02: nvidia.com/gpu.count=4 (same pool)",
+    good="every node of a pool has the same GPUs and configs",
+)
+I_TODO = Code(
+    "GP958", "value left to decide", Severity.INFO,
+    "The importer could not infer a value from the cluster (the GitOps repository, a tier's pool when "
+    "several pools advertise its resource, how a shared quota splits between tiers); the draft marks it "
+    "`# TODO` and, where the spec needs a value, uses the first candidate.",
+    bad="tiers: [{name: training, pool: a}]   # TODO: or pool b", good="tiers: [{name: training, pool: b}]",
+)
+W_UNEXPLAINED = Code(
+    "GP959", "gpuplan would change the cluster", Severity.WARNING,
+    "Building the draft back gives an object that differs from the cluster's in a way that is neither a "
+    "named gpuplan convention nor a finding above: review the difference before the first sync.",
+    bad="ConfigMap gpu-operator/dp-config: data.x changed", good="no difference beyond the named conventions",
+)
+E_EXISTS = Code(
+    "GP960", "output file exists", Severity.ERROR,
+    "`gpuplan import -o FILE` never overwrites a file (a fleet.yaml you edited) without `--force`, and "
+    "never writes through a symbolic link.",
+    bad="gpuplan import cluster.json -o fleet.yaml   # fleet.yaml exists",
+    good="gpuplan import cluster.json -o fleet.yaml --force",
+)
+E_DRAFT_INVALID = Code(
+    "GP961", "draft does not build", Severity.ERROR,
+    "The draft fleet.yaml written from the cluster does not pass `gpuplan validate` (the diagnostics "
+    "follow, at the draft's lines); it is still written, so you can fix it, but no round trip was made.",
+    bad="a tier whose quota names a resource no pool advertises", good="gpuplan validate fleet.yaml passes",
+)
+W_UNREAD = Code(
+    "GP962", "object not understood", Severity.WARNING,
+    "An object of a kind the importer reads has a field of the wrong shape (a label that is not a string, "
+    "a config that is not YAML); that object, or field, is left out.",
+    bad="data: {dp: \"{not: yaml\"}", good="data: {dp: \"version: v1\"}",
+)
+
+CODES = (E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
+         W_POOL_DISAGREES, I_TODO, W_UNEXPLAINED, E_EXISTS, E_DRAFT_INVALID, W_UNREAD)

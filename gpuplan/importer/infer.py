@@ -1,0 +1,1028 @@
+"""Infer a draft fleet spec from cluster objects.
+
+Pure: objects in, a ``Draft`` out (plain data plus, for every value, where it
+came from, and the diagnostics of what the cluster itself gets wrong). The
+emitter turns it into commented YAML; nothing here formats text for people
+except the provenance notes and messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.diagnostics import Diagnostic
+from gpuplan.importer import codes as C
+from gpuplan.importer import conventions as V
+from gpuplan.importer.read import Obj
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
+_LABEL_KEY_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_KUBELET_VERSION = re.compile(r"v?1\.([0-9]{2})\.")
+_INT = re.compile(r"[0-9]+\Z")
+_AMI_ALIAS = re.compile(r"(al2023|bottlerocket)@(.+)\Z")
+
+
+def show(value: Any) -> str:
+    """A value from the cluster as message or comment text: one line, at most
+    120 characters, control characters escaped (as verify-cluster shows them)."""
+    import json
+
+    from gpuplan.reporters import escape
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > 120:
+        text = text[:117] + "..."
+    return escape(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+def is_name(v: Any) -> bool:
+    return isinstance(v, str) and len(v) <= 63 and bool(_DNS_LABEL.match(v))
+
+
+def is_node_name(v: Any) -> bool:
+    return isinstance(v, str) and len(v) <= 253 and bool(_DNS_SUBDOMAIN.match(v))
+
+
+def is_label(k: Any, v: Any) -> bool:
+    if not (isinstance(k, str) and isinstance(v, str) and len(v) <= 63 and _LABEL_VALUE.match(v)):
+        return False
+    prefix, _, name = k.rpartition("/")
+    return bool(0 < len(name) <= 63 and _LABEL_KEY_NAME.match(name)
+                and (not prefix or (len(prefix) <= 253 and _DNS_SUBDOMAIN.match(prefix))))
+
+
+@dataclass
+class Note:
+    """Where a value came from, or what is left to decide."""
+
+    source: str | None = None
+    todo: str | None = None
+
+
+@dataclass
+class Draft:
+    """The spec as plain data, with notes keyed by spec path (a tuple of keys
+    and indices) and the findings."""
+
+    spec: dict
+    notes: dict[tuple, Note] = field(default_factory=dict)
+    header: list[str] = field(default_factory=list)  # comment lines above the document
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # for the round trip: how the cluster's names map onto what gpuplan builds
+    scope: dict[str, Any] = field(default_factory=dict)
+
+    def note(self, path: tuple, source: str | None = None, todo: str | None = None) -> None:
+        n = self.notes.setdefault(path, Note())
+        if source:
+            n.source = source if n.source is None else f"{n.source}; {source}"
+        if todo:
+            n.todo = todo if n.todo is None else f"{n.todo}; {todo}"
+
+
+def _diag(code: Any, message: str, o: Obj | None, *sub: Any, hint: str | None = None) -> Diagnostic:
+    if o is None:
+        return code.diag(message, hint=hint)
+    f, line, col = o.at(*sub)
+    return code.diag(message, file=f, line=line, col=col, hint=hint)
+
+
+def _yaml_payload(text: Any) -> Any:
+    """A ConfigMap value parsed by the bounded reader (None when it is not YAML)."""
+    if not isinstance(text, str):
+        return None
+    from gpuplan.output.objdiff import yaml_documents
+
+    docs = yaml_documents(text, "<configmap value>")
+    return docs[0] if docs and len(docs) == 1 else None
+
+
+# ----------------------------------------------------------------- GPU Operator configs
+
+
+@dataclass
+class Configs:
+    dp_cm: Obj | None = None
+    dp: dict[str, dict] = field(default_factory=dict)  # config name -> parsed config
+    dp_default: str | None = None
+    mig_cm: Obj | None = None
+    mig_key: str | None = None
+    mig: dict[str, list] = field(default_factory=dict)  # config name -> mig-parted entries
+    mig_default: str | None = None
+    policy: Obj | None = None
+    strategy: str | None = None  # ClusterPolicy spec.mig.strategy
+
+
+def _get(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+def _is_dp_config(v: Any) -> bool:
+    return isinstance(v, dict) and v.get("version") == "v1" and ("flags" in v or "sharing" in v) \
+        and "mig-configs" not in v
+
+
+def find_configs(objs: list[Obj], draft: Draft) -> Configs:
+    """The device-plugin and mig-parted ConfigMaps: the ones the ClusterPolicy
+    names, else gpuplan's, else any whose values have their shape."""
+    cfg = Configs()
+    policies = sorted((o for o in objs if o.kind == "ClusterPolicy" and o.api_group == "nvidia.com"),
+                      key=lambda o: o.name)
+    if policies:
+        cfg.policy = p = policies[0]
+        spec = p.data.get("spec") if isinstance(p.data.get("spec"), dict) else {}
+        cfg.strategy = _get(spec, "mig", "strategy") if isinstance(_get(spec, "mig", "strategy"), str) else None
+        dp_name, cfg.dp_default = _get(spec, "devicePlugin", "config", "name"), _get(spec, "devicePlugin", "config", "default")
+        mig_name, cfg.mig_default = _get(spec, "migManager", "config", "name"), _get(spec, "migManager", "config", "default")
+    else:
+        dp_name = mig_name = None
+    cms = sorted((o for o in objs if o.kind == "ConfigMap" and not o.api_group), key=lambda o: (o.namespace, o.name))
+
+    def pick(name: Any, fallback: str, test) -> Obj | None:
+        for want in (name, fallback):
+            for o in cms:
+                if isinstance(want, str) and o.name == want:
+                    return o
+        for o in cms:
+            data = o.data.get("data")
+            if isinstance(data, dict) and data and all(test(_yaml_payload(v)) for v in data.values()):
+                return o
+        return None
+
+    cfg.dp_cm = pick(dp_name, V.DEVICE_PLUGIN_CONFIGMAP, _is_dp_config)
+    if cfg.dp_cm is not None:
+        for k, v in sorted((cfg.dp_cm.data.get("data") or {}).items()):
+            parsed = _yaml_payload(v)
+            if _is_dp_config(parsed):
+                cfg.dp[k] = parsed
+            else:
+                draft.diagnostics.append(_diag(C.W_UNREAD, f"device-plugin config {show(k)} is not a v1 config; "
+                                               "left out", cfg.dp_cm, "data", k))
+        if cfg.dp_default is None and V.DEVICE_PLUGIN_DEFAULT_CONFIG in cfg.dp:
+            cfg.dp_default = V.DEVICE_PLUGIN_DEFAULT_CONFIG
+    cfg.mig_cm = pick(mig_name, V.MIG_PARTED_CONFIGMAP,
+                      lambda v: isinstance(v, dict) and isinstance(v.get("mig-configs"), dict))
+    if cfg.mig_cm is not None:
+        for k, v in sorted((cfg.mig_cm.data.get("data") or {}).items()):
+            parsed = _yaml_payload(v)
+            if isinstance(parsed, dict) and isinstance(parsed.get("mig-configs"), dict):
+                cfg.mig_key = k
+                for name, entries in parsed["mig-configs"].items():
+                    if isinstance(name, str) and isinstance(entries, list):
+                        cfg.mig[name] = entries
+                break
+        if cfg.mig_default is None and V.MIG_ALL_DISABLED in cfg.mig:
+            cfg.mig_default = V.MIG_ALL_DISABLED
+    return cfg
+
+
+# --------------------------------------------------------------------------- sharing
+
+
+def _model_filters(model: Any) -> set[str]:
+    return {f.lower() for f in model.device_filters}
+
+
+def mig_layouts(entries: list, model: Any) -> tuple[dict | None, list | None, str | None]:
+    """(layout, devices, problem) of a mig-parted config for ``model``: one
+    layout for every GPU, or per-GPU groups, or neither when MIG is off."""
+    mine = []
+    for e in entries:
+        if not isinstance(e, dict):
+            return None, None, "an entry is not a mapping"
+        filt = e.get("device-filter")
+        if filt is not None:
+            filters = [filt] if isinstance(filt, str) else filt if isinstance(filt, list) else []
+            if not {str(f).lower() for f in filters} & _model_filters(model):
+                continue
+        mine.append(e)
+    groups: list[tuple[Any, dict | None]] = []
+    for e in mine:
+        enabled = e.get("mig-enabled") is True
+        devs = e.get("mig-devices") if enabled else None
+        if enabled and not isinstance(devs, dict):
+            devs = {}
+        if devs is not None and not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                                        for k, v in devs.items()):
+            return None, None, "mig-devices is not a map of profile to count"
+        groups.append((e.get("devices"), {k: v for k, v in devs.items()} if devs is not None else None))
+    if not groups or all(lay is None for _, lay in groups):
+        return None, None, None
+    if len(groups) == 1 and groups[0][0] == "all":
+        return groups[0][1], None, None
+    out = []
+    for devs, lay in groups:
+        if not (isinstance(devs, list) and devs and all(isinstance(i, int) and not isinstance(i, bool) for i in devs)):
+            return None, None, "devices must be `all` or a list of GPU indexes"
+        g: dict[str, Any] = {"devices": list(devs)}
+        if lay is not None:
+            g["layout"] = lay
+        out.append(g)
+    return None, out, None
+
+
+def sharing_from(dp: dict | None, mig: tuple[dict | None, list | None], strategy: str | None) -> dict:
+    layout, devices = mig
+    if layout is not None or devices is not None:
+        s: dict[str, Any] = {"mode": "mig", "strategy": strategy or "single"}
+        if layout is not None:
+            s["layout"] = layout
+        else:
+            s["devices"] = devices
+        return s
+    sharing = dp.get("sharing") if isinstance(dp, dict) else None
+    if isinstance(sharing, dict):
+        for key, mode in (("timeSlicing", "time-slicing"), ("mps", "mps")):
+            ts = sharing.get(key)
+            if isinstance(ts, dict) and isinstance(ts.get("resources"), list):
+                for r in ts["resources"]:
+                    if isinstance(r, dict) and r.get("name") == V.GPU and isinstance(r.get("replicas"), int):
+                        # upstream defaults are false for both (k8s-device-plugin api/config/v1); gpuplan's
+                        # are true, so both are always written
+                        out = {"mode": mode, "replicas": r["replicas"],
+                               "renameByDefault": ts.get("renameByDefault") is True}
+                        if mode == "time-slicing":
+                            out["failRequestsGreaterThanOne"] = ts.get("failRequestsGreaterThanOne") is True
+                        return out
+    return {"mode": "exclusive"}
+
+
+def pool_resources(pool: dict) -> dict[str, int]:
+    """Extended resource -> units one node advertises (0 when GPUs per node is unknown)."""
+    from gpuplan.catalog import mig_resource_name
+
+    n = pool.get("gpusPerNode") or pool.get("_gpus") or 0
+    s = pool.get("sharing") or {"mode": "exclusive"}
+    mode = s.get("mode")
+    if mode in ("time-slicing", "mps"):
+        return {V.GPU + V.SHARED_SUFFIX if s.get("renameByDefault", True) else V.GPU: n * s["replicas"]}
+    if mode != "mig":
+        return {V.GPU: n}
+    out: dict[str, int] = {}
+    strat = s.get("strategy", "mixed")
+    groups = [{"devices": list(range(n)), "layout": s["layout"]}] if "layout" in s else s.get("devices") or []
+    for g in groups:
+        k = len(g["devices"])
+        if g.get("layout") is None:
+            out[V.GPU] = out.get(V.GPU, 0) + k
+            continue
+        for prof, cnt in g["layout"].items():
+            try:
+                res = mig_resource_name(prof, strat)
+            except ValueError:
+                res = None
+            if res:
+                out[res] = out.get(res, 0) + cnt * k
+    return out
+
+
+def _profile_of(pool: dict, resource: str) -> str | None:
+    s = pool.get("sharing") or {}
+    if s.get("mode") != "mig" or not resource.startswith("nvidia.com/mig-"):
+        return None
+    profiles = set((s.get("layout") or {}).keys())
+    for g in s.get("devices") or ():
+        profiles.update((g.get("layout") or {}).keys())
+    for p in sorted(profiles):
+        if "nvidia.com/mig-" + p.replace("+", ".") == resource:
+            return p
+    return None
+
+
+# ------------------------------------------------------------------------------ pools
+
+
+def _taints(o: Obj, raw: Any, pool: str | None) -> list[dict]:
+    out = []
+    for t in raw if isinstance(raw, list) else ():
+        if not isinstance(t, dict) or not isinstance(t.get("key"), str) or \
+                t.get("effect") not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            continue
+        if t["key"] == V.POOL_TAINT_KEY or t["key"].startswith(V.SYSTEM_TAINT_PREFIXES):
+            continue  # gpuplan's binding taint (it adds it again) and node lifecycle taints
+        d = {"key": t["key"]}
+        if isinstance(t.get("value"), str) and t["value"]:
+            d["value"] = t["value"]
+        d["effect"] = t["effect"]
+        out.append(d)
+    return out
+
+
+def _own_labels(labels: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in labels.items() if not k.startswith(V.SYSTEM_LABEL_PREFIXES) and is_label(k, v)}
+
+
+def _majority(values: list) -> Any:
+    import json
+
+    c = Counter(json.dumps(v, sort_keys=True) for v in values)
+    best = sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+    return json.loads(best)
+
+
+def _gpu_model(product: Any) -> Any:
+    from gpuplan.catalog import resolve_gpu
+
+    return resolve_gpu(product) if isinstance(product, str) else None
+
+
+def _int_label(v: Any) -> int | None:
+    return int(v) if isinstance(v, str) and _INT.match(v) and len(v) <= 3 else None
+
+
+def static_pools(nodes: list[Obj], karpenter: set[str], cfg: Configs, draft: Draft) -> list[dict]:
+    groups: dict[str, list[Obj]] = {}
+    derived: dict[str, str] = {}
+    for n in nodes:
+        lb = n.labels
+        if lb.get(V.KARPENTER_NODEPOOL_LABEL) in karpenter:
+            continue  # launched by an imported NodePool: that pool's node
+        if not is_node_name(n.name):
+            draft.diagnostics.append(_diag(C.W_BAD_NAME, f"node name {show(n.name)} is not a DNS-1123 subdomain; "
+                                           "node left out", n, "metadata", "name"))
+            continue
+        model = _gpu_model(lb.get(V.GFD_PRODUCT))
+        if model is None:
+            draft.diagnostics.append(_diag(
+                C.W_UNKNOWN_GPU, f"node {show(n.name)}: GPU {show(lb.get(V.GFD_PRODUCT))} is not in gpuplan's "
+                "catalog; node left out", n, "metadata", "labels", V.GFD_PRODUCT,
+                hint="`gpuplan schema --markdown` lists the GPU models"))
+            continue
+        pool = lb.get(V.POOL_LABEL)
+        if pool is not None and not is_name(pool):
+            draft.diagnostics.append(_diag(C.W_BAD_NAME, f"node {show(n.name)}: pool label {show(pool)} is not a "
+                                           "DNS-1123 label; grouped by GPU instead", n, "metadata", "labels", V.POOL_LABEL))
+            pool = None
+        if pool is None:
+            import json
+
+            key = json.dumps([model.key, lb.get(V.GFD_COUNT), lb.get(V.DEVICE_PLUGIN_CONFIG_LABEL),
+                              lb.get(V.MIG_CONFIG_LABEL),
+                              sorted(map(str, _taints(n, _get(n.data, "spec", "taints"), None)))])
+            if key not in derived:
+                base = re.sub(r"[^a-z0-9]+", "-", model.key.lower()).strip("-")[:50]
+                name, i = base, 1
+                while name in groups or name in derived.values():
+                    i += 1
+                    name = f"{base}-{i}"
+                derived[key] = name
+            pool = derived[key]
+        groups.setdefault(pool, []).append(n)
+    pools = []
+    for name in sorted(groups):
+        members = sorted(groups[name], key=lambda o: o.name)
+        pools.append(_static_pool(name, members, name in derived.values(), cfg, draft))
+    return pools
+
+
+def _static_pool(name: str, members: list[Obj], derived: bool, cfg: Configs, draft: Draft) -> dict:
+    first = members[0]
+    notes: dict[str, Note] = {}
+
+    def agree(what: str, values: list, sub: tuple) -> Any:
+        val = _majority(values)
+        odd = [m.name for m, v in zip(members, values) if v != val]
+        if odd:
+            draft.diagnostics.append(_diag(
+                C.W_POOL_DISAGREES, f"pool {name}: {what} differs on {', '.join(show(o) for o in odd[:5])}"
+                f"{' and more' if len(odd) > 5 else ''}; the draft takes {show(val)}", 
+                members[[m.name for m in members].index(odd[0])], *sub))
+        return val
+
+    model = _gpu_model(agree("GPU model", [_gpu_model(m.labels.get(V.GFD_PRODUCT)).key for m in members],
+                             ("metadata", "labels", V.GFD_PRODUCT)))
+    count = agree("GPU count", [_int_label(m.labels.get(V.GFD_COUNT)) for m in members],
+                  ("metadata", "labels", V.GFD_COUNT))
+    dp_sel = agree("device-plugin config", [m.labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL) for m in members],
+                   ("metadata", "labels", V.DEVICE_PLUGIN_CONFIG_LABEL))
+    mig_sel = agree("MIG config", [m.labels.get(V.MIG_CONFIG_LABEL) for m in members],
+                    ("metadata", "labels", V.MIG_CONFIG_LABEL))
+    taints = agree("taints", [_taints(m, _get(m.data, "spec", "taints"), name) for m in members], ("spec", "taints"))
+    own = [_own_labels(m.labels) for m in members]
+    common = {k: v for k, v in own[0].items() if all(o.get(k) == v for o in own)}
+    pool: dict[str, Any] = {"name": name, "gpu": model.key}
+    src = f"Node {first.name} label {V.GFD_PRODUCT}"
+    notes["gpu"] = Note(f"from {src}={show(first.labels.get(V.GFD_PRODUCT))}")
+    notes["name"] = Note(f"from Node label {V.POOL_LABEL}" if not derived else None,
+                         "named by gpuplan import (the nodes have no gpuplan.dev/pool label); rename freely"
+                         if derived else None)
+    if count is not None:
+        pool["gpusPerNode"] = count
+        notes["gpusPerNode"] = Note(f"from Node label {V.GFD_COUNT}")
+    else:
+        pool["gpusPerNode"] = 1
+        notes["gpusPerNode"] = Note(None, f"no {V.GFD_COUNT} label on the nodes: set the GPUs per node")
+    pool["nodes"] = [m.name for m in members]
+    notes["nodes"] = Note(f"Nodes with {'GPU ' + model.key if derived else V.POOL_LABEL + '=' + name}")
+    pool["sharing"], notes["sharing"] = _pool_sharing(name, model, count, dp_sel, mig_sel, cfg, draft,
+                                                      members[0], ("metadata", "labels"))
+    if taints:
+        pool["taints"] = taints
+        notes["taints"] = Note("from the Nodes' spec.taints (gpuplan's own binding taint left out)")
+    if common:
+        pool["labels"] = dict(sorted(common.items()))
+        notes["labels"] = Note("labels every node of the pool has (Kubernetes, NFD, GFD and cloud labels left out)")
+    pool["_notes"] = notes
+    pool["_nodes"] = members
+    pool["_selected"] = (dp_sel, mig_sel)
+    return pool
+
+
+def _pool_sharing(name: str, model: Any, count: int | None, dp_sel: Any, mig_sel: Any, cfg: Configs,
+                  draft: Draft, o: Obj | None, label_path: tuple) -> tuple[dict, Note]:
+    sources, todo = [], None
+    dp_name = dp_sel if isinstance(dp_sel, str) else cfg.dp_default
+    dp = None
+    if dp_name is not None:
+        dp = cfg.dp.get(dp_name)
+        if dp is None and cfg.dp_cm is not None:
+            draft.diagnostics.append(_diag(
+                C.W_MISSING_CONFIG, f"pool {name}: device-plugin config {show(dp_name)} is not in ConfigMap "
+                f"{show(cfg.dp_cm.namespace)}/{show(cfg.dp_cm.name)}", o, *label_path, V.DEVICE_PLUGIN_CONFIG_LABEL))
+            todo = "the selected device-plugin config does not exist: check the pool's sharing"
+        elif dp is not None:
+            sources.append(f"device-plugin config {dp_name} (ConfigMap {cfg.dp_cm.name})")
+    mig = (None, None)
+    mig_name = mig_sel if isinstance(mig_sel, str) else cfg.mig_default
+    if mig_name is not None and model.mig_capable:
+        entries = cfg.mig.get(mig_name)
+        if entries is None:
+            if cfg.mig_cm is not None or isinstance(mig_sel, str):
+                draft.diagnostics.append(_diag(
+                    C.W_MISSING_CONFIG, f"pool {name}: mig-parted config {show(mig_name)} is not in the "
+                    "mig-parted ConfigMap" if cfg.mig_cm is not None else
+                    f"pool {name}: nodes select mig-parted config {show(mig_name)} but no mig-parted ConfigMap "
+                    "was in the input", o, *label_path, V.MIG_CONFIG_LABEL))
+                todo = "the selected MIG config is missing: check the pool's sharing"
+        else:
+            layout, devices, problem = mig_layouts(entries, model)
+            if problem:
+                draft.diagnostics.append(_diag(C.W_UNREAD, f"mig-parted config {show(mig_name)}: {problem}; "
+                                               "left out", cfg.mig_cm, "data", cfg.mig_key or ""))
+            else:
+                mig = (layout, devices)
+                if layout is not None or devices is not None:
+                    sources.append(f"mig-parted config {mig_name} (ConfigMap {cfg.mig_cm.name})")
+                    _check_mig(name, model, count, layout, devices, mig_name, cfg, draft)
+    strategy = None
+    if isinstance(dp, dict) and isinstance(_get(dp, "flags", "migStrategy"), str):
+        strategy = dp["flags"]["migStrategy"]
+    strategy = strategy if strategy in ("single", "mixed") else cfg.strategy if cfg.strategy in ("single", "mixed") else None
+    sharing = sharing_from(dp, mig, strategy)
+    if sharing["mode"] == "mig" and strategy is None:
+        todo = "no MIG strategy in the device-plugin config or ClusterPolicy: the operator's default, single, is assumed"
+    if sharing["mode"] == "mig" and isinstance(_get(dp, "sharing"), dict):
+        todo = "the device-plugin config also shares MIG devices; gpuplan does not: left out"
+    if not sources:
+        sources.append("no sharing config selected: whole GPUs")
+    return sharing, Note("from " + " and ".join(sources), todo)
+
+
+def _check_mig(name: str, model: Any, count: int | None, layout: dict | None, devices: list | None, mig_name: str,
+               cfg: Configs, draft: Draft) -> None:
+    from gpuplan.mig import check_layout
+
+    for lay in ([layout] if layout is not None else [g.get("layout") for g in devices or ()]):
+        if not lay:
+            continue
+        try:
+            res = check_layout(model, lay)
+        except (KeyError, ValueError) as exc:
+            draft.diagnostics.append(_diag(C.E_MIG_IMPOSSIBLE, f"mig-parted config {show(mig_name)} on "
+                                           f"{model.key}: {show(str(exc))}", cfg.mig_cm, "data", cfg.mig_key or ""))
+            continue
+        if not res.ok:
+            why = res.failure.message if res.failure is not None else "not creatable"
+            draft.diagnostics.append(_diag(
+                C.E_MIG_IMPOSSIBLE, f"mig-parted config {show(mig_name)} (pool {name}) cannot be created on "
+                f"{model.key}: {show(why)}", cfg.mig_cm, "data", cfg.mig_key or "",
+                hint="`gpuplan mig layouts " + model.key + "` lists the creatable layouts"))
+
+
+def _req(reqs: Any, key: str) -> list[str] | None:
+    for r in reqs if isinstance(reqs, list) else ():
+        if isinstance(r, dict) and r.get("key") == key and r.get("operator") == "In" and isinstance(r.get("values"), list):
+            return [v for v in r["values"] if isinstance(v, str)]
+    return None
+
+
+def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs, draft: Draft) -> list[dict]:
+    from gpuplan.cloud.aws import instance_gpu_model, instance_type
+
+    pools = []
+    for np_ in sorted(nodepools, key=lambda o: o.name):
+        if not is_name(np_.name):
+            draft.diagnostics.append(_diag(C.W_BAD_NAME, f"NodePool {show(np_.name)} is not a DNS-1123 label; "
+                                           "left out", np_, "metadata", "name"))
+            continue
+        spec = np_.data.get("spec") if isinstance(np_.data.get("spec"), dict) else {}
+        tspec = _get(spec, "template", "spec") or {}
+        reqs = tspec.get("requirements")
+        its = _req(reqs, V.INSTANCE_TYPE_LABEL)
+        models = {instance_gpu_model(instance_type(n)).key for n in its or () if instance_type(n) is not None
+                  and instance_gpu_model(instance_type(n)) is not None}
+        counts = {instance_type(n).gpu_count for n in its or () if instance_type(n) is not None}
+        if not its or len(models) != 1:
+            draft.diagnostics.append(_diag(
+                C.W_UNKNOWN_GPU, f"NodePool {np_.name}: its instance types ({show(its or 'none listed')}) do not name "
+                "one GPU model gpuplan knows; left out", np_, "spec", "template", "spec", "requirements"))
+            continue
+        model = _gpu_model(next(iter(models)))
+        notes: dict[str, Note] = {}
+        pool: dict[str, Any] = {"name": np_.name, "gpu": model.key}
+        notes["name"] = Note(f"from NodePool {np_.name}")
+        notes["gpu"] = Note(f"from NodePool {np_.name} instance types")
+        k: dict[str, Any] = {"instanceTypes": its}
+        kn: dict[str, Note] = {"instanceTypes": Note(f"from {np_.where('spec', 'template', 'spec', 'requirements')}")}
+        caps = _req(reqs, V.KARPENTER_CAPACITY_TYPE)
+        if caps:
+            k["capacityTypes"] = [c for c in caps if c in ("spot", "on-demand", "reserved")]
+        per = min(counts) if counts else 1
+        limit = _get(spec, "limits", "nodes")
+        gpus_limit = _get(spec, "limits", V.GPU)
+        if isinstance(limit, (str, int)) and _INT.match(str(limit)):
+            k["maxGPUs"] = int(limit) * per
+            kn["maxGPUs"] = Note(f"from NodePool {np_.name} spec.limits.nodes x {per} GPUs per instance")
+        elif isinstance(gpus_limit, (str, int)) and _INT.match(str(gpus_limit)):
+            k["maxGPUs"] = int(gpus_limit)
+            kn["maxGPUs"] = Note(f"from NodePool {np_.name} spec.limits[nvidia.com/gpu]")
+        else:
+            k["maxGPUs"] = per
+            kn["maxGPUs"] = Note(None, "the NodePool has no node or GPU limit: set the most GPUs the pool may have")
+        if len(counts) > 1:
+            kn["instanceTypes"].todo = "instance types with different GPU counts: gpuplan expects one count per pool"
+        nc = classes.get(_get(tspec, "nodeClassRef", "name") or "")
+        if nc is not None:
+            alias = _get(nc.data, "spec", "amiSelectorTerms")
+            alias = alias[0].get("alias") if isinstance(alias, list) and alias and isinstance(alias[0], dict) else None
+            m = _AMI_ALIAS.match(alias) if isinstance(alias, str) else None
+            if m:
+                k["amiFamily"] = "AL2023" if m[1] == "al2023" else "Bottlerocket"
+                k["amiVersion"] = m[2]
+                kn["amiFamily"] = kn["amiVersion"] = Note(f"from EC2NodeClass {nc.name} amiSelectorTerms alias")
+            else:
+                kn["instanceTypes"].todo = "the EC2NodeClass selects AMIs without an alias: set amiFamily/amiVersion"
+        else:
+            kn["instanceTypes"].todo = "no EC2NodeClass in the input: check amiFamily and amiVersion"
+        zones = _req(reqs, V.ZONE_LABEL)
+        if zones:
+            k["zones"] = zones
+        if isinstance(tspec.get("expireAfter"), str) and tspec["expireAfter"] != V.DEFAULT_EXPIRE_AFTER:
+            k["expireAfter"] = tspec["expireAfter"]
+        ca = _get(spec, "disruption", "consolidateAfter")
+        if isinstance(ca, str) and ca != "Never":
+            k["consolidateAfter"] = ca
+            kn["consolidateAfter"] = Note("from the NodePool's spec.disruption")
+        if isinstance(spec.get("weight"), int) and not isinstance(spec.get("weight"), bool):
+            k["weight"] = spec["weight"]
+            kn["weight"] = Note("from the NodePool's spec.weight")
+        pool["karpenter"] = k
+        labels = {kk: v for kk, v in (_get(spec, "template", "metadata", "labels") or {}).items()
+                  if isinstance(kk, str) and isinstance(v, str)}
+        pool["sharing"], notes["sharing"] = _pool_sharing(
+            np_.name, model, per, labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL), labels.get(V.MIG_CONFIG_LABEL), cfg, draft,
+            np_, ("spec", "template", "metadata", "labels"))
+        taints = _taints(np_, tspec.get("taints"), np_.name)
+        if taints != [V.DEFAULT_KARPENTER_TAINT]:
+            pool["taints"] = taints
+            notes["taints"] = Note("from the NodePool template's taints (gpuplan's binding taint left out)")
+        own = _own_labels(labels)
+        if own:
+            pool["labels"] = dict(sorted(own.items()))
+            notes["labels"] = Note("from the NodePool template's labels")
+        pool["_notes"] = notes
+        pool["_knotes"] = kn
+        pool["_gpus"] = per
+        pool["_nodepool"] = np_
+        pool["_nodeclass"] = nc
+        pool["_selected"] = (labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL), labels.get(V.MIG_CONFIG_LABEL))
+        pools.append(pool)
+    return pools
+
+
+# ------------------------------------------------------------------------------ tiers
+
+
+def _quota_hard(q: Obj, draft: Draft) -> dict[str, int]:
+    """GPU resource -> units of a ResourceQuota's spec.hard (``requests.`` keys)."""
+    out = {}
+    hard = _get(q.data, "spec", "hard")
+    for key, v in (hard.items() if isinstance(hard, dict) else ()):
+        if not isinstance(key, str):
+            continue
+        res = key[len("requests."):] if key.startswith("requests.") else key
+        if not (res == V.GPU or res.startswith((V.GPU + ".", "nvidia.com/mig-"))):
+            continue
+        text = str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else ""
+        if not _INT.match(text) or len(text) > 9:
+            draft.diagnostics.append(_diag(C.W_UNREAD, f"ResourceQuota {show(q.namespace)}/{show(q.name)}: "
+                                           f"{show(key)}={show(v)} is not a whole number; left out",
+                                           q, "spec", "hard", key))
+            continue
+        out[res] = out.get(res, 0) + int(text)
+    return out
+
+
+def _scope(q: Obj) -> tuple[str, list[str]] | None:
+    """("In"|"NotIn", PriorityClass names) of a quota scoped by PriorityClass; None unscoped;
+    ("other", []) for any other scope."""
+    spec = q.data.get("spec") if isinstance(q.data.get("spec"), dict) else {}
+    if spec.get("scopes"):
+        return ("other", [])
+    exprs = _get(spec, "scopeSelector", "matchExpressions")
+    if not exprs:
+        return None
+    if isinstance(exprs, list) and len(exprs) == 1 and isinstance(exprs[0], dict) \
+            and exprs[0].get("scopeName") == "PriorityClass" and exprs[0].get("operator") in ("In", "NotIn") \
+            and isinstance(exprs[0].get("values"), list):
+        return (exprs[0]["operator"], [v for v in exprs[0]["values"] if isinstance(v, str)])
+    return ("other", [])
+
+
+def _synthetic_tier_name(pool: str, profile: str | None) -> str:
+    base = pool if profile is None else f"{pool}-{re.sub(r'[^a-z0-9]+', '-', profile.lower()).strip('-')}"
+    return base[:63].rstrip("-")
+
+
+def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft) -> tuple[list[dict], list[dict]]:
+    pcs = {o.name: o for o in objs if o.kind == "PriorityClass" and o.api_group == "scheduling.k8s.io"}
+    nss = {o.name: o for o in objs if o.kind == "Namespace" and not o.api_group}
+    quotas: dict[str, list[tuple[Obj, dict[str, int], Any]]] = {}
+    for q in sorted((o for o in objs if o.kind == "ResourceQuota" and not o.api_group),
+                    key=lambda o: (o.namespace, o.name)):
+        hard = _quota_hard(q, draft)
+        if hard:
+            quotas.setdefault(q.namespace, []).append((q, hard, _scope(q)))
+    res_pools: dict[str, list[str]] = {}
+    for p in pools:
+        for r in pool_resources(p):
+            res_pools.setdefault(r, []).append(p["name"])
+
+    tiers: dict[str, dict] = {}  # name -> tier (with _ keys: _pc, _res, _notes)
+    by_pc: dict[str, str] = {}
+    wanted = {n for n, o in pcs.items() if o.labels.get(V.TIER_LABEL)}
+    for ns_q in quotas.values():
+        for _, _, sc in ns_q:
+            if sc and sc[0] == "In" and len(sc[1]) == 1:
+                wanted.add(sc[1][0])
+    # the input's order (gpuplan writes its PriorityClasses in tier order), then quota-named ones
+    order = [n for n in pcs if n in wanted] + sorted(wanted - set(pcs))
+    for pc_name in order:
+        pc = pcs.get(pc_name)
+        label = pc.labels.get(V.TIER_LABEL) if pc is not None else None
+        name = label or (pc_name[len(V.PRIORITY_CLASS_PREFIX):] if pc_name.startswith(V.PRIORITY_CLASS_PREFIX)
+                         and is_name(pc_name[len(V.PRIORITY_CLASS_PREFIX):]) else pc_name)
+        if not is_name(name) or name in tiers:
+            draft.diagnostics.append(_diag(C.W_BAD_NAME, f"PriorityClass {show(pc_name)} cannot name a tier "
+                                           f"({show(name)} is not a DNS-1123 label or is taken); left out",
+                                           pc, "metadata", "name"))
+            continue
+        t: dict[str, Any] = {"name": name}
+        notes = {"name": Note(f"from PriorityClass {pc_name}" + (f" label {V.TIER_LABEL}" if label else ""))}
+        if V.PRIORITY_CLASS_PREFIX + name != pc_name:
+            t["priorityClassName"] = pc_name
+        if pc is None:
+            notes["name"].todo = f"PriorityClass {pc_name} is named by a quota but not in the input: set its priority"
+        else:
+            v = pc.data.get("value")
+            if isinstance(v, int) and not isinstance(v, bool):
+                t["priority"] = v
+                notes["priority"] = Note(f"from PriorityClass {pc_name} value")
+            pre = pc.data.get("preemptionPolicy")
+            if pre == "Never":
+                t["preemption"] = "Never"
+                notes["preemption"] = Note(f"from PriorityClass {pc_name} preemptionPolicy")
+            desc = pc.data.get("description")
+            m = V.DEFAULT_TIER_DESCRIPTION.match(desc) if isinstance(desc, str) else None
+            if m and m["tier"] == name:
+                t["_res"], t["_pool_hint"] = m["resource"], m["pool"]
+            elif isinstance(desc, str) and desc:
+                t["description"] = desc
+        t["_pc"], t["_notes"] = pc, notes
+        tiers[name] = t
+        by_pc[pc_name] = name
+
+    # a tier's resource from the quotas scoped to its PriorityClass
+    for ns, qs in quotas.items():
+        for q, hard, sc in qs:
+            if sc and sc[0] == "In" and len(sc[1]) == 1 and sc[1][0] in by_pc:
+                t = tiers[by_pc[sc[1][0]]]
+                t["enforcePriority"] = True
+                t["_notes"]["enforcePriority"] = Note(f"ResourceQuota {ns}/{q.name} is scoped to its PriorityClass")
+                pos = [r for r, n in hard.items() if n > 0] or list(hard)
+                if "_res" not in t and len(pos) == 1:
+                    t["_res"] = pos[0]
+
+    def ns_tiers(ns: str) -> list[str]:
+        o = nss.get(ns)
+        return sorted(k[len(V.TIER_NS_LABEL_PREFIX):] for k, v in (o.labels if o else {}).items()
+                      if k.startswith(V.TIER_NS_LABEL_PREFIX) and v == "true" and k[len(V.TIER_NS_LABEL_PREFIX):] in tiers)
+
+    # the rest by elimination: in a namespace, one tier left and one resource left
+    changed = True
+    while changed:
+        changed = False
+        for ns, qs in quotas.items():
+            names = ns_tiers(ns)
+            open_ = [n for n in names if "_res" not in tiers[n]]
+            if len(open_) != 1:
+                continue
+            known = {tiers[n]["_res"] for n in names if "_res" in tiers[n]}
+            left = sorted({r for _, hard, sc in qs if sc is None for r, n in hard.items() if n > 0} - known)
+            if len(left) == 1:
+                tiers[open_[0]]["_res"] = left[0]
+                changed = True
+
+    # pools of the tiers
+    pool_by_name = {p["name"]: p for p in pools}
+    for name in list(tiers):
+        t = tiers[name]
+        res = t.get("_res")
+        cands = res_pools.get(res, []) if res else []
+        hint = t.pop("_pool_hint", None)
+        if hint in cands:
+            t["pool"] = hint
+            t["_notes"]["pool"] = Note(f"from PriorityClass {t['_pc'].name} description (gpuplan's own)")
+        elif cands:
+            t["pool"] = cands[0]
+            t["_notes"]["pool"] = Note(f"the pool that advertises {res}",
+                                       f"{res} is advertised by pools {', '.join(cands)}: choose the tier's pool"
+                                       if len(cands) > 1 else None)
+            if len(cands) > 1:
+                draft.diagnostics.append(_diag(C.I_TODO, f"tier {name}: {show(res)} is advertised by pools "
+                                               f"{', '.join(cands)}; the draft names {cands[0]}", t["_pc"]))
+        else:
+            draft.diagnostics.append(_diag(
+                C.I_TODO, f"PriorityClass {show(t['_pc'].name if t['_pc'] else name)}: no quota or pool tells which "
+                "GPUs it is for; not imported as a tier", t["_pc"]))
+            draft.header.append(f"TODO: PriorityClass {show(name)} was not imported as a tier (no GPU resource "
+                                "or pool found for it)")
+            del tiers[name]
+            by_pc = {k: v for k, v in by_pc.items() if v != name}
+            continue
+        prof = _profile_of(pool_by_name[t["pool"]], res)
+        if prof:
+            t["profile"] = prof
+
+    # tenants and their grants
+    grants: dict[str, dict[str, int]] = {}
+    for ns in sorted(quotas):
+        g: dict[str, int] = {}
+        for q, hard, sc in quotas[ns]:
+            if sc and sc[0] == "In" and len(sc[1]) == 1 and sc[1][0] in by_pc:
+                tn = by_pc[sc[1][0]]
+                g[tn] = g.get(tn, 0) + hard.get(tiers[tn]["_res"], 0)
+        for q, hard, sc in quotas[ns]:
+            if sc is not None:
+                if sc[0] == "other" or (sc[0] == "In" and not all(v in by_pc for v in sc[1])):
+                    draft.diagnostics.append(_diag(C.I_TODO, f"ResourceQuota {show(ns)}/{show(q.name)} has a scope "
+                                                   "gpuplan does not write; not imported", q, "spec"))
+                continue  # NotIn: gpuplan's other-priorities quota, rebuilt from enforcePriority
+            labelled = ns_tiers(ns)
+            for res, units in sorted(hard.items()):
+                rest = units - sum(n for tn, n in g.items() if tiers[tn].get("_res") == res)
+                if rest <= 0:
+                    continue
+                cands = [tn for tn in labelled if tiers[tn].get("_res") == res and tn not in g] or \
+                        [tn for tn in sorted(tiers) if tiers[tn].get("_res") == res and not tiers[tn].get("enforcePriority")
+                         and not tiers[tn].get("_pc")]
+                if not cands:
+                    pools_ = res_pools.get(res, [])
+                    if not pools_:
+                        draft.diagnostics.append(_diag(C.I_TODO, f"ResourceQuota {show(ns)}/{show(q.name)}: no pool "
+                                                       f"advertises {show(res)}; not imported", q, "spec", "hard"))
+                        continue
+                    tn = _synthetic_tier_name(pools_[0], _profile_of(pool_by_name[pools_[0]], res))
+                    if tn not in tiers:
+                        t = {"name": tn, "pool": pools_[0], "_res": res, "_pc": None,
+                             "_notes": {"name": Note(f"the quota of {res} without a PriorityClass scope",
+                                                     "named by gpuplan import; gpuplan creates PriorityClass "
+                                                     f"gpuplan-{tn} with priority 0: set the tier's priority")}}
+                        prof = _profile_of(pool_by_name[pools_[0]], res)
+                        if prof:
+                            t["profile"] = prof
+                        if len(pools_) > 1:
+                            t["_notes"]["pool"] = Note(None, f"{res} is advertised by pools {', '.join(pools_)}")
+                        tiers[tn] = t
+                    cands = [tn]
+                if len(cands) > 1:
+                    draft.diagnostics.append(_diag(C.I_TODO, f"ResourceQuota {show(ns)}/{show(q.name)}: {rest} "
+                                                   f"{show(res)} are shared by tiers {', '.join(cands)}; the draft "
+                                                   f"grants them to {cands[0]}", q, "spec", "hard"))
+                g[cands[0]] = g.get(cands[0], 0) + rest
+        if g:
+            grants[ns] = g
+
+    tenants: dict[str, dict] = {}
+    for ns in sorted(set(grants) | {n for n, o in nss.items() if o.labels.get(V.TENANT_LABEL)}):
+        if not is_name(ns):
+            draft.diagnostics.append(_diag(C.W_BAD_NAME, f"namespace {show(ns)} is not a DNS-1123 label; left out",
+                                           nss.get(ns)))
+            continue
+        o = nss.get(ns)
+        label = o.labels.get(V.TENANT_LABEL) if o else None
+        tname = label if label and is_name(label) else ns
+        t = tenants.setdefault(tname, {"name": tname, "namespaces": [], "quotas": {}, "_ns": [],
+                                       "_notes": {"name": Note(f"from Namespace label {V.TENANT_LABEL}") if label else
+                                                  Note(None, "one tenant per namespace: group the namespaces of "
+                                                       "one team into one tenant")}})
+        t["namespaces"].append(ns)
+        t["_ns"].append(o)
+        if ns in grants:
+            order = list(tiers)
+            t["quotas"][ns] = {tn: grants[ns][tn] for tn in sorted(grants[ns], key=order.index)}
+    for t in tenants.values():
+        own = [{k: v for k, v in (o.labels if o else {}).items() if k not in V.SYSTEM_NAMESPACE_LABELS
+                and not k.startswith(V.TIER_NS_LABEL_PREFIX) and is_label(k, v)} for o in t["_ns"]]
+        common = {k: v for k, v in own[0].items() if all(x.get(k) == v for x in own)}
+        if common:
+            t["labels"] = dict(sorted(common.items()))
+        if not t["quotas"]:
+            del t["quotas"]
+    used = {tn for t in tenants.values() for q in t.get("quotas", {}).values() for tn in q}
+    for name, t in tiers.items():
+        if name not in used and t.get("_pc") is None:
+            continue
+    return list(tiers.values()), [tenants[k] for k in sorted(tenants)]
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def check_capacity(pools: list[dict], tenants: list[dict], tiers: list[dict], objs: list[Obj], draft: Draft) -> None:
+    cap: dict[str, int] = {}
+    for p in pools:
+        nodes = len(p["nodes"]) if "nodes" in p else (p["karpenter"]["maxGPUs"] // max(1, p.get("_gpus") or 1))
+        for r, n in pool_resources(p).items():
+            cap[r] = cap.get(r, 0) + n * nodes
+    res_of = {t["name"]: t.get("_res") for t in tiers}
+    used: dict[str, int] = {}
+    for t in tenants:
+        for q in t.get("quotas", {}).values():
+            for tn, n in q.items():
+                if res_of.get(tn):
+                    used[res_of[tn]] = used.get(res_of[tn], 0) + n
+    quota_objs = sorted((o for o in objs if o.kind == "ResourceQuota"), key=lambda o: (o.namespace, o.name))
+    for r in sorted(used):
+        if used[r] > cap.get(r, 0):
+            first = next((o for o in quota_objs if any(k in (r, "requests." + r) for k in (_get(o.data, "spec", "hard") or {}))), None)
+            draft.diagnostics.append(_diag(
+                C.W_QUOTA_OVER, f"ResourceQuotas grant {used[r]} {r} in all; the pools advertise {cap.get(r, 0)}",
+                first, "spec", "hard", "requests." + r if first is not None and "requests." + r in
+                (_get(first.data, "spec", "hard") or {}) else r))
+
+
+def check_unused(cfg: Configs, selected: set, draft: Draft) -> None:
+    for name in sorted(cfg.dp):
+        if name not in selected and name != cfg.dp_default:
+            draft.diagnostics.append(_diag(C.W_UNUSED_CONFIG, f"device-plugin config {show(name)} is selected by no "
+                                           "node and is not the default; not carried over", cfg.dp_cm, "data", name))
+    for name in sorted(cfg.mig):
+        if name not in selected and name != cfg.mig_default:
+            draft.diagnostics.append(_diag(C.W_UNUSED_CONFIG, f"mig-parted config {show(name)} is selected by no "
+                                           "node and is not the default; not carried over", cfg.mig_cm, "data",
+                                           cfg.mig_key or ""))
+
+
+# ------------------------------------------------------------------------------ fleet
+
+
+def _majority_str(values: list[str]) -> str | None:
+    return sorted(Counter(values).items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if values else None
+
+
+def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
+    draft = Draft(spec={})
+    cfg = find_configs(objs, draft)
+    nodes = [o for o in objs if o.kind == "Node" and not o.api_group and
+             (V.GFD_PRODUCT in o.labels or V.GFD_COUNT in o.labels)]
+    nodepools = [o for o in objs if o.kind == "NodePool" and o.api_group == "karpenter.sh"]
+    classes = {o.name: o for o in objs if o.kind == "EC2NodeClass" and o.api_group == "karpenter.k8s.aws"}
+    kpools = karpenter_pools(nodepools, classes, cfg, draft)
+    spools = static_pools(nodes, {p["name"] for p in kpools}, cfg, draft)
+    pools = sorted(spools + kpools, key=lambda p: p["name"])
+    seen: set[str] = set()
+    for p in list(pools):
+        if p["name"] in seen:
+            draft.diagnostics.append(_diag(C.W_BAD_NAME, f"pool {p['name']}: both static nodes and a NodePool use "
+                                           "this name; the NodePool is left out", p.get("_nodepool")))
+            pools.remove(p)
+        seen.add(p["name"])
+    if not pools:
+        draft.diagnostics.append(C.E_NOTHING.diag(
+            "no GPU node (nvidia.com/gpu.product label) and no Karpenter NodePool in the input",
+            hint="kubectl get nodes,configmaps,priorityclasses,resourcequotas,namespaces -A -o json"))
+        return draft
+    selected = {v for p in pools for v in p["_selected"] if isinstance(v, str)}
+    check_unused(cfg, selected, draft)
+    tiers, tenants = tiers_and_tenants(objs, pools, draft)
+    check_capacity(pools, tenants, tiers, objs, draft)
+
+    # the fleet's name: what gpuplan labelled its objects with, else --name
+    part_of = [o.labels[V.PART_OF_LABEL] for o in objs if o.labels.get(V.MANAGED_BY_LABEL) == V.MANAGED_BY_VALUE
+               and is_name(o.labels.get(V.PART_OF_LABEL))]
+    fleet_name = name or _majority_str(part_of) or "imported"
+    notes = draft.notes
+    spec: dict[str, Any] = {"apiVersion": "gpuplan.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": fleet_name}}
+    draft.note(("metadata", "name"), "from --name" if name else
+               f"from the {V.PART_OF_LABEL} label of gpuplan's objects" if part_of else None,
+               None if (name or part_of) else "name the fleet")
+    versions = []
+    for n in nodes:
+        m = _KUBELET_VERSION.match(str(_get(n.data, "status", "nodeInfo", "kubeletVersion") or ""))
+        if m:
+            versions.append(f"1.{m[1]}")
+    k8s = _majority_str(versions)
+    cluster: dict[str, Any] = {"kubernetesVersion": k8s or "1.33"}
+    draft.note(("spec", "cluster", "kubernetesVersion"), "from the Nodes' status.nodeInfo.kubeletVersion" if k8s else None,
+               None if k8s else "no Node reports a kubelet version: set the cluster's Kubernetes version")
+    cluster["gitops"] = {"engine": "argocd", "repoURL": "https://git.example.com/TODO/gpu-fleet.git"}
+    draft.note(("spec", "cluster", "gitops"), None, "the GitOps engine and repository that will deliver generated/")
+    op: dict[str, Any] = {}
+    if cfg.dp_cm is not None and cfg.dp_cm.namespace and cfg.dp_cm.namespace != "gpu-operator":
+        op["namespace"] = cfg.dp_cm.namespace
+        draft.note(("spec", "cluster", "gpuOperator", "namespace"), f"from ConfigMap {cfg.dp_cm.name}'s namespace")
+    if cfg.policy is not None:
+        ps = cfg.policy.data.get("spec") if isinstance(cfg.policy.data.get("spec"), dict) else {}
+        if _get(ps, "driver", "enabled") is False:
+            op["driver"] = "preinstalled"
+            draft.note(("spec", "cluster", "gpuOperator", "driver"), "from ClusterPolicy spec.driver.enabled")
+        elif isinstance(_get(ps, "driver", "version"), str):
+            op["driverVersion"] = ps["driver"]["version"]
+            draft.note(("spec", "cluster", "gpuOperator", "driverVersion"), "from ClusterPolicy spec.driver.version")
+        if isinstance(_get(ps, "toolkit", "enabled"), bool):
+            op["toolkit"] = "managed" if ps["toolkit"]["enabled"] else "preinstalled"
+            draft.note(("spec", "cluster", "gpuOperator", "toolkit"), "from ClusterPolicy spec.toolkit.enabled")
+        if _get(ps, "dcgmExporter", "enabled") is False:
+            op["dcgmExporter"] = {"enabled": False}
+            draft.note(("spec", "cluster", "gpuOperator", "dcgmExporter"), "from ClusterPolicy spec.dcgmExporter")
+    if "toolkit" not in op and kpools and spools:
+        op["toolkit"] = "preinstalled"
+        draft.note(("spec", "cluster", "gpuOperator", "toolkit"), None,
+                   "no ClusterPolicy says: Karpenter pools on EKS NVIDIA AMIs ship the toolkit; choose for the fleet")
+    draft.note(("spec", "cluster", "gpuOperator"), None,
+               "chartVersion: the gpu-operator chart you run" + ("" if cfg.policy is not None else
+                                                                  "; no ClusterPolicy in the input: gpuplan's defaults"))
+    if any(o.kind == "NVIDIADriver" for o in objs):
+        draft.note(("spec", "cluster", "gpuOperator"), None, "NVIDIADriver objects found: gpuplan sets one driver "
+                   "for the fleet (driverVersion); per-pool drivers are not imported")
+    cluster["gpuOperator"] = op
+    if kpools:
+        nc = next((p["_nodeclass"] for p in kpools if p["_nodeclass"] is not None), None)
+        role = _get(nc.data, "spec", "role") if nc else None
+        terms = _get(nc.data, "spec", "subnetSelectorTerms") if nc else None
+        tags = terms[0].get("tags") if isinstance(terms, list) and terms and isinstance(terms[0], dict) else None
+        sg = _get(nc.data, "spec", "securityGroupSelectorTerms") if nc else None
+        sg_tags = sg[0].get("tags") if isinstance(sg, list) and sg and isinstance(sg[0], dict) else None
+        cname = tags.get(V.DISCOVERY_TAG) if isinstance(tags, dict) else None
+        aws: dict[str, Any] = {"clusterName": cname if isinstance(cname, str) else fleet_name,
+                               "nodeRole": role if isinstance(role, str) and role else "TODO"}
+        draft.note(("spec", "cluster", "aws", "clusterName"), f"from EC2NodeClass {nc.name} subnet discovery tag"
+                   if isinstance(cname, str) else None, None if isinstance(cname, str) else "the EKS cluster name")
+        draft.note(("spec", "cluster", "aws", "nodeRole"), f"from EC2NodeClass {nc.name} spec.role"
+                   if aws["nodeRole"] != "TODO" else None, None if aws["nodeRole"] != "TODO" else "the nodes' IAM role")
+        disc = {V.DISCOVERY_TAG: aws["clusterName"]}
+        for key, val in (("subnetTags", tags), ("securityGroupTags", sg_tags)):
+            if isinstance(val, dict) and val != disc and all(isinstance(v, str) for v in val.values()):
+                aws[key] = dict(sorted(val.items()))
+        cluster["aws"] = aws
+    if any(o.api_group == "kueue.x-k8s.io" for o in objs):
+        draft.header.append("TODO: Kueue objects were found; spec.queueing is not imported (docs/kueue.md)")
+    spec["spec"] = {"cluster": cluster, "pools": [], "tiers": [], "tenants": []}
+    for i, p in enumerate(pools):
+        clean = {k: v for k, v in p.items() if not k.startswith("_")}
+        spec["spec"]["pools"].append(clean)
+        for k, n in p["_notes"].items():
+            draft.note(("spec", "pools", i, k), n.source, n.todo)
+        for k, n in p.get("_knotes", {}).items():
+            draft.note(("spec", "pools", i, "karpenter", k), n.source, n.todo)
+        if "nodes" in p:
+            draft.note(("spec", "pools", i, "topology"), None,
+                       "kubelet Topology Manager settings are not visible through the API: add `topology` if the "
+                       "nodes set a policy")
+    for i, t in enumerate(tiers):
+        spec["spec"]["tiers"].append({k: v for k, v in t.items() if not k.startswith("_")})
+        for k, n in t["_notes"].items():
+            draft.note(("spec", "tiers", i, k), n.source, n.todo)
+        draft.note(("spec", "tiers", i, "name"), None, "workload (training, inference, ...) is not visible in the "
+                   "cluster: set it, it chooses Karpenter disruption settings")
+    for i, t in enumerate(tenants):
+        spec["spec"]["tenants"].append({k: v for k, v in t.items() if not k.startswith("_")})
+        draft.note(("spec", "tenants", i, "name"), t["_notes"]["name"].source, t["_notes"]["name"].todo)
+        if "quotas" in t:
+            draft.note(("spec", "tenants", i, "quotas"), "from the namespaces' ResourceQuotas (spec.hard)")
+    if not tiers:
+        del spec["spec"]["tiers"]
+    if not tenants:
+        del spec["spec"]["tenants"]
+    draft.spec = spec
+    draft.scope = {"configs": cfg, "pools": pools, "tiers": tiers, "tenants": tenants, "nodes": nodes, "objects": objs}
+    return draft

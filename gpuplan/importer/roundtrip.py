@@ -1,0 +1,370 @@
+"""The round trip: build the draft with the compiler and compare what it
+makes with the objects the cluster has (gpuplan.output.objdiff).
+
+Before comparing, the cluster's objects lose what the API server wrote
+(managedFields, resourceVersion, status) and take gpuplan's names where a
+naming convention is the only difference (its ConfigMap and config names,
+its quota names): each such rename is counted under its convention. Every
+remaining difference is then either a named convention (``CONVENTIONS``) or
+a GP959 warning."""
+
+from __future__ import annotations
+
+import copy
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuplan.diagnostics import Diagnostic
+from gpuplan.importer import codes as C
+from gpuplan.importer import conventions as V
+from gpuplan.importer.infer import Draft, show
+from gpuplan.importer.read import Obj
+
+# id -> what gpuplan does on purpose (printed with the count of differences it explains)
+CONVENTIONS: dict[str, str] = {
+    "labels": "gpuplan labels what it manages (app.kubernetes.io/managed-by, app.kubernetes.io/part-of, "
+              "gpuplan.dev/pool|tier|tenant, tier.gpuplan.dev/<tier> on tenant namespaces)",
+    "gitops": "gpuplan adds Argo CD / Flux sync annotations (sync waves, sync options)",
+    "config-names": "gpuplan names its ConfigMaps gpuplan-device-plugin-config and gpuplan-mig-parted-config, "
+                    "and each pool's configs <pool>-<hash8> / gpuplan-<pool>-<hash8> (the node labels follow)",
+    "explicit-defaults": "gpuplan writes device-plugin sharing flags the cluster left at their upstream default "
+                         "(renameByDefault, failRequestsGreaterThanOne: false)",
+    "default-configs": "gpuplan keeps a default device-plugin config (gpuplan.default) and mig-parted all-disabled",
+    "quotas": "gpuplan writes one ResourceQuota gpuplan-gpus per namespace listing every GPU resource "
+              "(0 where not granted), gpuplan-tier-<tier> for enforced tiers and gpuplan-other-priorities",
+    "priorityclasses": "gpuplan writes one PriorityClass per tier (gpuplan-<tier>, globalDefault: false, a "
+                       "description naming its resource and pool)",
+    "binding": "gpuplan binds each pool: a gpuplan.dev/pool label and NoSchedule taint on its nodes",
+    "operator-namespace": "gpuplan manages the GPU Operator's namespace (pod-security label)",
+    "nodepool": "gpuplan pins NodePool requirements (GPU name, count, memory, arch, os), disruption settings by "
+                "tier workload, and the driver switch label for EKS NVIDIA AMIs",
+    "nodeclass": "gpuplan writes EC2NodeClass block devices, IMDS options, tags and userData (kubelet topology "
+                 "settings: see the draft's TODOs)",
+    "own-objects": "gpuplan adds the objects it owns beside these (GPU Operator values, NodeFeatureRules, "
+                   "admission policy, delivery, monitoring, Kueue)",
+}
+
+COMPARED_KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass")
+
+
+@dataclass
+class RoundTrip:
+    built: bool = False
+    conventions: dict[str, int] = field(default_factory=dict)  # id -> differences it explains
+    added_kinds: dict[str, int] = field(default_factory=dict)  # own objects by kind
+    unexplained: list[str] = field(default_factory=list)  # "Kind ns/name: path" lines
+    compared: int = 0
+    unchanged: int = 0
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    def count(self, conv: str, n: int = 1) -> None:
+        self.conventions[conv] = self.conventions.get(conv, 0) + n
+
+    def summary_lines(self) -> list[str]:
+        if not self.built:
+            return ["round trip: not made (the draft does not build)"]
+        out = [f"round trip: {self.compared} cluster objects compared with what gpuplan builds, "
+               f"{self.unchanged} identical"]
+        for cid in sorted(self.conventions):
+            out.append(f"  convention [{cid}] x{self.conventions[cid]}: {CONVENTIONS[cid]}")
+        if self.added_kinds:
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.added_kinds.items()))
+            out.append(f"  gpuplan adds its own objects: {kinds}")
+        out.append(f"  unexplained differences: {len(self.unexplained)}" + (" (GP959 below)" if self.unexplained else ""))
+        return out
+
+
+def _strip(o: Obj) -> dict:
+    d = copy.deepcopy(o.data)
+    d.pop("status", None)
+    meta = d.get("metadata")
+    if isinstance(meta, dict):
+        for k in V.SERVER_METADATA:
+            meta.pop(k, None)
+        ann = meta.get("annotations")
+        if isinstance(ann, dict):
+            for k in V.SERVER_ANNOTATIONS:
+                ann.pop(k, None)
+            if not ann:
+                meta.pop("annotations")
+        if d.get("kind") == "Namespace" and isinstance(meta.get("labels"), dict):
+            meta["labels"].pop("kubernetes.io/metadata.name", None)  # the API server sets it
+            if not meta["labels"]:
+                meta.pop("labels")
+        if meta.get("labels") is None:
+            meta.pop("labels", None)
+    if d.get("kind") == "Namespace" and d.get("spec") == {"finalizers": ["kubernetes"]}:
+        d.pop("spec")  # the API server's default
+    return d
+
+
+def _key(d: dict) -> Any:
+    from gpuplan.output.objdiff import ObjectKey
+
+    meta = d.get("metadata") or {}
+    return ObjectKey(d["apiVersion"].rpartition("/")[0], d["kind"], meta.get("namespace") or "", meta.get("name"))
+
+
+def _built_selectors(built: dict) -> dict[str, tuple[str | None, str | None]]:
+    """pool -> (device-plugin config, mig config) the built tree selects by node label."""
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for key, (_, d) in built.items():
+        labels = None
+        if key.kind == "NodeFeatureRule":
+            rules = (d.get("spec") or {}).get("rules") or []
+            labels = rules[0].get("labels") if rules else None
+        elif key.kind == "NodePool":
+            labels = ((((d.get("spec") or {}).get("template") or {}).get("metadata")) or {}).get("labels")
+        if isinstance(labels, dict) and labels.get(V.POOL_LABEL):
+            out[labels[V.POOL_LABEL]] = (labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL), labels.get(V.MIG_CONFIG_LABEL))
+    return out
+
+
+def _nfr_expect(built: dict) -> dict[str, tuple[dict, list]]:
+    out = {}
+    for key, (_, d) in built.items():
+        if key.kind == "NodeFeatureRule":
+            rules = (d.get("spec") or {}).get("rules") or []
+            if rules and isinstance(rules[0].get("labels"), dict):
+                out[rules[0]["labels"].get(V.POOL_LABEL)] = (rules[0]["labels"], rules[0].get("taints") or [])
+    return out
+
+
+def build_draft(text: str, display: str) -> tuple[Any, dict[str, bytes], list[Diagnostic]]:
+    """(resolved fleet or None, files, diagnostics) of the draft, built by the compiler."""
+    from gpuplan.compiler import check_fleet, render_files
+
+    with tempfile.TemporaryDirectory(prefix="gpuplan-import-") as tmp:
+        path = Path(tmp) / "fleet.yaml"
+        path.write_text(text, encoding="utf-8")
+        checked = check_fleet(path, display=display)
+    if checked.failed():
+        return None, {}, checked.diagnostics
+    return checked.resolved, dict(render_files(checked.resolved, display)), checked.diagnostics
+
+
+def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
+    from gpuplan.output.objdiff import diff_objects, tree_objects
+
+    rt = RoundTrip()
+    rf, files, diags = build_draft(text, display)
+    if rf is None:
+        errors = [d for d in diags if d.is_error]
+        rt.diagnostics.append(C.E_DRAFT_INVALID.diag(
+            f"the draft does not pass gpuplan validate ({len(errors)} error{'s' if len(errors) != 1 else ''}); "
+            "no round trip", file=display, hint="fix the values named below, then run gpuplan diff"))
+        rt.diagnostics += diags
+        return rt
+    rt.built, rt.files = True, files
+    built = tree_objects(files)
+    scope = draft.scope
+    cfg = scope["configs"]
+    sel = _built_selectors(built)
+    op_ns = rf.fleet.spec.cluster.gpu_operator.namespace
+
+    imported: dict[Any, tuple[str, Any]] = {}
+
+    def add(o: Obj, d: dict | None = None) -> None:
+        d = _strip(o) if d is None else d
+        imported[_key(d)] = (o.file, d)
+
+    # device-plugin configs, under gpuplan's names
+    if cfg.dp_cm is not None:
+        d = _strip(cfg.dp_cm)
+        data = {}
+        for p in scope["pools"]:
+            old, new = p["_selected"][0] or cfg.dp_default, sel.get(p["name"], (None, None))[0]
+            if old in cfg.dp and new:
+                data[new] = (cfg.dp_cm.data.get("data") or {})[old]
+                if old != new:
+                    rt.count("config-names")
+        if cfg.dp_default in cfg.dp:
+            data[V.DEVICE_PLUGIN_DEFAULT_CONFIG] = (cfg.dp_cm.data.get("data") or {})[cfg.dp_default]
+        if cfg.dp_cm.name != V.DEVICE_PLUGIN_CONFIGMAP or cfg.dp_cm.namespace != op_ns:
+            rt.count("config-names")
+        d["metadata"]["name"], d["metadata"]["namespace"], d["data"] = V.DEVICE_PLUGIN_CONFIGMAP, op_ns, data
+        add(cfg.dp_cm, d)
+    if cfg.mig_cm is not None:
+        from gpuplan.render.yamlwriter import dump
+
+        d = _strip(cfg.mig_cm)
+        configs = {}
+        for p in scope["pools"]:
+            old, new = p["_selected"][1] or cfg.mig_default, sel.get(p["name"], (None, None))[1]
+            if old in cfg.mig and new and new != V.MIG_ALL_DISABLED:
+                configs[new] = cfg.mig[old]
+                if old != new:
+                    rt.count("config-names")
+        if cfg.mig_default in cfg.mig:
+            configs[V.MIG_ALL_DISABLED] = cfg.mig[cfg.mig_default]
+        if cfg.mig_cm.name != V.MIG_PARTED_CONFIGMAP or cfg.mig_key != V.MIG_PARTED_CONFIG_KEY:
+            rt.count("config-names")
+        d["metadata"]["name"], d["metadata"]["namespace"] = V.MIG_PARTED_CONFIGMAP, op_ns
+        d["data"] = {V.MIG_PARTED_CONFIG_KEY: dump({"version": "v1", "mig-configs": dict(sorted(configs.items()))})}
+        add(cfg.mig_cm, d)
+    for t in scope["tiers"]:
+        if t.get("_pc") is not None:
+            add(t["_pc"])
+    quota_objs = {}
+    for t in scope["tenants"]:
+        for o in t["_ns"]:
+            if o is not None:
+                add(o)
+    tenant_ns = {ns for t in scope["tenants"] for ns in t["namespaces"]}
+    pc_tier = {(t.get("priorityClassName") or f"{V.PRIORITY_CLASS_PREFIX}{t['name']}"): t["name"] for t in scope["tiers"]}
+    op_ns_obj = None
+    for o in sorted(draft.scope.get("objects", ()), key=lambda o: (o.kind, o.namespace, o.name)):
+        if o.kind == "Namespace" and o.name == op_ns:
+            op_ns_obj = o
+        if o.kind == "ResourceQuota" and o.namespace in tenant_ns:
+            d = _strip(o)
+            sc = ((d.get("spec") or {}).get("scopeSelector") or {}).get("matchExpressions") or []
+            if not sc and not (d.get("spec") or {}).get("scopes"):
+                new = V.QUOTA_NAME
+            elif len(sc) == 1 and sc[0].get("operator") == "In" and len(sc[0].get("values") or []) == 1 \
+                    and sc[0]["values"][0] in pc_tier:
+                new = V.TIER_QUOTA_PREFIX + pc_tier[sc[0]["values"][0]]
+            elif len(sc) == 1 and sc[0].get("operator") == "NotIn":
+                new = V.OTHER_PRIORITIES_QUOTA
+            else:
+                new = o.name
+            if (o.namespace, new) in quota_objs:
+                new = o.name  # a second unscoped quota keeps its name (and shows as removed)
+            quota_objs[(o.namespace, new)] = o
+            if new != o.name:
+                rt.count("quotas")
+            d["metadata"]["name"] = new
+            add(o, d)
+    if op_ns_obj is not None:
+        add(op_ns_obj)
+    for p in scope["pools"]:
+        if p.get("_nodepool") is not None:
+            add(p["_nodepool"])
+        if p.get("_nodeclass") is not None:
+            add(p["_nodeclass"])
+
+    mine = {V.DEVICE_PLUGIN_CONFIGMAP, V.MIG_PARTED_CONFIGMAP}
+    compared = {}
+    for k, v in built.items():
+        in_scope = k.kind in COMPARED_KINDS and (
+            k.kind != "ConfigMap" or k.name in mine) and (
+            k.kind != "Namespace" or k.name in tenant_ns or k.name == op_ns)
+        if in_scope:
+            compared[k] = v
+        elif k.kind:
+            rt.added_kinds[k.kind] = rt.added_kinds.get(k.kind, 0) + 1
+    if rt.added_kinds:
+        rt.count("own-objects", sum(rt.added_kinds.values()))
+    diff = diff_objects(imported, compared)
+    rt.compared, rt.unchanged = len(imported), diff.unchanged
+    for c in diff.added:
+        conv = _added_convention(c.key, op_ns)
+        if conv:
+            rt.count(conv)
+        else:
+            rt.unexplained.append(f"{c.key.label}: added")
+    for c in diff.removed:
+        rt.unexplained.append(f"{c.key.label}: removed (gpuplan does not write it)")
+    for c in diff.changed:
+        for f in c.fields:
+            conv = _field_convention(c.key, f)
+            if conv:
+                rt.count(conv)
+            else:
+                rt.unexplained.append(f"{c.key.label}: {f.path or '(whole)'} {f.kind}")
+    _compare_nodes(scope, built, rt)
+    for line in rt.unexplained[:50]:
+        rt.diagnostics.append(C.W_UNEXPLAINED.diag(f"gpuplan would change {show(line)}", file=display))
+    if len(rt.unexplained) > 50:
+        rt.diagnostics.append(C.W_UNEXPLAINED.diag(f"{len(rt.unexplained) - 50} more differences", file=display))
+    return rt
+
+
+def _added_convention(key: Any, op_ns: str) -> str | None:
+    if key.kind == "ResourceQuota" and (key.name in (V.QUOTA_NAME, V.OTHER_PRIORITIES_QUOTA)
+                                        or key.name.startswith(V.TIER_QUOTA_PREFIX)):
+        return "quotas"
+    if key.kind == "PriorityClass":
+        return "priorityclasses"
+    if key.kind == "Namespace" and key.name == op_ns:
+        return "operator-namespace"
+    if key.kind == "ConfigMap":
+        return "default-configs"
+    return None
+
+
+_LABELS = re.compile(r'metadata\.labels(\["(app\.kubernetes\.io/(managed-by|part-of)|gpuplan\.dev/[a-z]+|tier\.gpuplan\.dev/[^"]+)"\])?\Z')
+_GITOPS = re.compile(r'metadata\.annotations(\["(argocd\.argoproj\.io|kustomize\.toolkit\.fluxcd\.io|helm\.toolkit\.fluxcd\.io)/[^"]+"\])?\Z')
+
+
+def _field_convention(key: Any, f: Any) -> str | None:
+    p = f.path
+    if _LABELS.match(p):
+        if p == "metadata.labels" and isinstance(f.new, dict) and isinstance(f.old, dict):
+            return None
+        return "labels"
+    if _GITOPS.match(p):
+        return "gitops"
+    if key.kind == "Namespace" and p.startswith('metadata.labels["pod-security.kubernetes.io/'):
+        return "operator-namespace"
+    if key.kind == "PriorityClass" and (p == "globalDefault" and f.new is False or p == "description"
+                                        and f.kind == "added"):
+        return "priorityclasses"
+    if key.kind == "ResourceQuota" and p.startswith('spec.hard["requests.') and f.kind == "added" and f.new == "0":
+        return "quotas"
+    if key.kind == "ConfigMap" and key.name == V.DEVICE_PLUGIN_CONFIGMAP and f.kind == "added" \
+            and p == f'data["{V.DEVICE_PLUGIN_DEFAULT_CONFIG}"]':
+        return "default-configs"
+    if key.kind == "ConfigMap" and key.name == V.DEVICE_PLUGIN_CONFIGMAP and f.kind == "added" and f.new is False \
+            and p.endswith((".renameByDefault", ".failRequestsGreaterThanOne")):
+        return "explicit-defaults"
+    if key.kind == "ConfigMap" and key.name == V.MIG_PARTED_CONFIGMAP and f.kind == "added" \
+            and V.MIG_ALL_DISABLED in p:
+        return "default-configs"
+    if key.kind == "NodePool":
+        if p.startswith(("spec.template.spec.requirements", "spec.disruption")) or \
+                p.startswith('spec.template.metadata.labels["nvidia.com/gpu.deploy.'):
+            return "nodepool"
+        if p.startswith("spec.template.spec.taints") and isinstance(f.new, dict) and f.new.get("key") == V.POOL_TAINT_KEY:
+            return "binding"
+        if p.startswith('spec.template.metadata.labels["gpuplan.dev/pool"]'):
+            return "binding"
+        if p.startswith(('spec.template.metadata.labels["nvidia.com/device-plugin.config"]',
+                         'spec.template.metadata.labels["nvidia.com/mig.config"]')):
+            return "config-names"
+    if key.kind == "EC2NodeClass" and p.startswith(("spec.blockDeviceMappings", "spec.metadataOptions",
+                                                     "spec.tags", "spec.userData")):
+        return "nodeclass"
+    return None
+
+
+def _compare_nodes(scope: dict, built: dict, rt: RoundTrip) -> None:
+    expect = _nfr_expect(built)
+    for p in scope["pools"]:
+        if p["name"] not in expect:
+            continue
+        labels, taints = expect[p["name"]]
+        for n in p["_nodes"]:
+            have = n.labels
+            for k, v in sorted(labels.items()):
+                if have.get(k) == v:
+                    continue
+                if k == V.POOL_LABEL:
+                    rt.count("binding")
+                elif k in (V.DEVICE_PLUGIN_CONFIG_LABEL, V.MIG_CONFIG_LABEL):
+                    rt.count("config-names" if have.get(k) is not None or k == V.MIG_CONFIG_LABEL else "default-configs")
+                else:
+                    rt.unexplained.append(f"Node {n.name}: label {k} {'changed' if k in have else 'added'}")
+            raw = (n.data.get("spec") or {}).get("taints") or []
+            for t in taints:
+                if any(isinstance(x, dict) and x.get("key") == t["key"] and x.get("effect") == t["effect"]
+                       and (x.get("value") or None) == t.get("value") for x in raw):
+                    continue
+                if t["key"] == V.POOL_TAINT_KEY:
+                    rt.count("binding")
+                else:
+                    rt.unexplained.append(f"Node {n.name}: taint {t['key']}:{t['effect']} added")

@@ -1,0 +1,96 @@
+"""Units of capacity: what one node of a pool advertises, and what one unit of a
+tier is worth in GPUs. Resolve stage: the capacity model (``gpuplan.capacity``),
+the Kueue ledger (``gpuplan.queues``) and the rules read these."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpuplan.spec.models import Mig
+
+if TYPE_CHECKING:
+    from gpuplan.resolve import PoolView, ResolvedFleet
+    from gpuplan.spec.models import Tier
+
+HOURS_PER_MONTH = 730
+DEFAULT_MAX_OVERSUBSCRIPTION = 1.0
+
+
+def pool_resources_per_node(pv: "PoolView") -> dict[str, int]:
+    """Extended resources one node of the pool advertises. For MIG pools on a
+    known GPU the MIG engine decides (a ``<c>c.`` compute-instance profile gets no
+    resource under ``mixed``); otherwise ``PoolView.node_resources``."""
+    s = pv.pool.sharing
+    if isinstance(s, Mig) and pv.gpu is not None and pv.gpu.mig_capable:
+        from gpuplan.mig.layout import resources_for_node
+
+        try:
+            return resources_for_node(pv.gpu, pv.gpu_layouts(), s.strategy)
+        except (KeyError, ValueError):  # pragma: no cover - the MIG rules report it
+            pass
+    return pv.node_resources()
+
+
+def pool_resources(pv: "PoolView") -> dict[str, int]:
+    nodes = pv.node_count or 0
+    return {k: v * nodes for k, v in pool_resources_per_node(pv).items()}
+
+
+def max_oversubscription(tier: "Tier") -> float:
+    """The tier's allowed quota / capacity ratio. The default is 1.0 for every
+    sharing mode: time-slicing and MPS already oversubscribe the GPU through
+    ``replicas`` (capacity counts GPUs × replicas), so a quota above the
+    advertised units promises units that no node publishes (pods stay Pending).
+    Statistical overcommit (idle notebooks) is a choice the spec states with
+    ``maxOversubscription``, where review can see it."""
+    return tier.max_oversubscription if tier.max_oversubscription is not None else DEFAULT_MAX_OVERSUBSCRIPTION
+
+
+def tier_profile(rf: "ResolvedFleet", tier: "Tier") -> str | None:
+    """The MIG profile behind a tier's unit (single strategy: the pool's one profile)."""
+    pv = rf.tier_pool(tier)
+    if pv is None or not isinstance(pv.pool.sharing, Mig):
+        return None
+    if tier.profile:
+        return tier.profile
+    profiles = {p for lay in pv.gpu_layouts() if lay for p in lay}
+    return next(iter(profiles)) if len(profiles) == 1 else None
+
+
+def unit_gpu_fraction(rf: "ResolvedFleet", tier: "Tier") -> float | None:
+    """How much of one GPU a unit of the tier's resource is (None: unknown)."""
+    pv = rf.tier_pool(tier)
+    if pv is None:
+        return None
+    s = pv.pool.sharing
+    if s.mode == "exclusive":
+        return 1.0
+    if s.mode in ("time-slicing", "mps"):
+        return 1.0 / s.replicas if s.replicas >= 1 else None
+    if rf.tier_resource(tier) == "nvidia.com/gpu" and s.strategy == "mixed":
+        return 1.0  # a MIG-disabled GPU of a mixed pool
+    profile = tier_profile(rf, tier)
+    if profile is None or pv.gpu is None or not pv.gpu.mig_capable:
+        return None
+    from gpuplan.mig.solver import geometry_profile
+
+    p = geometry_profile(pv.gpu, profile)
+    if p is None or not pv.gpu.memory_slices:
+        return None
+    return p.memory_slices / pv.gpu.memory_slices
+
+
+def capacity_explanation(pv: "PoolView", resource: str) -> str:
+    """``2 nodes × 4 GPUs × 4 replicas`` — how the pool's units of ``resource`` come about."""
+    nodes = pv.node_count or 0
+    gpn = pv.gpus_per_node or 0
+    s = pv.pool.sharing
+    nodes_txt = f"{nodes} node{'s' if nodes != 1 else ''}"
+    if pv.pool.karpenter is not None:
+        nodes_txt += f" (Karpenter maxGPUs {pv.pool.karpenter.max_gpus})"
+    if s.mode == "exclusive":
+        return f"{nodes_txt} × {gpn} GPUs"
+    if s.mode in ("time-slicing", "mps"):
+        return f"{nodes_txt} × {gpn} GPUs × {s.replicas} replicas"
+    per_node = pool_resources_per_node(pv).get(resource, 0)
+    return f"{nodes_txt} × {per_node} per node"
