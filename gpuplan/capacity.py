@@ -29,15 +29,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpuplan.spec.models import Mig
-from gpuplan.units import (  # noqa: F401 - part of this module's interface
-    DEFAULT_MAX_OVERSUBSCRIPTION, HOURS_PER_MONTH, capacity_explanation, max_oversubscription, pool_resources,
-    pool_resources_per_node, tier_profile, unit_gpu_fraction,
+from gpuplan.units import (
+    HOURS_PER_MONTH, capacity_explanation, max_oversubscription, pool_resources, tier_profile, unit_gpu_fraction,
 )
 
 if TYPE_CHECKING:
     from gpuplan.queues import QueueLedger
     from gpuplan.resolve import PoolView, ResolvedFleet
-    from gpuplan.spec.models import Tier
+
 
 # --- the report ------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from typing import Any, Iterable
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.lower.mig_parted import config_name as mig_config_name
+from gpuplan.identity import mig_config_name
 from gpuplan.resolve import PoolView, ResolvedFleet
 
 KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
@@ -584,19 +584,19 @@ class Verified:
 
 def _pool_of(node: dict[str, Any]) -> str | None:
     labels = node["metadata"].get("labels") or {}
-    from gpuplan.lower.common import POOL_LABEL
+    from gpuplan.identity import POOL_LABEL
 
     return labels.get(POOL_LABEL) or labels.get(KARPENTER_NODEPOOL_LABEL)
 
 
 def _planned_taints(pv: PoolView) -> list[dict[str, str]]:
-    from gpuplan.lower.common import pool_node_taints
+    from gpuplan.identity import pool_node_taints
 
     return pool_node_taints(pv)
 
 
 def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[Diagnostic]:
-    from gpuplan.lower.node_labels import pool_node_labels
+    from gpuplan.identity import pool_node_labels
 
     raw_name = node["metadata"]["name"]
     name = show(raw_name)  # every value from the input goes through show(): it may be hostile

@@ -30,7 +30,8 @@ import json
 from typing import Any, Sequence
 
 from gpuplan.lower import Artifact, Produced
-from gpuplan.lower.common import POOL_LABEL, POOL_TAINT_KEY, TENANT_LABEL, content_name, metadata, obj
+from gpuplan.lower.common import metadata, obj
+from gpuplan.identity import POOL_LABEL, POOL_TAINT_KEY, TENANT_LABEL, content_name
 from gpuplan.resolve import ResolvedFleet
 
 API = "admissionregistration.k8s.io/v1"
@@ -74,7 +75,7 @@ def _quantity(c: str, res: str) -> str:
 
 def class_tiers(rf: ResolvedFleet) -> dict[str, list]:
     """PriorityClass name -> the tiers that use it (several when tiers adopt one name)."""
-    from gpuplan.lower.tenancy import priority_class_name
+    from gpuplan.identity import priority_class_name
 
     out: dict[str, list] = {}
     for t in rf.fleet.spec.tiers:
@@ -115,7 +116,7 @@ def namespace_validations(rf: ResolvedFleet) -> list[dict[str, str]]:
 
 def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str, str]]:
     """What a pod of PriorityClass ``pc`` must satisfy (its policy matches only those pods)."""
-    from gpuplan.lower.tenancy import tier_namespace_label
+    from gpuplan.identity import tier_namespace_label
 
     labels = sorted({tier_namespace_label(t.name) for t in tiers})
     pools = sorted({t.pool for t in tiers})

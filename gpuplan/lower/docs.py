@@ -15,10 +15,11 @@ from typing import Any, Sequence
 
 import gpuplan
 from gpuplan.lower import Artifact, Produced
-from gpuplan.lower.gitops import app_name, engine, gitops_namespace, operator_app_name, project_name
-from gpuplan.lower.device_plugin import config_key
-from gpuplan.lower.node_labels import pool_mig_config, static_pool_taints
-from gpuplan.lower.tenancy import priority_class_name
+from gpuplan.lower.gitops import engine, gitops_namespace
+from gpuplan.identity import app_name, operator_app_name, project_name
+from gpuplan.identity import plugin_config_key as config_key
+from gpuplan.identity import pool_mig_config, static_pool_taints
+from gpuplan.identity import priority_class_name
 from gpuplan.resolve import ResolvedFleet
 
 README = "README.md"
@@ -47,7 +48,7 @@ def _sharing(pv: Any) -> str:
 def pool_taints(pv: Any) -> list[dict[str, str]]:
     """The taints on a pool's nodes, which its tiers' pods must tolerate."""
     if pv.pool.karpenter is not None:
-        from gpuplan.lower.karpenter import pool_taints as karpenter_taints
+        from gpuplan.identity import karpenter_pool_taints as karpenter_taints
 
         return karpenter_taints(pv)
     return static_pool_taints(pv)

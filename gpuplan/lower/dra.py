@@ -58,7 +58,8 @@ from gpuplan.dra import (
 )
 from gpuplan.k8s_features_dra import RESOURCE_API
 from gpuplan.lower import Artifact, Produced
-from gpuplan.lower.common import TIER_LABEL, metadata, obj
+from gpuplan.lower.common import metadata, obj
+from gpuplan.identity import TIER_LABEL
 from gpuplan.lower.gitops import (
     FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, argo_chart_application, engine, gitops_namespace,
     object_annotations,

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.resolve import ResolvedFleet
+from gpuplan.identity import app_name, operator_app_name, project_name
 
 ARGO_API = "argoproj.io/v1alpha1"
 ARGO_WAVE = "argocd.argoproj.io/sync-wave"
@@ -124,19 +125,6 @@ def object_annotations(rf: ResolvedFleet, kind: str, *, recreate: bool = False) 
         if kind in PROTECTED_KINDS:
             out[FLUX_PRUNE] = "disabled"
     return out
-
-
-def project_name(rf: ResolvedFleet) -> str:
-    """The Argo CD project of gpuplan's Applications: the spec's, else the one gpuplan emits."""
-    return rf.fleet.spec.cluster.gitops.project or f"gpuplan-{rf.fleet.metadata.name}"
-
-
-def app_name(rf: ResolvedFleet) -> str:
-    return f"gpuplan-{rf.fleet.metadata.name}"
-
-
-def operator_app_name(rf: ResolvedFleet) -> str:
-    return f"gpuplan-{rf.fleet.metadata.name}-gpu-operator"
 
 
 def operator_namespace_path(rf: ResolvedFleet) -> tuple[str, bool]:

@@ -24,9 +24,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.lower import Artifact, Produced
-from gpuplan.lower.common import POOL_LABEL, metadata, obj, spec_taints, with_binding_taint
-from gpuplan.lower.kubelet import kubelet_topology_fields
+from gpuplan.lower.common import metadata, obj
+from gpuplan.identity import POOL_LABEL
+from gpuplan.identity import kubelet_topology_fields
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
+from gpuplan.identity import nodepool_node_labels as _node_labels, ami_alias, bottlerocket_device_plugin, bottlerocket_settings, karpenter_pool_taints as pool_taints
 
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
@@ -35,21 +37,6 @@ NODECLASS_GROUP = "karpenter.k8s.aws"
 NODEADM_API = "node.eks.aws/v1alpha1"
 DISCOVERY_TAG = "karpenter.sh/discovery"
 
-DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-
-# MIG scale-from-zero (user pain #7, NVIDIA/gpu-operator #2670): a new node
-# starts with MIG disabled and the device plugin advertises whole GPUs until
-# mig-manager has applied the layout; a whole-GPU pod that lands then blocks the
-# repartitioning. Every Karpenter MIG pool gets this taint for good: the tiers'
-# pods tolerate it, and they ask for nvidia.com/mig-* resources that exist only
-# once the layout is applied, so nothing takes a GPU early. ExtendedResourceToleration
-# adds tolerations only for the requested resource names (nvidia.com/gpu), never
-# for this key. Karpenter marks the node initialized only when the resources the
-# launching pods requested are registered (kubernetes-sigs/karpenter@v1.14.1
-# pkg/controllers/nodeclaim/lifecycle/initialization.go:82, RequestedResourcesRegistered),
-# i.e. after the layout is applied. No startup taint: nothing in the cluster could
-# remove one without node-wide RBAC (docs/karpenter.md).
-MIG_POOL_TAINT_KEY = "gpuplan.dev/mig-pool"
 
 AL2023_BOUNDARY = "//gpuplan-nodeconfig//"
 
@@ -76,23 +63,6 @@ CONSOLIDATE_AFTER = {JOBS: "10m", INTERACTIVE: "10m", SERVICES: "5m"}
 
 def karpenter_pools(rf: ResolvedFleet) -> list[PoolView]:
     return [pv for pv in rf.pools if pv.pool.karpenter is not None]
-
-
-def mig_pool_taint(pv: PoolView) -> dict[str, str] | None:
-    """The MIG gate of a Karpenter MIG pool (None for other pools)."""
-    if pv.pool.karpenter is not None and pv.pool.sharing.mode == "mig":
-        return {"key": MIG_POOL_TAINT_KEY, "value": pv.name, "effect": "NoSchedule"}
-    return None
-
-
-def pool_taints(pv: PoolView) -> list[dict[str, str]]:
-    """The taints of a Karpenter pool's nodes: the spec's (else the GPU taint),
-    plus the MIG gate on MIG pools, plus the pool binding taint."""
-    out = [dict(DEFAULT_TAINT)] if pv.pool.taints is None else spec_taints(pv.pool.taints)
-    gate = mig_pool_taint(pv)
-    if gate is not None and all(t["key"] != gate["key"] for t in out):
-        out.append(gate)
-    return with_binding_taint(out, pv.name)
 
 
 def node_price(pv: PoolView) -> float | None:
@@ -151,31 +121,6 @@ def _object_annotations(rf: ResolvedFleet, kind: str) -> dict[str, str]:
             raise
         return {}
     return object_annotations(rf, kind)
-
-
-def _node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
-    """Template labels: the pool's node labels (one place decides them,
-    ``gpuplan.lower.node_labels.pool_node_labels``), plus the driver switch
-    for the driver the EKS NVIDIA AMIs already ship."""
-    from gpuplan.lower.node_labels import pool_node_labels
-
-    out = dict(pool_node_labels(rf, pv))
-    op = rf.fleet.spec.cluster.gpu_operator
-    # EKS AL2023 and Bottlerocket NVIDIA AMIs ship the driver (facts.md §c): a
-    # managed driver stays off these nodes; the operator then uses the host's
-    # driver. The container toolkit is never switched off per node: with CDI the
-    # device plugin's hook path points into the operator's toolkit install dir
-    # on every node (gpuplan.lower.operator.values; GP640 makes the choice
-    # fleet-wide).
-    k = pv.pool.karpenter
-    if k is not None and k.ami_family == "Bottlerocket":
-        # no operand at all: NVIDIA does not support them on Bottlerocket, whose
-        # own device plugin serves the GPUs (bottlerocket_device_plugin);
-        # NVIDIA/gpu-operator@v26.7.0 controllers/state_manager.go:457-463
-        out["nvidia.com/gpu.deploy.operands"] = "false"
-    elif op.driver == "managed":
-        out["nvidia.com/gpu.deploy.driver"] = "false"
-    return out
 
 
 def _requirements(pv: PoolView) -> list[dict[str, Any]]:
@@ -263,13 +208,6 @@ def nodepool(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
 # --- EC2NodeClass --------------------------------------------------------------
 
 
-def ami_alias(pv: PoolView) -> str:
-    k = pv.pool.karpenter
-    assert k is not None
-    family = "al2023" if k.ami_family == "AL2023" else "bottlerocket"
-    return f"{family}@{k.ami_version}"
-
-
 def al2023_nodeconfig(pv: PoolView) -> dict[str, Any] | None:
     fields = kubelet_topology_fields(pv.pool.topology)
     if not fields:
@@ -292,45 +230,6 @@ def al2023_userdata(pv: PoolView) -> str | None:
     text = dump(nc)
     assert AL2023_BOUNDARY not in text
     return render("userdata-al2023.j2", boundary=AL2023_BOUNDARY, nodeconfig=text.rstrip("\n") + "\n")
-
-
-def bottlerocket_settings(pv: PoolView) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
-    """``[settings.kubernetes]`` keys and topology-manager-policy-options that
-    Karpenter's Bottlerocket settings struct carries (facts.md §a)."""
-    t = pv.pool.topology
-    fields = kubelet_topology_fields(t)
-    kube: list[tuple[str, Any]] = []
-    if "cpuManagerPolicy" in fields:
-        kube.append(("cpu-manager-policy", fields["cpuManagerPolicy"]))
-    if "topologyManagerPolicy" in fields:
-        kube.append(("topology-manager-policy", fields["topologyManagerPolicy"]))
-        kube.append(("topology-manager-scope", fields["topologyManagerScope"]))
-    opts: list[tuple[str, Any]] = []
-    if "topologyManagerPolicyOptions" in fields:
-        opts.append(("prefer-closest-numa-nodes", True))
-    return kube, opts
-
-
-def bottlerocket_device_plugin(pv: PoolView) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
-    """``[settings.kubelet-device-plugins.nvidia]`` and its ``time-slicing`` table.
-
-    Bottlerocket's NVIDIA variants run their own device plugin as a host
-    service; NVIDIA does not support the GPU Operator's operands on
-    Bottlerocket, so gpuplan keeps them off these nodes (NodePool label
-    ``nvidia.com/gpu.deploy.operands: "false"``) and configures that plugin
-    instead. Exclusive pools need no setting (its defaults: whole GPUs,
-    ``device-sharing-strategy = "none"``, sources/shared-defaults/
-    nvidia-k8s-device-plugin.toml); time-slicing uses the keys Bottlerocket
-    added in v1.25.0 (sources/settings-migrations/v1.25.0/
-    kubelet-device-plugins-time-slicing-settings), which GP644 checks against
-    the pinned AMI. ``enabled = false`` is never written: it exists only from
-    Bottlerocket 1.63 and would leave the node with no device plugin at all."""
-    s = pv.pool.sharing
-    if s.mode != "time-slicing":
-        return [], []
-    return ([("device-sharing-strategy", "time-slicing")],
-            [("replicas", s.replicas), ("rename-by-default", s.rename_by_default),
-             ("fail-requests-greater-than-one", s.fail_requests_greater_than_one)])
 
 
 def bottlerocket_userdata(pv: PoolView) -> str | None:

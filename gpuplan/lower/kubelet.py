@@ -23,51 +23,12 @@ from typing import Any, Sequence
 
 from gpuplan.lower import Artifact, Produced
 from gpuplan.resolve import PoolView, ResolvedFleet
-from gpuplan.spec.models import Topology
+from gpuplan.identity import kubelet_topology_fields, topology_is_default
 
 KUBELET_API = "kubelet.config.k8s.io/v1beta1"
 DROPIN_NAME = "50-gpuplan-topology.conf"
 CPU_MANAGER_STATE = "/var/lib/kubelet/cpu_manager_state"
 MEMORY_MANAGER_STATE = "/var/lib/kubelet/memory_manager_state"
-
-
-def effective_cpu_manager_policy(t: Topology) -> str | None:
-    """The CPU manager policy gpuplan sets (None: leave the kubelet default).
-    Default: ``static`` when a Topology Manager policy other than ``none`` is
-    set, so CPUs are aligned with the GPUs (the spec documents this)."""
-    if t.cpu_manager_policy is not None:
-        return t.cpu_manager_policy
-    return "static" if t.policy != "none" else None
-
-
-def topology_is_default(t: Topology) -> bool:
-    return (
-        t.policy == "none"
-        and effective_cpu_manager_policy(t) is None
-        and t.memory_manager_policy is None
-        and t.reserved_system_cpus is None
-        and not t.prefer_closest_numa_nodes
-    )
-
-
-def kubelet_topology_fields(t: Topology) -> dict[str, Any]:
-    """The KubeletConfiguration fields a pool's ``topology`` sets, in a stable
-    order; the same map goes into the AL2023 NodeConfig ``spec.kubelet.config``."""
-    out: dict[str, Any] = {}
-    cpu = effective_cpu_manager_policy(t)
-    if cpu is not None:
-        out["cpuManagerPolicy"] = cpu
-    if t.reserved_system_cpus is not None:
-        out["reservedSystemCPUs"] = t.reserved_system_cpus
-    if t.memory_manager_policy is not None:
-        out["memoryManagerPolicy"] = t.memory_manager_policy
-    if t.policy != "none":
-        out["topologyManagerPolicy"] = t.policy
-        out["topologyManagerScope"] = t.scope
-        if t.prefer_closest_numa_nodes:
-            # map[string]string in KubeletConfiguration: the value is the string "true"
-            out["topologyManagerPolicyOptions"] = {"prefer-closest-numa-nodes": "true"}
-    return out
 
 
 def kubelet_dropin(pv: PoolView) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from __future__ import annotations
 from typing import Any, Iterator, Sequence
 
 from gpuplan.lower import Artifact, Produced
-from gpuplan.lower.common import POOL_LABEL, TENANT_LABEL, TIER_LABEL, metadata, obj, pool_node_taints
+from gpuplan.lower.common import metadata, obj
+from gpuplan.identity import POOL_LABEL, TENANT_LABEL, TIER_LABEL, pool_node_taints
 from gpuplan.lower.gitops import (
     ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, argo_chart_application, engine,
     gitops_namespace, object_annotations,

@@ -26,68 +26,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.lower import Artifact, Produced
-from gpuplan.lower.common import content_name, metadata, obj
+from gpuplan.lower.common import metadata, obj
 from gpuplan.lower.gitops import object_annotations
-from gpuplan.resolve import PoolView, ResolvedFleet
-from gpuplan.spec.models import Mig
-
-CONFIGMAP_NAME = "gpuplan-mig-parted-config"
-CONFIG_KEY = "config.yaml"
-ALL_DISABLED = "all-disabled"
-
-
-def mig_manager_needed(rf: ResolvedFleet) -> bool:
-    """MIG manager runs when a pool uses MIG or has MIG-capable GPUs (to keep them disabled)."""
-    return any(
-        isinstance(pv.pool.sharing, Mig) or (pv.gpu is not None and pv.gpu.mig_capable) for pv in rf.pools
-    )
-
-
-def _entry(pv: PoolView, devices: Any, layout: dict[str, int] | None) -> dict[str, Any]:
-    e: dict[str, Any] = {}
-    if pv.gpu is not None and pv.gpu.device_filters:
-        e["device-filter"] = list(pv.gpu.device_filters)
-    e["devices"] = devices
-    e["mig-enabled"] = layout is not None
-    if layout is not None:
-        e["mig-devices"] = dict(layout)
-    return e
-
-
-def pool_entries(pv: PoolView) -> list[dict[str, Any]]:
-    """The mig-parted entries of one MIG pool."""
-    s = pv.pool.sharing
-    assert isinstance(s, Mig)
-    if s.layout is not None:
-        return [_entry(pv, "all", dict(s.layout))]
-    if pv.gpus_per_node:
-        per = pv.gpu_layouts()
-        if all(layout == per[0] for layout in per):
-            return [_entry(pv, "all", per[0])]
-        groups: list[tuple[dict[str, int] | None, list[int]]] = []
-        for i, layout in enumerate(per):
-            for g_layout, idx in groups:
-                if g_layout == layout:
-                    idx.append(i)
-                    break
-            else:
-                groups.append((layout, [i]))
-        return [_entry(pv, idx, layout) for layout, idx in groups]
-    # GPUs per node unknown (rules report it): the spec's groups as written
-    return [
-        _entry(pv, list(g.devices), dict(g.layout) if g.layout is not None else None) for g in s.devices or ()
-    ]
-
-
-def config_name(pv: PoolView) -> str | None:
-    """The pool's mig-parted config name = its ``nvidia.com/mig.config`` label
-    value (None: not a MIG pool): ``gpuplan-<pool>-<hash of its entries>``.
-    mig-manager repartitions a node only when that label's value changes
-    (NVIDIA/mig-parted@v0.15.0 cmd/nvidia-mig-manager/main.go:572-577), so a
-    changed layout must change the name or it reaches no node."""
-    if not isinstance(pv.pool.sharing, Mig):
-        return None
-    return content_name(f"gpuplan-{pv.name}", pool_entries(pv))
+from gpuplan.resolve import ResolvedFleet
+from gpuplan.identity import MIG_ALL_DISABLED_CONFIG as ALL_DISABLED, MIG_PARTED_CONFIGMAP as CONFIGMAP_NAME, MIG_PARTED_CONFIG_KEY as CONFIG_KEY, mig_config_name as config_name, mig_manager_needed, pool_entries
 
 
 def mig_parted_config(rf: ResolvedFleet) -> dict[str, Any]:

@@ -59,8 +59,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from gpuplan.lower import Artifact, Produced
-from gpuplan.lower.common import POOL_LABEL, TENANT_LABEL, metadata, obj
-from gpuplan.lower.mig_parted import config_name as mig_config_name
+from gpuplan.lower.common import metadata, obj
+from gpuplan.identity import POOL_LABEL, TENANT_LABEL
+from gpuplan.identity import mig_config_name
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet, mig_resource
 from gpuplan.spec.models import Monitoring, Tier
 
@@ -303,7 +304,7 @@ def tier_grants(rf: ResolvedFleet) -> dict[str, list[tuple[str, str, int]]]:
 
 def unit_price(rf: ResolvedFleet, tier: Tier) -> float | None:
     """Price of one unit of the tier's resource per hour (None: no price in the spec)."""
-    from gpuplan.capacity import unit_gpu_fraction
+    from gpuplan.units import unit_gpu_fraction
 
     pv = rf.tier_pool(tier)
     price = pv.pool.price_per_gpu_hour if pv is not None else None
@@ -389,14 +390,14 @@ def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
 
 
 def quota_object(tier: Tier) -> str:
-    from gpuplan.lower.tenancy import QUOTA_NAME
+    from gpuplan.identity import QUOTA_NAME
 
     return f"gpuplan-tier-{tier.name}" if tier.enforce_priority else QUOTA_NAME
 
 
 def tier_rules(rf: ResolvedFleet, tier: Tier, grants: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
     """Under-use of the tier's devices, and quota use, in the namespaces granted the tier."""
-    from gpuplan.lower.tenancy import quota_key
+    from gpuplan.identity import quota_key
 
     m = monitoring(rf)
     assert m is not None

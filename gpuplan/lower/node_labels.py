@@ -38,58 +38,18 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
 from gpuplan.lower import Artifact, Produced
-from gpuplan.lower.common import POOL_LABEL, metadata, obj, spec_taints, with_binding_taint
+from gpuplan.lower.common import metadata, obj
+from gpuplan.identity import POOL_LABEL
 from gpuplan.lower.gitops import object_annotations
 from gpuplan.resolve import PoolView, ResolvedFleet
+from gpuplan.identity import pool_node_labels, static_pool_taints
 
 NFD_API = "nfd.k8s-sigs.io/v1alpha1"
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-MIG_ALL_DISABLED = "all-disabled"
-
-
-def pool_mig_config(pv: PoolView) -> str | None:
-    """The ``nvidia.com/mig.config`` value for the pool's nodes (None: no label)."""
-    from gpuplan.lower.mig_parted import config_name
-
-    name = config_name(pv)
-    if name is not None:
-        return name
-    if pv.gpu is not None and pv.gpu.mig_capable:
-        return MIG_ALL_DISABLED
-    return None
-
-
-def pool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
-    """Every label gpuplan puts on the nodes of a pool, in a stable order.
-
-    Used for static pools (NodeFeatureRule) and Karpenter pools (NodePool
-    ``spec.template.metadata.labels``) alike."""
-    from gpuplan.lower.device_plugin import config_key
-
-    out: dict[str, str] = {POOL_LABEL: pv.name, DEVICE_PLUGIN_CONFIG_LABEL: config_key(rf, pv)}
-    mig = pool_mig_config(pv)
-    if mig is not None:
-        out[MIG_CONFIG_LABEL] = mig
-    if is_dra(rf, pv):
-        # the operator's device plugin off, the DRA kubelet plugin on (gpuplan.lower.dra)
-        out[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
-    for key in sorted(pv.pool.labels):
-        if key not in out:
-            out[key] = pv.pool.labels[key]
-    return out
 
 
 def rule_name(pv: PoolView) -> str:
     return f"gpuplan-pool-{pv.name}"
-
-
-def static_pool_taints(pv: PoolView) -> list[dict[str, str]]:
-    """The taints nfd-master keeps on a static pool's nodes: the spec's ``taints`` and
-    the pool binding taint."""
-    return with_binding_taint(spec_taints(pv.pool.taints or ()), pv.name)
 
 
 def node_feature_rule(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:

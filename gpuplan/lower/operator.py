@@ -35,13 +35,14 @@ from typing import Any, Sequence
 from gpuplan.dra import is_dra
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
-from gpuplan.lower.device_plugin import CONFIGMAP_NAME as PLUGIN_CONFIGMAP
-from gpuplan.lower.device_plugin import DEFAULT_CONFIG, cluster_mig_strategy
+from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as PLUGIN_CONFIGMAP
+from gpuplan.identity import DEFAULT_CONFIG, cluster_mig_strategy
 from gpuplan.lower.gitops import VALUES_PATH, object_annotations, operator_namespace_path
-from gpuplan.lower.mig_parted import ALL_DISABLED, mig_manager_needed
-from gpuplan.lower.mig_parted import CONFIGMAP_NAME as MIG_CONFIGMAP
+from gpuplan.identity import MIG_ALL_DISABLED_CONFIG as ALL_DISABLED, mig_manager_needed
+from gpuplan.identity import MIG_PARTED_CONFIGMAP as MIG_CONFIGMAP
 from gpuplan.lower.monitoring import service_monitor_values
 from gpuplan.resolve import ResolvedFleet
+from gpuplan.identity import CHART_DEFAULT_DRIVER
 
 CHART_DEFAULT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 # the bundled NFD worker's chart defaults, kept when its list is replaced
@@ -49,11 +50,6 @@ NFD_WORKER_DEFAULT_TOLERATIONS = (
     {"key": "node-role.kubernetes.io/master", "operator": "Exists", "effect": "NoSchedule"},
     {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
 )
-# The driver each chart release installs by default (driver.version in
-# NVIDIA/gpu-operator@<tag> deployments/gpu-operator/values.yaml; v26.7.0: line 154).
-# Written out so that the driver is pinned even when the spec names none: a
-# chartVersion bump then changes driver.version visibly, in the diff.
-CHART_DEFAULT_DRIVER = {"v26.7.0": "595.91.07"}
 _EFFECT_ORDER = {"NoSchedule": 0, "PreferNoSchedule": 1, "NoExecute": 2}
 
 
@@ -61,7 +57,7 @@ def pool_taints(rf: ResolvedFleet) -> list[tuple[str, str]]:
     """(key, effect) of every taint on any pool's nodes — the MIG gate of
     Karpenter MIG pools included, or mig-manager could never run there to
     apply the layout — deduplicated and sorted."""
-    from gpuplan.lower.common import pool_node_taints
+    from gpuplan.identity import pool_node_taints
 
     seen: dict[tuple[str, str], None] = {}
     for pv in rf.pools:
@@ -170,7 +166,7 @@ def driver_branch(version: str) -> str | None:
 
 def nfd_taints_needed(rf: ResolvedFleet) -> bool:
     """Some static pool's NodeFeatureRule sets taints (see gpuplan.lower.node_labels)."""
-    from gpuplan.lower.node_labels import static_pool_taints
+    from gpuplan.identity import static_pool_taints
 
     return any(static_pool_taints(pv) for pv in rf.pools if pv.pool.is_static)
 

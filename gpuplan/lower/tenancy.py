@@ -30,32 +30,14 @@ from __future__ import annotations
 from typing import Any, Iterator, Sequence
 
 from gpuplan.lower import Artifact, Produced
-from gpuplan.lower.common import TENANT_LABEL, TIER_LABEL, metadata, obj
+from gpuplan.lower.common import metadata, obj
+from gpuplan.identity import TENANT_LABEL, TIER_LABEL
 from gpuplan.lower.gitops import object_annotations
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.spec.models import Tenant, Tier
+from gpuplan.identity import OTHER_PRIORITIES_QUOTA, QUOTA_NAME, priority_class_name, quota_key, tier_namespace_label
 
 SCHEDULING_API = "scheduling.k8s.io/v1"
-TIER_NS_LABEL_PREFIX = "tier.gpuplan.dev/"  # tier.gpuplan.dev/<tier>: "true" on namespaces
-QUOTA_NAME = "gpuplan-gpus"
-OTHER_PRIORITIES_QUOTA = "gpuplan-other-priorities"
-
-
-def priority_class_name(tier: Tier | str) -> str:
-    """The PriorityClass of a tier (what pods put in ``priorityClassName``): the tier's
-    ``priorityClassName`` when it adopts an existing name, else ``gpuplan-<tier>``."""
-    if not isinstance(tier, str) and tier.priority_class_name is not None:
-        return tier.priority_class_name
-    return f"gpuplan-{tier if isinstance(tier, str) else tier.name}"
-
-
-def quota_key(resource: str) -> str:
-    """ResourceQuota key of an extended resource: always ``requests.``."""
-    return f"requests.{resource}"
-
-
-def tier_namespace_label(tier: str) -> str:
-    return f"{TIER_NS_LABEL_PREFIX}{tier}"
 
 
 # --- PriorityClasses ---------------------------------------------------------------

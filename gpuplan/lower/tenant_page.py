@@ -8,67 +8,10 @@ from __future__ import annotations
 from typing import Any, Iterator, Sequence
 
 from gpuplan.lower import Artifact, Produced
-from gpuplan.lower.common import POOL_LABEL
+from gpuplan.identity import POOL_LABEL
 from gpuplan.queues import QueueLedger, flavor_name, gang_shape
 from gpuplan.resolve import ResolvedFleet
-
-EXAMPLE_IMAGE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
-
-
-def tolerations(taints: list[dict[str, str]]) -> list[dict[str, str]]:
-    """Tolerations for exactly these taints (PreferNoSchedule ones need none)."""
-    out = []
-    for t in taints:
-        if t["effect"] == "PreferNoSchedule":
-            continue
-        if "value" in t:
-            out.append({"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]})
-        else:
-            out.append({"key": t["key"], "operator": "Exists", "effect": t["effect"]})
-    return out
-
-
-def contract_pod_spec(rf: ResolvedFleet, tier, resource: str, units: int) -> dict[str, Any]:
-    """What a pod of the tier must say: its PriorityClass, its pool's selector, tolerations
-    for its pool's taints (the binding taint included), its resource as requests = limits."""
-    from gpuplan.lower.common import pool_node_taints
-    from gpuplan.lower.tenancy import priority_class_name
-
-    qty = {resource: str(units)}
-    return {
-        "priorityClassName": priority_class_name(tier),
-        # the pool binding; with Kueue it also picks the tier's flavor (flavor nodeLabels)
-        "nodeSelector": {POOL_LABEL: tier.pool},
-        "tolerations": tolerations(pool_node_taints(rf.pool_by_name[tier.pool])),
-        "restartPolicy": "Never",
-        "containers": [{"name": "main", "image": EXAMPLE_IMAGE, "command": ["nvidia-smi"],
-                        "resources": {"requests": dict(qty), "limits": dict(qty)}}],
-    }
-
-
-def contract_units(tier) -> int:
-    return 1
-
-
-def _contract_spec(rf: ResolvedFleet, tier) -> dict[str, Any]:
-    res = rf.tier_resource(tier)
-    assert res is not None
-    return contract_pod_spec(rf, tier, res, contract_units(tier))
-
-
-def contract_pod(rf: ResolvedFleet, tier, namespace: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The tier's example Pod in ``namespace`` (the placement proof's subject);
-    ``spec``: the tier's contract pod spec, when the caller has it already."""
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{tier.name}-example", "namespace": namespace},
-            "spec": spec or _contract_spec(rf, tier)}
-
-
-def contract_job(rf: ResolvedFleet, tier, namespace: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The tier's example Job (not queued: the Job controller creates the pod at once)."""
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"generateName": f"{tier.name}-", "namespace": namespace},
-            "spec": {"backoffLimit": 0, "template": {"spec": spec or _contract_spec(rf, tier)}}}
+from gpuplan.identity import _contract_spec, contract_job, contract_pod, contract_pod_spec
 
 
 def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: int, pods: int) -> dict[str, Any]:
@@ -95,7 +38,7 @@ def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: i
 def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
                    specs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """``specs``: each tier's contract pod spec, made once for every tenant's page."""
-    from gpuplan.lower.tenancy import priority_class_name
+    from gpuplan.identity import priority_class_name
     from gpuplan.render.yamlwriter import dump
 
     qp = ledger.queue(tenant.name) if ledger is not None else None

@@ -43,13 +43,6 @@ __all__ = [
     "format_layout",
     "naive_gpus",
     "plan",
-    # mixed fleets: gpuplan/mig/planner_fleet.py
-    "FleetPlan",
-    "LayoutChange",
-    "PoolCapacity",
-    "PoolPlan",
-    "layout_changes",
-    "plan_fleet",
 ]
 
 DEFAULT_TIME_LIMIT = 10.0  # seconds for HiGHS; small demands finish in milliseconds

@@ -113,7 +113,7 @@ def _taints(ts: Iterable[dict[str, str]]) -> tuple[tuple[str, str, str], ...]:
 
 
 def pools_from_objects(rf: ResolvedFleet, docs: Iterable[dict[str, Any]]) -> list[PoolNodes]:
-    from gpuplan.lower.common import POOL_LABEL
+    from gpuplan.identity import POOL_LABEL
 
     out = []
     for d in docs:
@@ -324,7 +324,7 @@ def _shape(ns_obj: dict[str, Any], docs_by_ns: dict[str, list], bindings: list) 
     no names, tests/placement checks both), which bindings select it, its quotas' specs."""
     import json
 
-    from gpuplan.lower.common import TENANT_LABEL
+    from gpuplan.identity import TENANT_LABEL
 
     labels = {k: ("*" if k == TENANT_LABEL else v) for k, v in ns_obj["metadata"].get("labels", {}).items()
               if k != "kubernetes.io/metadata.name"}
@@ -338,7 +338,7 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]] | None = None) -> Proof:
     namespace shape (:func:`_shape`), placement once per tier (the pod is the same in
     every namespace), so a fleet of thousands of namespaces is proved in seconds."""
     from gpuplan.dra import is_dra
-    from gpuplan.lower.tenant_page import contract_pod
+    from gpuplan.identity import contract_pod
 
     docs = generated_objects(rf) if docs is None else docs
     pools = pools_from_objects(rf, docs)

@@ -88,9 +88,9 @@ def _configs(objs: dict) -> tuple[dict[str, Any], dict[str, Any]]:
     """(device-plugin configs by key, mig-parted configs by name) of a tree.
     The payloads go through the bounded reader: the old tree may be a pull
     request's (an alias bomb in a ConfigMap must not hang the report)."""
-    from gpuplan.lower.device_plugin import CONFIGMAP_NAME as PLUGIN_CM
-    from gpuplan.lower.mig_parted import CONFIG_KEY
-    from gpuplan.lower.mig_parted import CONFIGMAP_NAME as MIG_CM
+    from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as PLUGIN_CM
+    from gpuplan.identity import MIG_PARTED_CONFIG_KEY as CONFIG_KEY
+    from gpuplan.identity import MIG_PARTED_CONFIGMAP as MIG_CM
 
     plugin: dict[str, Any] = {}
     mig: dict[str, Any] = {}

@@ -199,7 +199,7 @@ def _flux_names(rf: ResolvedFleet) -> Iterator[Diagnostic]:
     docs/spec/v1/kustomizations.md), so a Kustomization name is a label value too."""
     if rf.fleet.spec.cluster.gitops.engine != "flux":
         return
-    from gpuplan.lower.gitops import app_name, operator_app_name
+    from gpuplan.identity import app_name, operator_app_name
 
     longest = max((app_name(rf), operator_app_name(rf)), key=len)
     if len(longest) > MAX_LABEL_VALUE:
@@ -291,7 +291,7 @@ def _karpenter_labels(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
                 _label_path(pv, key), key=True,
                 hint="use a label under a domain of your own, e.g. example.com/" + key.rpartition("/")[2],
             )
-    from gpuplan.lower.karpenter import _node_labels
+    from gpuplan.identity import nodepool_node_labels as _node_labels
 
     labels = _node_labels(rf, pv)
     total = len(labels)
@@ -307,7 +307,7 @@ def _karpenter_labels(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
 
 
 def _nfd_labels(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
-    from gpuplan.lower.node_labels import pool_node_labels
+    from gpuplan.identity import pool_node_labels
 
     emitted = pool_node_labels(rf, pv)
     for key in pv.pool.labels:
@@ -333,7 +333,7 @@ def _nfd_labels(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
 
 
 def _ami_alias(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
-    from gpuplan.lower.karpenter import ami_alias
+    from gpuplan.identity import ami_alias
 
     k = pv.pool.karpenter
     assert k is not None

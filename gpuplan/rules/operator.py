@@ -12,7 +12,7 @@ import re
 from typing import Iterator
 
 from gpuplan.codes import Code
-from gpuplan.lower.operator import CHART_DEFAULT_DRIVER
+from gpuplan.identity import CHART_DEFAULT_DRIVER
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.resolve import ResolvedFleet
 
@@ -97,7 +97,7 @@ _BR_VERSION = re.compile(r"v?([0-9]+)\.([0-9]+)\.([0-9]+)\Z")
 
 def bottlerocket_setting_keys(pv) -> list[str]:
     """Dotted ``settings.*`` keys (without ``settings.``) the pool's Bottlerocket userData sets."""
-    from gpuplan.lower.karpenter import bottlerocket_device_plugin, bottlerocket_settings
+    from gpuplan.identity import bottlerocket_device_plugin, bottlerocket_settings
 
     kube, opts = bottlerocket_settings(pv)
     plugin, slicing = bottlerocket_device_plugin(pv)

@@ -83,7 +83,7 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
 
 
 def _classes(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    from gpuplan.lower.tenancy import priority_class_name
+    from gpuplan.identity import priority_class_name
 
     first: dict[str, tuple[int, object]] = {}
     for i, t in enumerate(rf.fleet.spec.tiers):

@@ -187,7 +187,7 @@ def _references(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
 
 def _gangs(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    from gpuplan.capacity import pool_resources_per_node
+    from gpuplan.units import pool_resources_per_node
     from gpuplan.queues import gang_shape, queue_ledger
 
     ledger = queue_ledger(rf)

@@ -88,7 +88,7 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
 
 def _tier_profiles(rf: ResolvedFleet) -> Iterator[Diagnostic]:
     from gpuplan.catalog import gets_mixed_resource
-    from gpuplan.capacity import pool_resources_per_node
+    from gpuplan.units import pool_resources_per_node
 
     for i, t in enumerate(rf.fleet.spec.tiers):
         pv = rf.tier_pool(t)

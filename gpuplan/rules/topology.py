@@ -361,7 +361,7 @@ def _tier(rf: ResolvedFleet, i: int, tier, pv: PoolView, pt: PoolTopology) -> It
 
 
 def _pool(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
-    from gpuplan.lower.kubelet import effective_cpu_manager_policy
+    from gpuplan.identity import effective_cpu_manager_policy
 
     t = pv.pool.topology
     tpath = pv.path + ("topology",)

@@ -49,7 +49,7 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
 
 
 def _uses(pv: PoolView) -> Iterator[tuple[str, tuple]]:
-    from gpuplan.lower.kubelet import effective_cpu_manager_policy, topology_is_default
+    from gpuplan.identity import effective_cpu_manager_policy, topology_is_default
 
     t = pv.pool.topology
     tp = pv.path + ("topology",)

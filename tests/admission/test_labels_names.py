@@ -68,7 +68,7 @@ def test_too_many_nodepool_labels(run):
 def test_mig_pool_of_any_name_length_gets_a_mig_config_label_that_fits(run, length):
     """mig-manager reads the layout name from a node label (at most 63 characters): the
     content-addressed config name shortens the pool's part so that it always fits."""
-    from gpuplan.lower.mig_parted import config_name
+    from gpuplan.identity import mig_config_name as config_name
 
     name = ("infer-" + "a" * 80)[:length]
     text = edit(BASE, "    - name: infer\n", f"    - name: {name}\n")

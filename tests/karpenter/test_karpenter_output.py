@@ -157,7 +157,7 @@ def test_nodepool_shape_for_a_training_pool() -> None:
 
 
 def test_node_labels_come_from_node_labels_module() -> None:
-    from gpuplan.lower.node_labels import pool_node_labels
+    from gpuplan.identity import pool_node_labels
 
     r = compile_fleet(EXAMPLES[0])
     rf = r.resolved

@@ -165,7 +165,7 @@ def test_tenant_pages_show_admissible_jobs(trees):
         fq = next(q for q in qp.quotas if q.flavor == matching[0] and q.resource == res)
         assert need <= fq.potential, (path, need, fq)
         pool = c.resolved.pool_by_name[matching[0].removeprefix("gpuplan-")]
-        from gpuplan.lower.common import pool_node_taints
+        from gpuplan.identity import pool_node_taints
 
         for taint in pool_node_taints(pool):
             assert _tolerates(flavors[matching[0]].get("tolerations", []), taint), (path, taint)

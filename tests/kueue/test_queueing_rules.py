@@ -110,7 +110,7 @@ def test_units_agree_across_the_cohort(tmp_path):
     each name is one the tenants' ResourceQuotas count (requests.<name>) and the flavor's
     pool advertises."""
     from gpuplan.compiler import compile_fleet
-    from gpuplan.capacity import pool_resources
+    from gpuplan.units import pool_resources
     from tests.outputkit import REPO, docs
 
     c = compile_fleet(REPO / "examples" / "kueue.yaml", out_dir=tmp_path / "generated")

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from tests.outputkit import fleet, one
 
-from gpuplan.lower.device_plugin import CONFIGMAP_NAME, DEFAULT_CONFIG, cluster_mig_strategy, config_key
+from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as CONFIGMAP_NAME, DEFAULT_CONFIG, cluster_mig_strategy, plugin_config_key as config_key
 
 PATH = "gpu-operator/device-plugin-config.yaml"
 ALLOWED_TOP = {"version", "flags", "sharing"}
@@ -122,7 +122,7 @@ def test_cluster_strategy(build, pools, expected):
 
 
 def test_config_names_stay_label_values():
-    from gpuplan.lower.common import content_name
+    from gpuplan.identity import content_name
     from gpuplan.spec.models import _LABEL_VALUE
 
     for prefix in ("a", "p" * 63, "gpuplan-" + "x" * 63, "ab-" * 21):

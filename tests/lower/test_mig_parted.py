@@ -8,7 +8,7 @@ import pytest
 import yaml
 from tests.outputkit import fleet, one
 
-from gpuplan.lower.mig_parted import CONFIGMAP_NAME, config_name
+from gpuplan.identity import MIG_PARTED_CONFIGMAP as CONFIGMAP_NAME, mig_config_name as config_name
 
 PATH = "gpu-operator/mig-parted-config.yaml"
 ENTRY_KEYS = {"device-filter", "devices", "mig-enabled", "mig-devices"}

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from tests.outputkit import fleet, one
 
-from gpuplan.lower.node_labels import pool_node_labels
+from gpuplan.identity import pool_node_labels
 
 
 def _rule(c, pool):

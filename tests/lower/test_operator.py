@@ -6,8 +6,8 @@ import pytest
 import yaml
 from tests.outputkit import fleet, one
 
-from gpuplan.lower.device_plugin import CONFIGMAP_NAME as PLUGIN_CM
-from gpuplan.lower.mig_parted import CONFIGMAP_NAME as MIG_CM
+from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as PLUGIN_CM
+from gpuplan.identity import MIG_PARTED_CONFIGMAP as MIG_CM
 
 VALUES = "gpu-operator/values.yaml"
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from tests.outputkit import all_objects, docs, fleet, one
 
-from gpuplan.lower.tenancy import priority_class_name
+from gpuplan.identity import priority_class_name
 
 
 def _quotas(c, tenant):

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from gpuplan.lower.monitoring import ALERTS, ksm_name, quota_object
-from gpuplan.lower.tenancy import quota_key
+from gpuplan.identity import quota_key
 from gpuplan.resolve import ResolvedFleet
 from tests.monitoring.promkit import (KSM, dcgm_labels, expected_alert, node_labels, run_promtool, series,
                                       write_rule_file)

@@ -13,8 +13,8 @@ import yaml
 
 from gpuplan.compiler import check_fleet, compile_fleet
 from gpuplan.lower import admission
-from gpuplan.lower.common import POOL_LABEL
-from gpuplan.lower.tenant_page import contract_pod
+from gpuplan.identity import POOL_LABEL
+from gpuplan.identity import contract_pod
 from gpuplan.placement import (
     admit, fits, generated_objects, karpenter_order, namespace_object, pools_from_objects, prove,
 )

@@ -2,7 +2,8 @@
 
 import pytest
 
-from gpuplan.capacity import HOURS_PER_MONTH, capacity
+from gpuplan.capacity import capacity
+from gpuplan.units import HOURS_PER_MONTH
 from tests.report.helpers import SCENARIO, resolved
 from tests.rules.helpers import BASE, edit
 

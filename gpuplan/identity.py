@@ -1,0 +1,563 @@
+"""A pool's identity, decided once: everything that names or marks a pool, a tier
+or a tenant in the generated tree and on the cluster.
+
+Resolve stage. The labels and taints a pool's nodes carry, the device-plugin and
+mig-parted configs and the content-addressed names that select them, the
+PriorityClass and quota names of tiers, the Argo CD names, the Karpenter node
+software settings and the contract pod of each tier are functions of the
+resolved fleet, computed here and read by every stage after it: the spec rules,
+the lowering targets (which build objects around them), the placement proof,
+the reports and ``gpuplan verify-cluster``. Nothing here builds a Kubernetes
+object; ``gpuplan.lower`` does."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
+from gpuplan.resolve import GPU, PoolView, ResolvedFleet
+from gpuplan.spec.models import Mig, Tier, Topology
+
+
+# --- Labels, keys and names ----------------------------------------------------------------
+
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpuplan"}
+
+
+POOL_LABEL = "gpuplan.dev/pool"
+
+
+# The pool binding taint, ``gpuplan.dev/pool=<pool>:NoSchedule``, on every pool's nodes:
+# only pods that tolerate this pool (a tier's contract pods) schedule there. Unlike
+# nvidia.com/gpu, ExtendedResourceToleration never adds a toleration for it
+# (docs/placement.md), so a pod that merely requests a GPU tolerates no pool.
+POOL_TAINT_KEY = POOL_LABEL
+
+
+TENANT_LABEL = "gpuplan.dev/tenant"
+
+
+TIER_LABEL = "gpuplan.dev/tier"
+
+
+def content_name(prefix: str, data: Any, *, limit: int = 63) -> str:
+    """``<prefix>-<8 hex digits of the content>``, at most ``limit`` characters.
+
+    For names that select a config by node label: the device plugin's
+    config-manager and mig-manager act only when the label *value* changes
+    (NVIDIA/k8s-device-plugin@v0.20.0 cmd/config-manager/main.go:272-278,
+    NVIDIA/mig-parted@v0.15.0 cmd/nvidia-mig-manager/main.go:572-577), so a
+    config whose content changes must get a new name to reach any node."""
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    digest = hashlib.sha256(blob.encode()).hexdigest()[:8]
+    return f"{prefix[: limit - 9]}-{digest}"
+
+
+# --- Tiers and tenants ---------------------------------------------------------------------
+
+
+TIER_NS_LABEL_PREFIX = "tier.gpuplan.dev/"  # tier.gpuplan.dev/<tier>: "true" on namespaces
+
+
+QUOTA_NAME = "gpuplan-gpus"
+
+
+OTHER_PRIORITIES_QUOTA = "gpuplan-other-priorities"
+
+
+def priority_class_name(tier: Tier | str) -> str:
+    """The PriorityClass of a tier (what pods put in ``priorityClassName``): the tier's
+    ``priorityClassName`` when it adopts an existing name, else ``gpuplan-<tier>``."""
+    if not isinstance(tier, str) and tier.priority_class_name is not None:
+        return tier.priority_class_name
+    return f"gpuplan-{tier if isinstance(tier, str) else tier.name}"
+
+
+def quota_key(resource: str) -> str:
+    """ResourceQuota key of an extended resource: always ``requests.``."""
+    return f"requests.{resource}"
+
+
+def tier_namespace_label(tier: str) -> str:
+    return f"{TIER_NS_LABEL_PREFIX}{tier}"
+
+
+# --- Delivery names ------------------------------------------------------------------------
+
+
+def project_name(rf: ResolvedFleet) -> str:
+    """The Argo CD project of gpuplan's Applications: the spec's, else the one gpuplan emits."""
+    return rf.fleet.spec.cluster.gitops.project or f"gpuplan-{rf.fleet.metadata.name}"
+
+
+def app_name(rf: ResolvedFleet) -> str:
+    return f"gpuplan-{rf.fleet.metadata.name}"
+
+
+def operator_app_name(rf: ResolvedFleet) -> str:
+    return f"gpuplan-{rf.fleet.metadata.name}-gpu-operator"
+
+
+# --- Taints --------------------------------------------------------------------------------
+
+
+def pool_node_taints(pv: Any) -> list[dict[str, str]]:
+    """The taints the nodes of a pool carry once ready (startup taints aside): Karpenter
+    pools get ``karpenter.pool_taints`` (spec, else the GPU taint), static pools the
+    spec's. Targets that must agree with the nodes (tolerations) read them here."""
+    if pv.pool.karpenter is not None:
+        return karpenter_pool_taints(pv)
+    return static_pool_taints(pv)
+
+
+def pool_binding_taint(pool: str) -> dict[str, str]:
+    return {"key": POOL_TAINT_KEY, "value": pool, "effect": "NoSchedule"}
+
+
+def with_binding_taint(taints: list[dict[str, str]], pool: str) -> list[dict[str, str]]:
+    """``taints`` plus the pool binding taint (a spec taint on the same key and effect wins)."""
+    b = pool_binding_taint(pool)
+    if any(t["key"] == b["key"] and t["effect"] == b["effect"] for t in taints):
+        return taints
+    return [*taints, b]
+
+
+def spec_taints(taints: Any) -> list[dict[str, str]]:
+    """The spec's taints as Kubernetes Taint objects (no ``value`` key when unset)."""
+    out = []
+    for t in taints:
+        d = {"key": t.key}
+        if t.value is not None:
+            d["value"] = t.value
+        d["effect"] = t.effect
+        out.append(d)
+    return out
+
+
+# --- Karpenter pools -----------------------------------------------------------------------
+
+
+DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+# MIG scale-from-zero (user pain #7, NVIDIA/gpu-operator #2670): a new node
+# starts with MIG disabled and the device plugin advertises whole GPUs until
+# mig-manager has applied the layout; a whole-GPU pod that lands then blocks the
+# repartitioning. Every Karpenter MIG pool gets this taint for good: the tiers'
+# pods tolerate it, and they ask for nvidia.com/mig-* resources that exist only
+# once the layout is applied, so nothing takes a GPU early. ExtendedResourceToleration
+# adds tolerations only for the requested resource names (nvidia.com/gpu), never
+# for this key. Karpenter marks the node initialized only when the resources the
+# launching pods requested are registered (kubernetes-sigs/karpenter@v1.14.1
+# pkg/controllers/nodeclaim/lifecycle/initialization.go:82, RequestedResourcesRegistered),
+# i.e. after the layout is applied. No startup taint: nothing in the cluster could
+# remove one without node-wide RBAC (docs/karpenter.md).
+MIG_POOL_TAINT_KEY = "gpuplan.dev/mig-pool"
+
+
+def mig_pool_taint(pv: PoolView) -> dict[str, str] | None:
+    """The MIG gate of a Karpenter MIG pool (None for other pools)."""
+    if pv.pool.karpenter is not None and pv.pool.sharing.mode == "mig":
+        return {"key": MIG_POOL_TAINT_KEY, "value": pv.name, "effect": "NoSchedule"}
+    return None
+
+
+def karpenter_pool_taints(pv: PoolView) -> list[dict[str, str]]:
+    """The taints of a Karpenter pool's nodes: the spec's (else the GPU taint),
+    plus the MIG gate on MIG pools, plus the pool binding taint."""
+    out = [dict(DEFAULT_TAINT)] if pv.pool.taints is None else spec_taints(pv.pool.taints)
+    gate = mig_pool_taint(pv)
+    if gate is not None and all(t["key"] != gate["key"] for t in out):
+        out.append(gate)
+    return with_binding_taint(out, pv.name)
+
+
+def nodepool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
+    """Template labels: the pool's node labels (one place decides them,
+    ``pool_node_labels``), plus the driver switch
+    for the driver the EKS NVIDIA AMIs already ship."""
+    out = dict(pool_node_labels(rf, pv))
+    op = rf.fleet.spec.cluster.gpu_operator
+    # EKS AL2023 and Bottlerocket NVIDIA AMIs ship the driver (facts.md §c): a
+    # managed driver stays off these nodes; the operator then uses the host's
+    # driver. The container toolkit is never switched off per node: with CDI the
+    # device plugin's hook path points into the operator's toolkit install dir
+    # on every node (gpuplan.lower.operator.values; GP640 makes the choice
+    # fleet-wide).
+    k = pv.pool.karpenter
+    if k is not None and k.ami_family == "Bottlerocket":
+        # no operand at all: NVIDIA does not support them on Bottlerocket, whose
+        # own device plugin serves the GPUs (bottlerocket_device_plugin);
+        # NVIDIA/gpu-operator@v26.7.0 controllers/state_manager.go:457-463
+        out["nvidia.com/gpu.deploy.operands"] = "false"
+    elif op.driver == "managed":
+        out["nvidia.com/gpu.deploy.driver"] = "false"
+    return out
+
+
+def ami_alias(pv: PoolView) -> str:
+    k = pv.pool.karpenter
+    assert k is not None
+    family = "al2023" if k.ami_family == "AL2023" else "bottlerocket"
+    return f"{family}@{k.ami_version}"
+
+
+def bottlerocket_settings(pv: PoolView) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """``[settings.kubernetes]`` keys and topology-manager-policy-options that
+    Karpenter's Bottlerocket settings struct carries (facts.md §a)."""
+    t = pv.pool.topology
+    fields = kubelet_topology_fields(t)
+    kube: list[tuple[str, Any]] = []
+    if "cpuManagerPolicy" in fields:
+        kube.append(("cpu-manager-policy", fields["cpuManagerPolicy"]))
+    if "topologyManagerPolicy" in fields:
+        kube.append(("topology-manager-policy", fields["topologyManagerPolicy"]))
+        kube.append(("topology-manager-scope", fields["topologyManagerScope"]))
+    opts: list[tuple[str, Any]] = []
+    if "topologyManagerPolicyOptions" in fields:
+        opts.append(("prefer-closest-numa-nodes", True))
+    return kube, opts
+
+
+def bottlerocket_device_plugin(pv: PoolView) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """``[settings.kubelet-device-plugins.nvidia]`` and its ``time-slicing`` table.
+
+    Bottlerocket's NVIDIA variants run their own device plugin as a host
+    service; NVIDIA does not support the GPU Operator's operands on
+    Bottlerocket, so gpuplan keeps them off these nodes (NodePool label
+    ``nvidia.com/gpu.deploy.operands: "false"``) and configures that plugin
+    instead. Exclusive pools need no setting (its defaults: whole GPUs,
+    ``device-sharing-strategy = "none"``, sources/shared-defaults/
+    nvidia-k8s-device-plugin.toml); time-slicing uses the keys Bottlerocket
+    added in v1.25.0 (sources/settings-migrations/v1.25.0/
+    kubelet-device-plugins-time-slicing-settings), which GP644 checks against
+    the pinned AMI. ``enabled = false`` is never written: it exists only from
+    Bottlerocket 1.63 and would leave the node with no device plugin at all."""
+    s = pv.pool.sharing
+    if s.mode != "time-slicing":
+        return [], []
+    return ([("device-sharing-strategy", "time-slicing")],
+            [("replicas", s.replicas), ("rename-by-default", s.rename_by_default),
+             ("fail-requests-greater-than-one", s.fail_requests_greater_than_one)])
+
+
+# --- Kubelet topology ----------------------------------------------------------------------
+
+
+def effective_cpu_manager_policy(t: Topology) -> str | None:
+    """The CPU manager policy gpuplan sets (None: leave the kubelet default).
+    Default: ``static`` when a Topology Manager policy other than ``none`` is
+    set, so CPUs are aligned with the GPUs (the spec documents this)."""
+    if t.cpu_manager_policy is not None:
+        return t.cpu_manager_policy
+    return "static" if t.policy != "none" else None
+
+
+def topology_is_default(t: Topology) -> bool:
+    return (
+        t.policy == "none"
+        and effective_cpu_manager_policy(t) is None
+        and t.memory_manager_policy is None
+        and t.reserved_system_cpus is None
+        and not t.prefer_closest_numa_nodes
+    )
+
+
+def kubelet_topology_fields(t: Topology) -> dict[str, Any]:
+    """The KubeletConfiguration fields a pool's ``topology`` sets, in a stable
+    order; the same map goes into the AL2023 NodeConfig ``spec.kubelet.config``."""
+    out: dict[str, Any] = {}
+    cpu = effective_cpu_manager_policy(t)
+    if cpu is not None:
+        out["cpuManagerPolicy"] = cpu
+    if t.reserved_system_cpus is not None:
+        out["reservedSystemCPUs"] = t.reserved_system_cpus
+    if t.memory_manager_policy is not None:
+        out["memoryManagerPolicy"] = t.memory_manager_policy
+    if t.policy != "none":
+        out["topologyManagerPolicy"] = t.policy
+        out["topologyManagerScope"] = t.scope
+        if t.prefer_closest_numa_nodes:
+            # map[string]string in KubeletConfiguration: the value is the string "true"
+            out["topologyManagerPolicyOptions"] = {"prefer-closest-numa-nodes": "true"}
+    return out
+
+
+# --- Device-plugin configs -----------------------------------------------------------------
+
+
+DEVICE_PLUGIN_CONFIGMAP = "gpuplan-device-plugin-config"
+
+
+# Pool names are DNS labels (no '.'), so this key can never be a pool's key.
+DEFAULT_CONFIG = "gpuplan.default"
+
+
+MPS_MAX_REPLICAS = 48
+
+
+def cluster_mig_strategy(rf: ResolvedFleet) -> str:
+    """The fleet-wide MIG strategy (Helm ``mig.strategy``).
+
+    - ``none`` when no pool uses MIG;
+    - the one strategy all MIG pools share, when it suits every node;
+    - ``""`` (each node's config decides) when MIG pools differ, or when they
+      all use ``mixed`` but a pool shares GPUs with MPS: the device plugin
+      refuses to start with ``mixed`` and MPS ("using --mig-strategy=mixed is
+      not supported with MPS"), and a cluster-wide value would override the
+      MPS pool's own ``none``."""
+    # asked once per pool: remembered on the fleet so lowering stays linear in pools
+    memo = rf.__dict__.get("_cluster_mig_strategy")
+    if memo is None:
+        memo = rf.__dict__["_cluster_mig_strategy"] = _cluster_mig_strategy(rf)
+    return memo
+
+
+def _cluster_mig_strategy(rf: ResolvedFleet) -> str:
+    seen: list[str] = []
+    mps = False
+    for pv in rf.pools:
+        s = pv.pool.sharing
+        if isinstance(s, Mig) and s.strategy not in seen:
+            seen.append(s.strategy)
+        mps = mps or s.mode == "mps"
+    if not seen:
+        return "none"
+    if len(seen) == 1 and not (seen[0] == "mixed" and mps):
+        return seen[0]
+    return ""
+
+
+def pool_mig_strategy(rf: ResolvedFleet, pv: PoolView) -> str:
+    """The MIG strategy the pool's nodes effectively run."""
+    cluster = cluster_mig_strategy(rf)
+    if cluster:
+        return cluster
+    s = pv.pool.sharing
+    return s.strategy if isinstance(s, Mig) else "none"
+
+
+def pool_config(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
+    """The device-plugin config (as data) for one pool."""
+    s = pv.pool.sharing
+    if s.mode in ("time-slicing", "mps"):
+        # The rules reject these first; lowering must still never write a config
+        # the device plugin refuses (it crashes on it, together with GFD).
+        if s.replicas < 2:
+            raise ValueError(f"pool {pv.name}: sharing replicas must be >= 2, got {s.replicas}")
+        if s.mode == "mps" and s.replicas > MPS_MAX_REPLICAS:
+            raise ValueError(f"pool {pv.name}: MPS allows at most {MPS_MAX_REPLICAS} replicas")
+    return _plugin_config(rf, pv)
+
+
+def _plugin_config(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": pool_mig_strategy(rf, pv)}}
+    s = pv.pool.sharing
+    if s.mode in ("time-slicing", "mps"):
+        key = "timeSlicing" if s.mode == "time-slicing" else "mps"
+        cfg["sharing"] = {
+            key: {
+                "renameByDefault": s.rename_by_default,
+                "failRequestsGreaterThanOne": s.fail_requests_greater_than_one,
+                "resources": [{"name": GPU, "replicas": s.replicas}],
+            }
+        }
+    return cfg
+
+
+def plugin_config_key(rf: ResolvedFleet, pv: PoolView) -> str:
+    """The pool's key in the ConfigMap = its ``nvidia.com/device-plugin.config``
+    label value: ``<pool>-<hash of the config>``. A changed replica count or
+    sharing mode gives a new value, which is what makes config-manager switch
+    (it reacts to label changes only; cmd/config-manager/main.go:272-278). The
+    ConfigMap is applied before the labels change (Argo CD wave -1 vs the
+    NodeFeatureRule's 1; Karpenter nodes drift to the new template); if the
+    kubelet has not refreshed the mounted ConfigMap yet, config-manager exits
+    on the unknown key ("specified config ... does not exist", main.go:356-358)
+    and is restarted until it has. Rules read it too, on specs that may still
+    be invalid: the name is computed without ``pool_config``'s guard."""
+    return content_name(pv.name, _plugin_config(rf, pv))
+
+
+# --- mig-parted configs --------------------------------------------------------------------
+
+
+MIG_PARTED_CONFIGMAP = "gpuplan-mig-parted-config"
+
+
+MIG_PARTED_CONFIG_KEY = "config.yaml"
+
+
+MIG_ALL_DISABLED_CONFIG = "all-disabled"
+
+
+def mig_manager_needed(rf: ResolvedFleet) -> bool:
+    """MIG manager runs when a pool uses MIG or has MIG-capable GPUs (to keep them disabled)."""
+    return any(
+        isinstance(pv.pool.sharing, Mig) or (pv.gpu is not None and pv.gpu.mig_capable) for pv in rf.pools
+    )
+
+
+def _mig_entry(pv: PoolView, devices: Any, layout: dict[str, int] | None) -> dict[str, Any]:
+    e: dict[str, Any] = {}
+    if pv.gpu is not None and pv.gpu.device_filters:
+        e["device-filter"] = list(pv.gpu.device_filters)
+    e["devices"] = devices
+    e["mig-enabled"] = layout is not None
+    if layout is not None:
+        e["mig-devices"] = dict(layout)
+    return e
+
+
+def pool_entries(pv: PoolView) -> list[dict[str, Any]]:
+    """The mig-parted entries of one MIG pool."""
+    s = pv.pool.sharing
+    assert isinstance(s, Mig)
+    if s.layout is not None:
+        return [_mig_entry(pv, "all", dict(s.layout))]
+    if pv.gpus_per_node:
+        per = pv.gpu_layouts()
+        if all(layout == per[0] for layout in per):
+            return [_mig_entry(pv, "all", per[0])]
+        groups: list[tuple[dict[str, int] | None, list[int]]] = []
+        for i, layout in enumerate(per):
+            for g_layout, idx in groups:
+                if g_layout == layout:
+                    idx.append(i)
+                    break
+            else:
+                groups.append((layout, [i]))
+        return [_mig_entry(pv, idx, layout) for layout, idx in groups]
+    # GPUs per node unknown (rules report it): the spec's groups as written
+    return [
+        _mig_entry(pv, list(g.devices), dict(g.layout) if g.layout is not None else None) for g in s.devices or ()
+    ]
+
+
+def mig_config_name(pv: PoolView) -> str | None:
+    """The pool's mig-parted config name = its ``nvidia.com/mig.config`` label
+    value (None: not a MIG pool): ``gpuplan-<pool>-<hash of its entries>``.
+    mig-manager repartitions a node only when that label's value changes
+    (NVIDIA/mig-parted@v0.15.0 cmd/nvidia-mig-manager/main.go:572-577), so a
+    changed layout must change the name or it reaches no node."""
+    if not isinstance(pv.pool.sharing, Mig):
+        return None
+    return content_name(f"gpuplan-{pv.name}", pool_entries(pv))
+
+
+# --- Node labels ---------------------------------------------------------------------------
+
+
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+
+
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+
+
+MIG_ALL_DISABLED = "all-disabled"
+
+
+def pool_mig_config(pv: PoolView) -> str | None:
+    """The ``nvidia.com/mig.config`` value for the pool's nodes (None: no label)."""
+    name = mig_config_name(pv)
+    if name is not None:
+        return name
+    if pv.gpu is not None and pv.gpu.mig_capable:
+        return MIG_ALL_DISABLED
+    return None
+
+
+def pool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
+    """Every label gpuplan puts on the nodes of a pool, in a stable order.
+
+    Used for static pools (NodeFeatureRule) and Karpenter pools (NodePool
+    ``spec.template.metadata.labels``) alike."""
+    out: dict[str, str] = {POOL_LABEL: pv.name, DEVICE_PLUGIN_CONFIG_LABEL: plugin_config_key(rf, pv)}
+    mig = pool_mig_config(pv)
+    if mig is not None:
+        out[MIG_CONFIG_LABEL] = mig
+    if is_dra(rf, pv):
+        # the operator's device plugin off, the DRA kubelet plugin on (gpuplan.lower.dra)
+        out[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
+    for key in sorted(pv.pool.labels):
+        if key not in out:
+            out[key] = pv.pool.labels[key]
+    return out
+
+
+def static_pool_taints(pv: PoolView) -> list[dict[str, str]]:
+    """The taints nfd-master keeps on a static pool's nodes: the spec's ``taints`` and
+    the pool binding taint."""
+    return with_binding_taint(spec_taints(pv.pool.taints or ()), pv.name)
+
+
+# --- GPU Operator --------------------------------------------------------------------------
+
+
+# The driver each chart release installs by default (driver.version in
+# NVIDIA/gpu-operator@<tag> deployments/gpu-operator/values.yaml; v26.7.0: line 154).
+# Written out so that the driver is pinned even when the spec names none: a
+# chartVersion bump then changes driver.version visibly, in the diff.
+CHART_DEFAULT_DRIVER = {"v26.7.0": "595.91.07"}
+
+
+# --- The contract pod ----------------------------------------------------------------------
+
+
+EXAMPLE_IMAGE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+
+def tolerations_for(taints: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Tolerations for exactly these taints (PreferNoSchedule ones need none)."""
+    out = []
+    for t in taints:
+        if t["effect"] == "PreferNoSchedule":
+            continue
+        if "value" in t:
+            out.append({"key": t["key"], "operator": "Equal", "value": t["value"], "effect": t["effect"]})
+        else:
+            out.append({"key": t["key"], "operator": "Exists", "effect": t["effect"]})
+    return out
+
+
+def contract_pod_spec(rf: ResolvedFleet, tier, resource: str, units: int) -> dict[str, Any]:
+    """What a pod of the tier must say: its PriorityClass, its pool's selector, tolerations
+    for its pool's taints (the binding taint included), its resource as requests = limits."""
+    qty = {resource: str(units)}
+    return {
+        "priorityClassName": priority_class_name(tier),
+        # the pool binding; with Kueue it also picks the tier's flavor (flavor nodeLabels)
+        "nodeSelector": {POOL_LABEL: tier.pool},
+        "tolerations": tolerations_for(pool_node_taints(rf.pool_by_name[tier.pool])),
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": EXAMPLE_IMAGE, "command": ["nvidia-smi"],
+                        "resources": {"requests": dict(qty), "limits": dict(qty)}}],
+    }
+
+
+def contract_units(tier) -> int:
+    return 1
+
+
+def _contract_spec(rf: ResolvedFleet, tier) -> dict[str, Any]:
+    res = rf.tier_resource(tier)
+    assert res is not None
+    return contract_pod_spec(rf, tier, res, contract_units(tier))
+
+
+def contract_pod(rf: ResolvedFleet, tier, namespace: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The tier's example Pod in ``namespace`` (the placement proof's subject);
+    ``spec``: the tier's contract pod spec, when the caller has it already."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{tier.name}-example", "namespace": namespace},
+            "spec": spec or _contract_spec(rf, tier)}
+
+
+def contract_job(rf: ResolvedFleet, tier, namespace: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The tier's example Job (not queued: the Job controller creates the pod at once)."""
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"generateName": f"{tier.name}-", "namespace": namespace},
+            "spec": {"backoffLimit": 0, "template": {"spec": spec or _contract_spec(rf, tier)}}}
