@@ -7,6 +7,7 @@ sorts, de-duplicates and renders them once, in the format the user asked for
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Iterable
@@ -82,3 +83,22 @@ def has_errors(diags: Iterable[Diagnostic], *, strict: bool = False) -> bool:
         if d.severity is Severity.ERROR or (strict and d.severity is Severity.WARNING):
             return True
     return False
+
+
+# C0 and C1 controls, DEL, and the Unicode line/paragraph separators and
+# bidirectional overrides that can make text display other than it reads.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _esc(m: re.Match) -> str:
+    c = m.group(0)
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def escape(text: str | None) -> str:
+    """``text`` on one line with every control character made visible, and
+    no ``##[`` (a workflow command wherever it appears in a line)."""
+    if not text:
+        return text or ""
+    return _CONTROL.sub(_esc, text).replace("##[", "##\\x5b")

@@ -165,7 +165,7 @@ def show(value: Any) -> str:
     control character, lone surrogate or workflow command (``##[``, ``::``
     can then never start a line). The reporters escape again; this makes the
     JSON and SARIF formats, which only JSON-encode, as safe as text and github."""
-    from gpuplan.reporters import escape
+    from gpuplan.diagnostics import escape
 
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     if len(text) > SHOWN_CHARS:

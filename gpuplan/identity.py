@@ -542,7 +542,7 @@ def contract_units(tier) -> int:
     return 1
 
 
-def _contract_spec(rf: ResolvedFleet, tier) -> dict[str, Any]:
+def contract_spec(rf: ResolvedFleet, tier) -> dict[str, Any]:
     res = rf.tier_resource(tier)
     assert res is not None
     return contract_pod_spec(rf, tier, res, contract_units(tier))
@@ -553,11 +553,26 @@ def contract_pod(rf: ResolvedFleet, tier, namespace: str, spec: dict[str, Any] |
     ``spec``: the tier's contract pod spec, when the caller has it already."""
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"{tier.name}-example", "namespace": namespace},
-            "spec": spec or _contract_spec(rf, tier)}
+            "spec": spec or contract_spec(rf, tier)}
 
 
 def contract_job(rf: ResolvedFleet, tier, namespace: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
     """The tier's example Job (not queued: the Job controller creates the pod at once)."""
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"generateName": f"{tier.name}-", "namespace": namespace},
-            "spec": {"backoffLimit": 0, "template": {"spec": spec or _contract_spec(rf, tier)}}}
+            "spec": {"backoffLimit": 0, "template": {"spec": spec or contract_spec(rf, tier)}}}
+
+
+# --- Kueue: what a tenant's Job names ------------------------------------------------------
+
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+
+
+LOCAL_QUEUE = "default"

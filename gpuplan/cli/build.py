@@ -120,7 +120,7 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool,
         if fmt == "text":
             click.echo(f"{out_dir}: up to date ({len(compiled.files)} files)")
         return
-    from gpuplan.reporters import escape
+    from gpuplan.diagnostics import escape
 
     # line by line, so a value in a generated or committed file cannot pass
     # for a workflow command in a CI log (the diff stays one line per line)

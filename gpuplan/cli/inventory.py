@@ -41,7 +41,7 @@ def pull(ctx: click.Context, namespace: str, out_dir: str, context: str | None, 
     from gpuplan.probe.pull import (
         PullError, inventories_from_list, kubectl_command, node_names, nodes_command, run_kubectl, write_inventories,
     )
-    from gpuplan.reporters import escape
+    from gpuplan.diagnostics import escape
 
     cmd = kubectl_command(kubectl=kubectl, namespace=namespace, context=context, chunk_size=chunk_size)
     try:

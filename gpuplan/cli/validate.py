@@ -22,7 +22,7 @@ def validate(ctx: click.Context, fleets: tuple[str, ...], fmt: str, strict: bool
     count too). Several specs (a pre-commit hook passes every staged one) are
     checked one after the other."""
     from gpuplan.compiler import Options, check_fleet
-    from gpuplan.reporters import escape
+    from gpuplan.diagnostics import escape
     from gpuplan.spec.loader import display_path
 
     worst = 0

@@ -12,7 +12,7 @@ from gpuplan.importer.infer import Draft
 
 
 def _comment(text: str) -> str:
-    from gpuplan.reporters import escape
+    from gpuplan.diagnostics import escape
 
     return escape(text).replace("\r", " ").replace("\n", " ")
 

@@ -32,7 +32,7 @@ def show(value: Any) -> str:
     120 characters, control characters escaped (as verify-cluster shows them)."""
     import json
 
-    from gpuplan.reporters import escape
+    from gpuplan.diagnostics import escape
 
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     if len(text) > 120:

@@ -153,7 +153,7 @@ def class_policy_name(rf: ResolvedFleet, pc: str) -> str:
 
 
 def _policy(rf: ResolvedFleet, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    from gpuplan.lower.gitops import object_annotations
+    from gpuplan.lower.common import object_annotations
 
     meta = metadata(rf, name, annotations=object_annotations(rf, "ValidatingAdmissionPolicy"))
     return obj(API, "ValidatingAdmissionPolicy", meta, spec={
@@ -184,7 +184,7 @@ def policies(rf: ResolvedFleet) -> list[dict[str, Any]]:
 
 
 def binding(rf: ResolvedFleet, policy: dict[str, Any]) -> dict[str, Any]:
-    from gpuplan.lower.gitops import object_annotations
+    from gpuplan.lower.common import object_annotations
 
     name = policy["metadata"]["name"]
     meta = metadata(rf, name, annotations=object_annotations(rf, "ValidatingAdmissionPolicyBinding"))

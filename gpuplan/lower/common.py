@@ -40,3 +40,116 @@ def obj(api_version: str, kind: str, meta: dict[str, Any], **body: Any) -> dict[
     return out
 
 
+# --- Delivery: where objects go and how the GitOps engine treats them ----------------------
+
+
+ARGO_WAVE = "argocd.argoproj.io/sync-wave"
+
+
+ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+
+
+FLUX_FORCE = "kustomize.toolkit.fluxcd.io/force"
+
+
+FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
+
+
+VALUES_PATH = "gpu-operator/values.yaml"
+
+
+FLUX_OPERATOR_DIR = "delivery/gpu-operator"
+
+
+# Argo CD sync waves by kind (lower first; prune runs in reverse). Namespaces and
+# PriorityClasses before anything that lives in or refers to them; the operator's
+# ConfigMaps and the operator Application next; quotas; then objects whose CRD
+# the operator chart installs (NodeFeatureRule comes with its bundled NFD).
+WAVES: dict[str, int] = {
+    "Namespace": -2,
+    "PriorityClass": -2,
+    "ConfigMap": -1,
+    "Application": -1,
+    "ResourceQuota": 0,
+    "NodeFeatureRule": 1,
+    # the policy before its binding; the binding after the namespaces' tier labels
+    "ValidatingAdmissionPolicy": -1,
+    "ValidatingAdmissionPolicyBinding": 1,
+}
+
+
+# Kinds whose CRD may not exist when the tree syncs: NodeFeatureRule comes with
+# the operator chart's bundled NFD (installed by the operator Application in the
+# same sync), the Karpenter kinds with Karpenter (a prerequisite, NodeOverlay
+# only with its alpha feature gate). Without the option a missing CRD fails
+# the dry run of the *whole* sync (argoproj/argo-cd@v3.5.1
+# gitops-engine/pkg/sync/sync_context.go:1072); with it Argo CD skips that
+# object's dry run and the sync retry applies it once the CRD exists.
+CRD_MAY_BE_MISSING = frozenset({"NodeFeatureRule", "NodePool", "EC2NodeClass", "NodeOverlay"})
+
+
+# Namespaces are never pruned or deleted by the GitOps engine: removing a tenant
+# from fleet.yaml would otherwise delete its namespaces and every object in them.
+# Argo CD: `Prune=confirm` holds the prune until someone confirms it in the UI or
+# CLI (gitops-engine/pkg/sync/sync_context.go:322-331), `Delete=false` keeps the
+# namespace when the Application itself is deleted (controller/appcontroller.go:
+# 1253-1260). Flux: `prune: disabled` skips it in garbage collection
+# (fluxcd/kustomize-controller@v1.9.4 docs/spec/v1/kustomizations.md:1686-1693).
+PROTECTED_KINDS = frozenset({"Namespace"})
+
+
+def engine(rf: ResolvedFleet) -> str:
+    return rf.fleet.spec.cluster.gitops.engine
+
+
+def sync_wave(kind: str) -> int:
+    return WAVES.get(kind, 0)
+
+
+def object_annotations(rf: ResolvedFleet, kind: str, *, recreate: bool = False) -> dict[str, str]:
+    """GitOps annotations for one object of ``kind``.
+
+    ``recreate``: the object has immutable fields that gpuplan may change
+    (PriorityClass ``value``/``preemptionPolicy``): Argo CD replaces it
+    (``Force=true,Replace=true`` = delete and create), Flux recreates it on an
+    immutable-field error (``kustomize.toolkit.fluxcd.io/force: enabled``)."""
+    out: dict[str, str] = {}
+    if engine(rf) == "argocd":
+        out[ARGO_WAVE] = str(sync_wave(kind))
+        opts = []
+        if recreate:
+            opts += ["Force=true", "Replace=true"]
+        if kind in CRD_MAY_BE_MISSING:
+            opts.append("SkipDryRunOnMissingResource=true")
+        if kind in PROTECTED_KINDS:
+            opts += ["Prune=confirm", "Delete=false"]
+        if opts:
+            out[ARGO_SYNC_OPTIONS] = ",".join(opts)
+    else:
+        if recreate:
+            out[FLUX_FORCE] = "enabled"
+        if kind in PROTECTED_KINDS:
+            out[FLUX_PRUNE] = "disabled"
+    return out
+
+
+def operator_namespace_path(rf: ResolvedFleet) -> tuple[str, bool]:
+    """Where the operator Namespace object goes, and whether the root kustomization lists it.
+
+    Argo CD: in the tree (wave -2, before the operator Application at wave -1).
+    Flux: beside the HelmRelease, so that it exists before the release installs
+    and before the tree (which depends on the operator) puts ConfigMaps in it."""
+    if engine(rf) == "argocd":
+        return "gpu-operator/namespace.yaml", True
+    return f"{FLUX_OPERATOR_DIR}/namespace.yaml", False
+
+
+# --- Markdown ------------------------------------------------------------------------------
+
+
+_CELL = str.maketrans({"|": "\\|", "\n": " ", "\r": " ", "<": "&lt;", ">": "&gt;", "`": "'"})
+
+
+def cell(value: Any) -> str:
+    """Text that stays inside one Markdown table cell and renders as itself."""
+    return str(value).translate(_CELL)

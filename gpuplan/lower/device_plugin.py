@@ -39,9 +39,11 @@ from typing import Any, Sequence
 
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
-from gpuplan.lower.gitops import object_annotations
+from gpuplan.lower.common import object_annotations
 from gpuplan.resolve import ResolvedFleet
-from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as CONFIGMAP_NAME, DEFAULT_CONFIG, cluster_mig_strategy, plugin_config_key as config_key, pool_config
+from gpuplan.identity import (
+    DEFAULT_CONFIG, DEVICE_PLUGIN_CONFIGMAP, cluster_mig_strategy, plugin_config_key, pool_config,
+)
 
 
 def default_config(rf: ResolvedFleet) -> dict[str, Any]:
@@ -52,7 +54,7 @@ def default_config(rf: ResolvedFleet) -> dict[str, Any]:
 def configs(rf: ResolvedFleet) -> dict[str, dict[str, Any]]:
     """Config key -> config data: the default first, then pools by key."""
     out: dict[str, dict[str, Any]] = {DEFAULT_CONFIG: default_config(rf)}
-    for key, pv in sorted(((config_key(rf, pv), pv) for pv in rf.pools), key=lambda x: x[0]):
+    for key, pv in sorted(((plugin_config_key(rf, pv), pv) for pv in rf.pools), key=lambda x: x[0]):
         out[key] = pool_config(rf, pv)
     return out
 
@@ -62,7 +64,7 @@ def configmap(rf: ResolvedFleet) -> dict[str, Any]:
 
     ns = rf.fleet.spec.cluster.gpu_operator.namespace
     data = {key: dump(cfg) for key, cfg in configs(rf).items()}
-    meta = metadata(rf, CONFIGMAP_NAME, namespace=ns, annotations=object_annotations(rf, "ConfigMap"))
+    meta = metadata(rf, DEVICE_PLUGIN_CONFIGMAP, namespace=ns, annotations=object_annotations(rf, "ConfigMap"))
     return obj("v1", "ConfigMap", meta, data=data)
 
 

@@ -15,7 +15,8 @@ from typing import Any, Sequence
 
 import gpuplan
 from gpuplan.lower import Artifact, Produced
-from gpuplan.lower.gitops import engine, gitops_namespace
+from gpuplan.lower.gitops import gitops_namespace
+from gpuplan.lower.common import engine, cell
 from gpuplan.identity import app_name, operator_app_name, project_name
 from gpuplan.identity import plugin_config_key as config_key
 from gpuplan.identity import pool_mig_config, static_pool_taints
@@ -23,13 +24,6 @@ from gpuplan.identity import priority_class_name
 from gpuplan.resolve import ResolvedFleet
 
 README = "README.md"
-
-_CELL = str.maketrans({"|": "\\|", "\n": " ", "\r": " ", "<": "&lt;", ">": "&gt;", "`": "'"})
-
-
-def cell(value: Any) -> str:
-    """Text that stays inside one Markdown table cell and renders as itself."""
-    return str(value).translate(_CELL)
 
 
 def _sharing(pv: Any) -> str:

@@ -60,10 +60,8 @@ from gpuplan.k8s_features_dra import RESOURCE_API
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import TIER_LABEL
-from gpuplan.lower.gitops import (
-    FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, argo_chart_application, engine, gitops_namespace,
-    object_annotations,
-)
+from gpuplan.lower.gitops import FLUX_HELM_API, FLUX_SOURCE_API, argo_chart_application, gitops_namespace
+from gpuplan.lower.common import FLUX_OPERATOR_DIR, engine, object_annotations
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.spec.models import Tenant
 

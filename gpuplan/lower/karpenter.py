@@ -25,10 +25,11 @@ from typing import Any, Sequence
 
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
-from gpuplan.identity import POOL_LABEL
-from gpuplan.identity import kubelet_topology_fields
+from gpuplan.identity import (
+    POOL_LABEL, ami_alias, bottlerocket_device_plugin, bottlerocket_settings, karpenter_pool_taints,
+    kubelet_topology_fields, nodepool_node_labels,
+)
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
-from gpuplan.identity import nodepool_node_labels as _node_labels, ami_alias, bottlerocket_device_plugin, bottlerocket_settings, karpenter_pool_taints as pool_taints
 
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
@@ -115,7 +116,7 @@ def node_limit(pv: PoolView) -> int:
 
 def _object_annotations(rf: ResolvedFleet, kind: str) -> dict[str, str]:
     try:
-        from gpuplan.lower.gitops import object_annotations
+        from gpuplan.lower.common import object_annotations
     except ModuleNotFoundError as exc:  # gitops target not in this build
         if exc.name != "gpuplan.lower.gitops":
             raise
@@ -191,11 +192,11 @@ def nodepool(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     tspec: dict[str, Any] = {
         "nodeClassRef": {"group": NODECLASS_GROUP, "kind": "EC2NodeClass", "name": pv.name},
         "requirements": _requirements(pv),
-        "taints": pool_taints(pv),
+        "taints": karpenter_pool_taints(pv),
     }
     tspec["expireAfter"] = k.expire_after
     spec: dict[str, Any] = {
-        "template": {"metadata": {"labels": _node_labels(rf, pv)}, "spec": tspec},
+        "template": {"metadata": {"labels": nodepool_node_labels(rf, pv)}, "spec": tspec},
         "disruption": _disruption(rf, pv),
         "limits": {"nodes": str(node_limit(pv))},
     }

@@ -27,21 +27,15 @@ from typing import Any, Iterator, Sequence
 
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
-from gpuplan.identity import POOL_LABEL, TENANT_LABEL, TIER_LABEL, pool_node_taints
-from gpuplan.lower.gitops import (
-    ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_HELM_API, FLUX_OPERATOR_DIR, FLUX_SOURCE_API, argo_chart_application, engine,
-    gitops_namespace, object_annotations,
-)
+from gpuplan.identity import POOL_LABEL, TENANT_LABEL, TIER_LABEL, pool_node_taints, LOCAL_QUEUE
+from gpuplan.lower.gitops import FLUX_HELM_API, FLUX_SOURCE_API, argo_chart_application, gitops_namespace
+from gpuplan.lower.common import ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_OPERATOR_DIR, engine, object_annotations
 from gpuplan.queues import QueueLedger, cohort_name, queue_ledger
 from gpuplan.resolve import ResolvedFleet
 
 API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 HOSTNAME = "kubernetes.io/hostname"
-LOCAL_QUEUE = "default"
 CHART_REPO = "oci://registry.k8s.io/kueue/charts"
 CHART = "kueue"
 RELEASE = "kueue"

@@ -27,14 +27,17 @@ from typing import Any, Sequence
 
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
-from gpuplan.lower.gitops import object_annotations
+from gpuplan.lower.common import object_annotations
 from gpuplan.resolve import ResolvedFleet
-from gpuplan.identity import MIG_ALL_DISABLED_CONFIG as ALL_DISABLED, MIG_PARTED_CONFIGMAP as CONFIGMAP_NAME, MIG_PARTED_CONFIG_KEY as CONFIG_KEY, mig_config_name as config_name, mig_manager_needed, pool_entries
+from gpuplan.identity import (
+    MIG_ALL_DISABLED_CONFIG, MIG_PARTED_CONFIGMAP, MIG_PARTED_CONFIG_KEY, mig_config_name, mig_manager_needed,
+    pool_entries,
+)
 
 
 def mig_parted_config(rf: ResolvedFleet) -> dict[str, Any]:
-    configs: dict[str, Any] = {ALL_DISABLED: [{"devices": "all", "mig-enabled": False}]}
-    named = [(config_name(pv), pv) for pv in rf.pools]
+    configs: dict[str, Any] = {MIG_ALL_DISABLED_CONFIG: [{"devices": "all", "mig-enabled": False}]}
+    named = [(mig_config_name(pv), pv) for pv in rf.pools]
     for name, pv in sorted(((n, pv) for n, pv in named if n is not None), key=lambda x: x[0]):
         configs[name] = pool_entries(pv)
     return {"version": "v1", "mig-configs": configs}
@@ -44,8 +47,8 @@ def configmap(rf: ResolvedFleet) -> dict[str, Any]:
     from gpuplan.render.yamlwriter import dump
 
     ns = rf.fleet.spec.cluster.gpu_operator.namespace
-    meta = metadata(rf, CONFIGMAP_NAME, namespace=ns, annotations=object_annotations(rf, "ConfigMap"))
-    return obj("v1", "ConfigMap", meta, data={CONFIG_KEY: dump(mig_parted_config(rf))})
+    meta = metadata(rf, MIG_PARTED_CONFIGMAP, namespace=ns, annotations=object_annotations(rf, "ConfigMap"))
+    return obj("v1", "ConfigMap", meta, data={MIG_PARTED_CONFIG_KEY: dump(mig_parted_config(rf))})
 
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:

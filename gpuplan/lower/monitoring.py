@@ -437,7 +437,7 @@ def tier_rules(rf: ResolvedFleet, tier: Tier, grants: list[tuple[str, str, int]]
 
 def prometheus_rule(rf: ResolvedFleet, name: str, groups: list[dict[str, Any]],
                     extra_labels: dict[str, str]) -> dict[str, Any]:
-    from gpuplan.lower.gitops import object_annotations
+    from gpuplan.lower.common import object_annotations
 
     m = monitoring(rf)
     assert m is not None
@@ -589,7 +589,7 @@ def dashboard(rf: ResolvedFleet) -> dict[str, Any]:
 
 
 def dashboard_configmap(rf: ResolvedFleet) -> dict[str, Any]:
-    from gpuplan.lower.gitops import object_annotations
+    from gpuplan.lower.common import object_annotations
 
     m = monitoring(rf)
     assert m is not None
@@ -613,7 +613,7 @@ def stack_values(rf: ResolvedFleet) -> dict[str, Any]:
 
 
 def runbook(rf: ResolvedFleet, rule_files: Sequence[Artifact]) -> str:
-    from gpuplan.lower.docs import cell
+    from gpuplan.lower.common import cell
 
     m = monitoring(rf)
     assert m is not None

@@ -41,7 +41,7 @@ from typing import Any, Sequence
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import POOL_LABEL
-from gpuplan.lower.gitops import object_annotations
+from gpuplan.lower.common import object_annotations
 from gpuplan.resolve import PoolView, ResolvedFleet
 from gpuplan.identity import pool_node_labels, static_pool_taints
 

@@ -37,7 +37,7 @@ from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as PLUGIN_CONFIGMAP
 from gpuplan.identity import DEFAULT_CONFIG, cluster_mig_strategy
-from gpuplan.lower.gitops import VALUES_PATH, object_annotations, operator_namespace_path
+from gpuplan.lower.common import VALUES_PATH, object_annotations, operator_namespace_path
 from gpuplan.identity import MIG_ALL_DISABLED_CONFIG as ALL_DISABLED, mig_manager_needed
 from gpuplan.identity import MIG_PARTED_CONFIGMAP as MIG_CONFIGMAP
 from gpuplan.lower.monitoring import service_monitor_values

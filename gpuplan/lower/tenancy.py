@@ -32,7 +32,7 @@ from typing import Any, Iterator, Sequence
 from gpuplan.lower import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import TENANT_LABEL, TIER_LABEL
-from gpuplan.lower.gitops import object_annotations
+from gpuplan.lower.common import object_annotations
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.spec.models import Tenant, Tier
 from gpuplan.identity import OTHER_PRIORITIES_QUOTA, QUOTA_NAME, priority_class_name, quota_key, tier_namespace_label

@@ -8,14 +8,13 @@ from __future__ import annotations
 from typing import Any, Iterator, Sequence
 
 from gpuplan.lower import Artifact, Produced
-from gpuplan.identity import POOL_LABEL
+from gpuplan.identity import POOL_LABEL, contract_spec, contract_job, contract_pod, contract_pod_spec
 from gpuplan.queues import QueueLedger, flavor_name, gang_shape
 from gpuplan.resolve import ResolvedFleet
-from gpuplan.identity import _contract_spec, contract_job, contract_pod, contract_pod_spec
 
 
 def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: int, pods: int) -> dict[str, Any]:
-    from gpuplan.lower.kueue import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, REQUIRED_TOPOLOGY
+    from gpuplan.identity import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, REQUIRED_TOPOLOGY
 
     pod = contract_pod_spec(rf, tier, resource, units)
     template: dict[str, Any] = {"spec": pod}
@@ -64,7 +63,7 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
             "queued": tier.name in queued and fq is not None, "gang": tier.gang is not None,
         }
         ns = next((n for n, u in grants if u > 0), tenant.namespaces[0])
-        spec = specs.get(tier.name) or specs.setdefault(tier.name, _contract_spec(rf, tier))
+        spec = specs.get(tier.name) or specs.setdefault(tier.name, contract_spec(rf, tier))
         row.update(node_selector=spec["nodeSelector"], tolerations=spec["tolerations"],
                    max_per_pod=tier.max_gpus_per_pod, preemption=tier.preemption,
                    pod=dump(contract_pod(rf, tier, ns, spec)), job=dump(contract_job(rf, tier, ns, spec)))
@@ -94,7 +93,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
 
 
 def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> Iterator[Artifact]:
-    from gpuplan.lower.kueue import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL
+    from gpuplan.identity import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL
     from gpuplan.render.text import render
 
     q = rf.fleet.spec.queueing

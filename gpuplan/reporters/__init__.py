@@ -19,7 +19,6 @@ Two guarantees every format keeps, whatever the input held:
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Mapping, Sequence
 
 from gpuplan.codes import E_MORE, MAX_SHOWN
@@ -28,25 +27,6 @@ from gpuplan.diagnostics import Diagnostic, Severity
 FORMATS = ("text", "json", "github", "sarif")
 
 CODES = (E_MORE,)
-
-# C0 and C1 controls, DEL, and the Unicode line/paragraph separators and
-# bidirectional overrides that can make text display other than it reads.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _esc(m: re.Match) -> str:
-    c = m.group(0)
-    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
-
-
-def escape(text: str | None) -> str:
-    """``text`` on one line with every control character made visible, and
-    no ``##[`` (a workflow command wherever it appears in a line)."""
-    if not text:
-        return text or ""
-    return _CONTROL.sub(_esc, text).replace("##[", "##\\x5b")
-
 
 def cap(diags: Sequence[Diagnostic], limit: int = MAX_SHOWN) -> list[Diagnostic]:
     """The first ``limit`` diagnostics and, when there were more, one GP016

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Sequence
 
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.reporters import escape
+from gpuplan.diagnostics import escape
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def _escape_data(s: str) -> str:
-    # values are made one-line first (gpuplan.reporters.escape); the runner's
+    # values are made one-line first (gpuplan.diagnostics.escape); the runner's
     # own escapes then cover what is left: %, and the line break gpuplan adds
     # between message and hint
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from gpuplan import __version__
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.reporters import escape
+from gpuplan.diagnostics import escape
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 

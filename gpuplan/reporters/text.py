@@ -11,7 +11,7 @@ import re
 from typing import Mapping, Sequence
 
 from gpuplan.diagnostics import Diagnostic
-from gpuplan.reporters import escape
+from gpuplan.diagnostics import escape
 
 _TOKEN = re.compile(r"""("[^"]*"|'[^']*'|[^\s:,\[\]{}#]+)""")
 

@@ -128,7 +128,7 @@ def test_readme_keeps_hostile_text_inert(hostile):
 
 
 def test_markdown_cells_are_escaped():
-    from gpuplan.lower.docs import cell
+    from gpuplan.lower.common import cell
 
     assert cell("a|b\nc<d>`e`") == "a\\|b c&lt;d&gt;'e'"
 
