@@ -58,8 +58,6 @@ class Code:
         )
 
 
-# Modules that declare a ``CODES`` tuple. Imported only by `all_codes()`, never
-# on the validate path.
 # At most this many diagnostics are printed; the rest are counted in one GP016 line
 # (gpuplan.reporters). Stages that cap their own lists (the spec's schema errors,
 # verify-cluster) count with the same code.
@@ -73,6 +71,8 @@ E_MORE = Code(
     bad="spec:\n  k1: 1\n  k2: 1\n  # ... 10,000 misspelt keys", good="spec:\n  pools: [...]",
 )
 
+# Modules that declare a ``CODES`` tuple. Imported only by `all_codes()`, never
+# on the validate path.
 CODE_MODULES: tuple[str, ...] = (
     "gpuplan.spec.loader",
     "gpuplan.spec.validate",
@@ -92,7 +92,8 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.queueing",
     "gpuplan.rules.admission",
     "gpuplan.rules.versions",
-    "gpuplan.rules.placement",
+    "gpuplan.objchecks.placement",
+    "gpuplan.objchecks.dra",
     "gpuplan.probe.codes",
     "gpuplan.probe.paths",
     "gpuplan.output.tree",

@@ -1,4 +1,5 @@
-"""The pipeline: load -> model -> check -> lower -> render.
+"""The pipeline's driver: load -> model -> resolve -> check -> lower -> check
+objects -> render (-> verify, per file) -> write (the CLI calls gpuplan.output).
 
 Pure: nothing here prints or writes the output tree (``gpuplan.output`` does
 that, called by the CLI). Each stage stops the pipeline only when what follows
@@ -96,7 +97,37 @@ def check_fleet(path: Path | str, *, display: str | None = None, options: Option
     diags += _load_inventory(rf, Path(path), options.allow_inventory_outside, sources)
     if not has_errors(diags):
         diags += run_rules(rf)
+        if not has_errors(diags):  # objects are lowered only from a spec the rules accept
+            from gpuplan.objchecks import check_objects
+
+            diags += check_objects(rf, object_docs(rf))
     return Checked(normalise(diags), rf, sources)
+
+
+def object_docs(rf: ResolvedFleet) -> dict[str, list[dict]]:
+    """Per object-check family, the objects it reads (the placement proof's also feed
+    the capacity report), lowered once per fleet by the targets that make them
+    (``gpuplan.objchecks.targets``)."""
+    docs = rf.__dict__.get("_object_docs")
+    if docs is None:
+        from gpuplan.lower import iter_artifacts
+        from gpuplan.objchecks import collect, targets
+
+        docs = rf.__dict__["_object_docs"] = {family: collect(iter_artifacts(rf, only=names))
+                                              for family, names in targets(rf).items()}
+    return docs
+
+
+def planned_quotas(rf: ResolvedFleet) -> list[dict]:
+    """The ResourceQuotas the tree writes (``gpuplan verify-cluster`` compares the live ones)."""
+    from gpuplan.lower import iter_artifacts
+
+    return [d for a in iter_artifacts(rf, only=("gpuplan.lower.tenancy",)) for d in a.documents or ()
+            if d.get("kind") == "ResourceQuota"]
+
+
+def placement_docs(rf: ResolvedFleet) -> list[dict]:
+    return object_docs(rf).get("gpuplan.objchecks.placement", [])
 
 
 def render_files(rf: ResolvedFleet, spec_label: str, files: MutableMapping[str, bytes] | None = None,
@@ -108,10 +139,12 @@ def render_files(rf: ResolvedFleet, spec_label: str, files: MutableMapping[str, 
     objects are dropped."""
     from gpuplan.lower import iter_artifacts
     from gpuplan.render.yamlwriter import dump_documents_bytes
+    from gpuplan.report.capacity_file import capacity_artifacts
 
     header = HEADER.format(spec=spec_label)
     files = {} if files is None else files
-    for a in iter_artifacts(rf):
+    reports = {"capacity report": lambda: capacity_artifacts(rf, placement_docs(rf))}
+    for a in iter_artifacts(rf, reports=reports):
         if a.documents is not None:
             files[a.path] = dump_documents_bytes(a.documents, header=header)
             if each is not None:

@@ -643,15 +643,16 @@ def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[D
     return out
 
 
-def _check_quotas(rf: ResolvedFleet, live: Live) -> list[Diagnostic]:
-    from gpuplan.lower.tenancy import namespace_quotas
-
+def _check_quotas(rf: ResolvedFleet, live: Live, planned: list[dict[str, Any]]) -> list[Diagnostic]:
+    by_ns: dict[str, list[dict[str, Any]]] = {}
+    for q in planned:
+        by_ns.setdefault(q["metadata"]["namespace"], []).append(q)
     out = []
     for ti, tenant in enumerate(rf.fleet.spec.tenants):
         for ni, ns in enumerate(tenant.namespaces):
             path = (("spec", "tenants", ti, "quotas", ns) if ns in tenant.quotas
                     else ("spec", "tenants", ti, "namespaces", ni))
-            for q in namespace_quotas(rf, tenant, ns):
+            for q in by_ns.get(ns, ()):
                 qname = q["metadata"]["name"]
                 got = live.quotas.get((ns, qname))
                 if got is None:
@@ -710,7 +711,9 @@ class _Kept:
         return self.kept
 
 
-def verify(rf: ResolvedFleet, live: Live) -> Verified:
+def verify(rf: ResolvedFleet, live: Live, quotas: list[dict[str, Any]]) -> Verified:
+    """``quotas``: the ResourceQuota objects the plan writes (the driver lowers them:
+    ``gpuplan.compiler.planned_quotas``), compared with the live ones."""
     diags = _Kept()
     results = []
     claimed: dict[str, list[str]] = {}
@@ -745,5 +748,5 @@ def verify(rf: ResolvedFleet, live: Live) -> Verified:
             diags.add(rf.diag(W_UNPLANNED_NODE, f"node {show(n)} is labelled for pool {show(pool)}, which the spec "
                               "does not have", ("spec", "pools"), key=True))
     if live.saw_quotas:
-        diags.add(*_check_quotas(rf, live))
+        diags.add(*_check_quotas(rf, live, quotas))
     return Verified(diags.done(), results)

@@ -101,6 +101,14 @@ def operator_app_name(rf: ResolvedFleet) -> str:
     return f"gpuplan-{rf.fleet.metadata.name}-gpu-operator"
 
 
+def dra_app_name(rf: ResolvedFleet) -> str:
+    return f"gpuplan-{rf.fleet.metadata.name}-dra-driver"
+
+
+def kueue_app_name(rf: ResolvedFleet) -> str:
+    return f"gpuplan-{rf.fleet.metadata.name}-kueue"
+
+
 # --- Taints --------------------------------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # facts and engines every stage may use: diagnostics and codes (the registry behind
     # `gpuplan explain` imports its modules by name, only when asked), the hardware and cloud
     # catalogs, the MIG geometry engine, the pinned upstream APIs and the one CEL engine
-    ("foundation", ("gpuplan", "gpuplan.diagnostics", "gpuplan.codes", "gpuplan.exitcodes", "gpuplan.internal",
+    ("foundation", ("gpuplan", "gpuplan.artifacts", "gpuplan.diagnostics", "gpuplan.codes", "gpuplan.exitcodes", "gpuplan.internal",
                     "gpuplan.k8sversions", "gpuplan.k8s_features_dra", "gpuplan.upstream", "gpuplan.catalog",
                     "gpuplan.cloud", "gpuplan.mig", "gpuplan.render", "gpuplan.probe._nvml_compat",
                     "gpuplan.verify.cel")),

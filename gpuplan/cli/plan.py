@@ -76,9 +76,11 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
 
         opt = run_optimise(rf, read_source(fleet, nofollow=True))  # the file checked above, never a link
 
+    from gpuplan.compiler import placement_docs
     from gpuplan.placement import with_placement
 
-    text = render(fmt, with_placement(rf, capacity(rf)), diff=diff, optimise=opt, disruption=disruptive)
+    text = render(fmt, with_placement(rf, capacity(rf), placement_docs(rf)), diff=diff, optimise=opt,
+                  disruption=disruptive)
     if base is not None:
         from gpuplan.report.migration import append_to_report, migration_plan
 

@@ -28,7 +28,7 @@ def verify_cluster(ctx: click.Context, fleet: str, live: tuple[str, ...], fmt: s
 
     Exit 0 when the cluster matches, 6 when it differs (with --strict, warnings count
     too), 1 when the spec or the input is invalid."""
-    from gpuplan.compiler import check_fleet
+    from gpuplan.compiler import check_fleet, planned_quotas
     from gpuplan.diagnostics import has_errors
     from gpuplan.drift import MAX_LIVE_BYTES, Live, LiveInputError, parse_live, read_live, verify
 
@@ -49,7 +49,7 @@ def verify_cluster(ctx: click.Context, fleet: str, live: tuple[str, ...], fmt: s
         emit(exc.diags, fmt, verbose=verbose)
         ctx.exit(int(ExitCode.INVALID))
     assert checked.resolved is not None
-    result = verify(checked.resolved, parsed)
+    result = verify(checked.resolved, parsed, planned_quotas(checked.resolved))
     from gpuplan.diagnostics import normalise
 
     diags = normalise(result.diagnostics)

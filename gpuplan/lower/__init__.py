@@ -13,8 +13,9 @@ one artifact, not the spec plus every object of the tree."""
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Iterator, Mapping
+
+from gpuplan.artifacts import Artifact, Produced
 
 if TYPE_CHECKING:
     from gpuplan.resolve import ResolvedFleet
@@ -33,67 +34,38 @@ TARGET_MODULES: tuple[str, ...] = (
     "gpuplan.lower.kueue",  # only with spec.queueing; before gitops (Flux lists its HelmRelease)
     "gpuplan.lower.tenant_page",  # tenant pages without Kueue (kueue writes them otherwise)
     "gpuplan.lower.gitops",  # needs everything above
-    "gpuplan.lower.capacity",  # CAPACITY.md (the `gpuplan plan` report)
+    "capacity report",  # CAPACITY.md: a slot the driver fills (the report reads the object checks' proof)
     "gpuplan.lower.docs",  # README.md: last, describes the tree
 )
+# Places in the target order for files a later stage makes: the driver hands them in
+# (``reports``), so README.md and the kustomization describe them like any target's.
+SLOTS = frozenset({"capacity report"})
 
 
-@dataclass(frozen=True)
-class Artifact:
-    """One file of the generated tree.
-
-    ``documents``: YAML documents (Kubernetes objects, or one Helm values map).
-    ``text``: a text file (Markdown); exactly one of the two is set.
-    ``kustomize``: list this file in the root kustomization (Kubernetes objects
-    that are applied); False for values files, docs and drop-in configs."""
-
-    path: str
-    documents: tuple[dict[str, Any], ...] | None = None
-    text: str | None = None
-    kustomize: bool = True
-    description: str = ""
-
-
-@dataclass(frozen=True)
-class Produced:
-    """What later targets may ask of an artifact once its objects are gone."""
-
-    path: str
-    kustomize: bool
-    description: str
-    yaml: bool  # documents, not text
-    kinds: frozenset[str] = frozenset()
-    namespaces: frozenset[str] = frozenset()  # metadata.namespace of its objects
-    applications: tuple[dict[str, Any], ...] = ()  # Argo CD Applications (the AppProject admits their sources)
-
-    @property
-    def applied(self) -> bool:
-        """Listed in the root kustomization: objects the delivery applies."""
-        return self.kustomize and self.yaml
-
-    @classmethod
-    def of(cls, a: Artifact) -> "Produced":
-        docs = [d for d in a.documents or () if isinstance(d, dict)]
-        kinds = {k for d in docs if isinstance(k := d.get("kind"), str)}
-        namespaces = {ns for d in docs if isinstance(m := d.get("metadata"), dict)
-                      and isinstance(ns := m.get("namespace"), str)}
-        apps = tuple(d for d in docs if d.get("kind") == "Application")
-        return cls(a.path, a.kustomize, a.description, a.documents is not None,
-                   frozenset(kinds), frozenset(namespaces), apps)
-
-
-def iter_artifacts(rf: "ResolvedFleet") -> Iterator[Artifact]:
-    """Every artifact of the tree, in target order, each as soon as it is made."""
+def iter_artifacts(rf: "ResolvedFleet", *, only: Collection[str] | None = None,
+                   reports: Mapping[str, Callable[[], Iterable[Artifact]]] | None = None) -> Iterator[Artifact]:
+    """Every artifact of the tree, in target order, each as soon as it is made.
+    ``only``: just these targets (the object checks read a few); ``reports``: what
+    the driver puts in each slot (a slot without one is left out)."""
     produced: list[Produced] = []
     seen: set[str] = set()
     for name in TARGET_MODULES:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
+        if only is not None and name not in only:
+            continue
+        if name in SLOTS:
+            make = (reports or {}).get(name)
+            if make is None:
                 continue
-            raise
-        for a in mod.lower(rf, tuple(produced)):
+            made: Iterable[Artifact] = make()
+        else:
+            try:
+                mod = importlib.import_module(name)
+            except ModuleNotFoundError as exc:
+                if exc.name == name:
+                    continue
+                raise
+            made = mod.lower(rf, tuple(produced))
+        for a in made:
             if a.path in seen:
                 raise RuntimeError(f"two targets produced the same file: {a.path}")
             seen.add(a.path)

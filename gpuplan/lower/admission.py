@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import POOL_LABEL, POOL_TAINT_KEY, TENANT_LABEL, content_name
 from gpuplan.resolve import ResolvedFleet

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.lower.common import object_annotations
 from gpuplan.resolve import ResolvedFleet

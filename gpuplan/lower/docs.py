@@ -14,7 +14,7 @@ import os
 from typing import Any, Sequence
 
 import gpuplan
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.gitops import gitops_namespace
 from gpuplan.lower.common import engine, cell
 from gpuplan.identity import app_name, operator_app_name, project_name

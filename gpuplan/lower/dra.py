@@ -57,9 +57,9 @@ from gpuplan.dra import (
     tier_claims,
 )
 from gpuplan.k8s_features_dra import RESOURCE_API
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
-from gpuplan.identity import TIER_LABEL
+from gpuplan.identity import TIER_LABEL, dra_app_name
 from gpuplan.lower.gitops import FLUX_HELM_API, FLUX_SOURCE_API, argo_chart_application, gitops_namespace
 from gpuplan.lower.common import FLUX_OPERATOR_DIR, engine, object_annotations
 from gpuplan.resolve import ResolvedFleet
@@ -79,10 +79,6 @@ OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 def chart_version(rf: ResolvedFleet) -> str:
     """Helm chart versions are strict semver without the ``v`` (Chart.yaml)."""
     return rf.fleet.spec.cluster.allocation.dra_driver_version.lstrip("v")
-
-
-def app_name(rf: ResolvedFleet) -> str:
-    return f"gpuplan-{rf.fleet.metadata.name}-dra-driver"
 
 
 # --- DeviceClasses and claim templates ---------------------------------------------
@@ -167,7 +163,7 @@ def namespace(rf: ResolvedFleet) -> dict[str, Any]:
 
 def argo_application(rf: ResolvedFleet) -> dict[str, Any]:
     chart = {"repoURL": CHART_REPO_OCI.removeprefix("oci://"), "chart": CHART, "targetRevision": chart_version(rf)}
-    return argo_chart_application(rf, app_name(rf), chart, RELEASE, VALUES_PATH, NAMESPACE, create_namespace=False)
+    return argo_chart_application(rf, dra_app_name(rf), chart, RELEASE, VALUES_PATH, NAMESPACE, create_namespace=False)
 
 
 def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:

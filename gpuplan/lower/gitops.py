@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj, FLUX_OPERATOR_DIR, VALUES_PATH, engine, object_annotations
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.identity import app_name, operator_app_name, project_name

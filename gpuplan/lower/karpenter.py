@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import (
     POOL_LABEL, ami_alias, bottlerocket_device_plugin, bottlerocket_settings, karpenter_pool_taints,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.resolve import PoolView, ResolvedFleet
 from gpuplan.identity import kubelet_topology_fields, topology_is_default
 

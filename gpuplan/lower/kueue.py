@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
-from gpuplan.identity import POOL_LABEL, TENANT_LABEL, TIER_LABEL, pool_node_taints, LOCAL_QUEUE
+from gpuplan.identity import LOCAL_QUEUE, POOL_LABEL, TENANT_LABEL, TIER_LABEL, kueue_app_name, pool_node_taints
 from gpuplan.lower.gitops import FLUX_HELM_API, FLUX_SOURCE_API, argo_chart_application, gitops_namespace
 from gpuplan.lower.common import ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_OPERATOR_DIR, engine, object_annotations
 from gpuplan.queues import QueueLedger, cohort_name, queue_ledger
@@ -57,10 +57,6 @@ def annotations(rf: ResolvedFleet, kind: str) -> dict[str, str]:
 
 def topology_name(rf: ResolvedFleet) -> str:
     return f"gpuplan-{rf.fleet.metadata.name}"
-
-
-def app_name(rf: ResolvedFleet) -> str:
-    return f"gpuplan-{rf.fleet.metadata.name}-kueue"
 
 
 # --- objects ----------------------------------------------------------------------------
@@ -207,7 +203,7 @@ def argo_application(rf: ResolvedFleet) -> dict[str, Any]:
     k = rf.fleet.spec.queueing.kueue  # type: ignore[union-attr]
     # Argo CD's native OCI source (v3.1+): the chart's artifact, path "."
     chart = {"repoURL": f"{CHART_REPO}/{CHART}", "targetRevision": k.chart_version, "path": "."}
-    return argo_chart_application(rf, app_name(rf), chart, RELEASE, VALUES_PATH, k.namespace)
+    return argo_chart_application(rf, kueue_app_name(rf), chart, RELEASE, VALUES_PATH, k.namespace)
 
 
 def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:

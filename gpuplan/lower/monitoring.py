@@ -58,7 +58,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import POOL_LABEL, TENANT_LABEL
 from gpuplan.identity import mig_config_name

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import POOL_LABEL
 from gpuplan.lower.common import object_annotations

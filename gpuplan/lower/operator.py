@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.dra import is_dra
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as PLUGIN_CONFIGMAP
 from gpuplan.identity import DEFAULT_CONFIG, cluster_mig_strategy

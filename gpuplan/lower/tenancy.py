@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import TENANT_LABEL, TIER_LABEL
 from gpuplan.lower.common import object_annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from gpuplan.lower import Artifact, Produced
+from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import POOL_LABEL, contract_spec, contract_job, contract_pod, contract_pod_spec
 from gpuplan.queues import QueueLedger, flavor_name, gang_shape
 from gpuplan.resolve import ResolvedFleet

@@ -244,22 +244,6 @@ def _scope_matches(e: dict[str, Any], pc: str) -> bool:
 # --- the proof -------------------------------------------------------------------------
 
 
-def generated_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
-    """The objects the proof reads, made by the lowering functions that write them."""
-    from gpuplan.lower import admission, karpenter, node_labels, tenancy
-
-    docs: list[dict[str, Any]] = []
-    for pv in rf.pools:
-        docs.append(karpenter.nodepool(rf, pv) if pv.pool.karpenter is not None else node_labels.node_feature_rule(rf, pv))
-    for tn in rf.fleet.spec.tenants:
-        for ns in tn.namespaces:
-            docs.append(tenancy.namespace(rf, tn, ns))
-            docs.extend(tenancy.namespace_quotas(rf, tn, ns))
-    if admission.enabled(rf):
-        docs += admission.objects(rf)
-    return docs
-
-
 def ert_enabled(rf: ResolvedFleet) -> bool:
     c = rf.fleet.spec.cluster
     return c.extended_resource_toleration if c.extended_resource_toleration is not None else c.aws is not None
@@ -333,14 +317,13 @@ def _shape(ns_obj: dict[str, Any], docs_by_ns: dict[str, list], bindings: list) 
     return json.dumps([labels, selected, quotas], sort_keys=True)
 
 
-def prove(rf: ResolvedFleet, docs: list[dict[str, Any]] | None = None) -> Proof:
+def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
     """Every tier's contract pod in every namespace. Admission is simulated once per
     namespace shape (:func:`_shape`), placement once per tier (the pod is the same in
     every namespace), so a fleet of thousands of namespaces is proved in seconds."""
     from gpuplan.dra import is_dra
     from gpuplan.identity import contract_pod
 
-    docs = generated_objects(rf) if docs is None else docs
     pools = pools_from_objects(rf, docs)
     order = {p.name: i for i, p in enumerate(karpenter_order(pools))}
     namespaces = [namespace_object(d) for d in docs if d.get("kind") == "Namespace"]
@@ -390,11 +373,12 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]] | None = None) -> Proof:
     return Proof(pools, verdicts, twins)
 
 
-def proof(rf: ResolvedFleet) -> Proof:
-    """The proof of the fleet, computed once (the rules and the report share it)."""
+def proof(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
+    """The proof of the fleet over ``docs`` (the objects the driver collected from
+    lowering), computed once: the object checks and the capacity report share it."""
     cached = rf.__dict__.get("_placement_proof")
     if cached is None:
-        cached = rf.__dict__["_placement_proof"] = prove(rf)
+        cached = rf.__dict__["_placement_proof"] = prove(rf, docs)
     return cached
 
 
@@ -414,11 +398,11 @@ def matrix_rows(p: Proof) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def with_placement(rf: ResolvedFleet, report: "CapacityReport") -> "CapacityReport":
+def with_placement(rf: ResolvedFleet, report: "CapacityReport", docs: list[dict[str, Any]]) -> "CapacityReport":
     """The capacity report with the placement proof, for fleets with tiers.
     Not part of ``capacity``: the proof reads quotas that read the capacity."""
     if not rf.fleet.spec.tiers or pairs(rf) > MAX_PAIRS:
         return report
     from dataclasses import replace
 
-    return replace(report, placement=proof(rf))
+    return replace(report, placement=proof(rf, docs))

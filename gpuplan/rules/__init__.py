@@ -29,7 +29,6 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.queueing",
     "gpuplan.rules.admission",
     "gpuplan.rules.versions",
-    "gpuplan.rules.placement",
 )
 
 W_DISABLE_UNKNOWN = Code(
@@ -43,15 +42,12 @@ CODES = (W_DISABLE_UNKNOWN,)
 
 
 def run_rules(rf: "ResolvedFleet") -> list[Diagnostic]:
+    """Every spec rule family, with the spec's ``rules.disable`` applied. Checks over
+    the generated objects (``gpuplan.objchecks``) run after lowering, on a clean spec."""
     out: list[Diagnostic] = []
-    disabled = {d.code for d in rf.fleet.spec.rules.disable}
     for name in RULE_MODULES:
-        mod = importlib.import_module(name)
-        # families that lower the spec (AFTER_CLEAN) run only on a spec without errors
-        if getattr(mod, "AFTER_CLEAN", False) and any(
-                d.severity == Severity.ERROR and d.code not in disabled for d in out):
-            continue
-        out.extend(mod.check(rf))
+        out.extend(importlib.import_module(name).check(rf))
+    disabled = {d.code for d in rf.fleet.spec.rules.disable}
     if disabled:
         from gpuplan.codes import all_codes
 
@@ -61,5 +57,10 @@ def run_rules(rf: "ResolvedFleet") -> list[Diagnostic]:
                 out.append(rf.diag(W_DISABLE_UNKNOWN,
                                    f"{d.code} is not a rule that can be disabled",
                                    ("spec", "rules", "disable", i, "code")))
-        out = [d for d in out if d.code not in disabled or d.code[:3] in ("GP0", "GP1")]
-    return out
+    return drop_disabled(rf, out)
+
+
+def drop_disabled(rf: "ResolvedFleet", diags: list[Diagnostic]) -> list[Diagnostic]:
+    """``diags`` without the codes the spec disables (reading and schema errors always apply)."""
+    disabled = {d.code for d in rf.fleet.spec.rules.disable}
+    return [d for d in diags if d.code not in disabled or d.code[:3] in ("GP0", "GP1")]

@@ -217,9 +217,9 @@ def _flux_names(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
 def argo_application_names(rf: ResolvedFleet) -> list[str]:
     """Every Application name gpuplan may derive from the fleet's name."""
-    from gpuplan.lower import dra, gitops, kueue
+    from gpuplan.identity import app_name, dra_app_name, kueue_app_name, operator_app_name
 
-    return [gitops.app_name(rf), gitops.operator_app_name(rf), dra.app_name(rf), kueue.app_name(rf)]
+    return [app_name(rf), operator_app_name(rf), dra_app_name(rf), kueue_app_name(rf)]
 
 
 def subdomain_problem(name: str) -> str | None:

@@ -30,7 +30,7 @@ from typing import Iterator
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.dra import (
-    CHART_CLASSES, DEVICE_PLUGIN_DEPLOY_LABEL, DRA, PARENT_UUID, any_dra, is_dra, pool_backend,
+    CHART_CLASSES, DEVICE_PLUGIN_DEPLOY_LABEL, DRA, any_dra, is_dra, pool_backend,
     pool_extended_resources, tier_claims,
 )
 from gpuplan.k8s_features_dra import DRA_EXTENDED_RESOURCE, DYNAMIC_RESOURCE_ALLOCATION, MIN_MINOR, minor
@@ -62,14 +62,6 @@ E_DUP_EXT = Code(
     "its `gpu.nvidia.com` class `nvidia.com/gpu`, so a DRA tier of whole GPUs cannot keep that name.",
     bad="tiers on two DRA pools that both hand out nvidia.com/mig-1g.10gb, with extendedResources: true",
     good="extendedResources: false on one of the pools (its pods use the tier's ResourceClaimTemplate)",
-)
-E_NO_PARENT = Code(
-    "GP683", "multi-slice claim without the parent-GPU constraint", Severity.ERROR,
-    "A ResourceClaim that asks for several MIG devices gets them from any GPUs of the node unless a "
-    "`matchAttribute: gpu.nvidia.com/parentUUID` constraint ties them to one GPU. gpuplan writes the "
-    "constraint on every such ResourceClaimTemplate; this rule checks the templates it emits.",
-    bad="devices: {requests: [{name: gpus, exactly: {deviceClassName: gpuplan-infer, count: 2}}]}",
-    good="devices:\n  requests: [...]\n  constraints: [{requests: [gpus], matchAttribute: gpu.nvidia.com/parentUUID}]",
 )
 E_BOTH = Code(
     "GP684", "a node advertised by both back-ends", Severity.ERROR,
@@ -132,7 +124,7 @@ W_KARPENTER = Code(
     bad="karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 32}\nallocation: {backend: dra}",
     good="nodes: [gpu-01, gpu-02]\nallocation: {backend: dra}",
 )
-CODES = (E_DRA_VERSION, E_EXT_GATE, E_DUP_EXT, E_NO_PARENT, E_BOTH, E_DRA_SHARING, E_ELSEWHERE, E_UNSAT,
+CODES = (E_DRA_VERSION, E_EXT_GATE, E_DUP_EXT, E_BOTH, E_DRA_SHARING, E_ELSEWHERE, E_UNSAT,
          W_CHART_CLASS, W_DRIVER_VERSION, W_KARPENTER)
 
 CLUSTER_ALLOCATION = ("spec", "cluster", "allocation")
@@ -201,33 +193,6 @@ def _duplicates(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                       f"{c.extended_resource}, already claimed by {first}; the class created later "
                       "silently serves every pod that requests it",
                       ("spec", "tiers", rf.tier_index[c.tier]), hint=hint)
-
-
-def check_templates(templates: list[dict], mig_classes: frozenset[str]) -> list[str]:
-    """``namespace/name`` of every ResourceClaimTemplate that asks for several
-    devices of a MIG DeviceClass (``mig_classes``) without the parentUUID constraint."""
-    bad = []
-    for t in templates:
-        devices = t["spec"]["spec"]["devices"]
-        tied = {r for c in devices.get("constraints", ()) if c.get("matchAttribute") == PARENT_UUID
-                for r in c.get("requests", ())}
-        for req in devices["requests"]:
-            ex = req.get("exactly", {})
-            if ex.get("count", 1) > 1 and req["name"] not in tied and ex.get("deviceClassName") in mig_classes:
-                bad.append(f"{t['metadata'].get('namespace')}/{t['metadata']['name']}")
-    return bad
-
-
-def _templates(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    from gpuplan.lower.dra import namespace_templates
-
-    mig = frozenset({"mig.nvidia.com", *(c.class_name for c in tier_claims(rf) if c.device_type == "mig")})
-    for ti, tenant in enumerate(rf.fleet.spec.tenants):
-        for ns in tenant.namespaces:
-            for name in check_templates(namespace_templates(rf, tenant, ns), mig):
-                yield rf.diag(E_NO_PARENT, f"ResourceClaimTemplate {name} asks for several MIG devices "
-                              "without matchAttribute gpu.nvidia.com/parentUUID",
-                              ("spec", "tenants", ti, "quotas", ns))
 
 
 def _pools(rf: ResolvedFleet) -> Iterator[Diagnostic]:
@@ -301,5 +266,4 @@ def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
     yield from _versions(rf)
     yield from _pools(rf)
     yield from _duplicates(rf)
-    yield from _templates(rf)
     yield from _proof(rf)

@@ -17,7 +17,6 @@ rule looks at those). Results are data (``Diagnostic``); nothing here prints.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from dataclasses import dataclass, field
@@ -139,7 +138,7 @@ class Verifier:
         group, _, version = api.rpartition("/")
         if group in crd_groups():
             return self._check_crd(obj, old, group, kind, version)
-        return self._check_core(obj, api, kind), 0, ()
+        return self._check_core(obj, api, kind, old), 0, ()
 
     def _check_crd(self, obj: dict, old: dict | None, group: str, kind: str, version: str):
         from gpuplan.upstream import crd_kinds, crd_schema
@@ -148,13 +147,21 @@ class Verifier:
         validator = schemas.crd_validator(group, kind, version)
         if validator is None:
             served = sorted(f"{g}/{v} {k}" for g, k, v in crd_kinds() if g == group)
+            pinned_kind = any(g == group and k == kind for g, k, _ in crd_kinds())
+            if kind.isidentifier() and kind.isascii() and not pinned_kind:
+                # a kind of the group gpuplan does not pin (Karpenter's NodeClaim,
+                # NFD's NodeFeature): served wherever the project is installed
+                return [Problem(schemas.W_UNKNOWN_KIND, ("kind",), False,
+                                f"{group}/{version} {kind}: gpuplan pins no CRD of this kind; not verified",
+                                hint="pinned kinds of " + group + ": " + ", ".join(served))], 0, ()
             return [Problem(schemas.E_NOT_SERVED, ("apiVersion",), False,
                             f"{group}/{version} {kind} is not served by the pinned CRDs of {group}",
                             hint="served: " + ", ".join(served))], 0, ()
-        # the API server defaults an object before it validates schema and rules
+        # as the API server: prune nulls, apply defaults, drop status where it is a
+        # subresource, then validate schema, list types and rules (schemas.prepare)
         schema = crd_schema(group, kind, version)
-        obj = schemas.apply_defaults(schema, copy.deepcopy(obj))
-        old = schemas.apply_defaults(schema, copy.deepcopy(old)) if old is not None else None
+        obj = schemas.prepare(group, kind, schema, obj)
+        old = schemas.prepare(group, kind, schema, old) if old is not None else None
         problems = [Problem(c or schemas.E_CRD_SCHEMA, p, k, m) for c, p, k, m in schemas.schema_findings(validator, obj)]
         if any(p.code.severity is Severity.ERROR for p in problems) or not self.options.cel:
             # CEL runs on schema-valid objects only: its type errors would only repeat these
@@ -182,8 +189,8 @@ class Verifier:
                                         hint=f"CEL rule: {f.rule.rule}"))
         return problems, counter[0], tuple(skipped)
 
-    def _check_core(self, obj: dict, api: str, kind: str) -> list[Problem]:
-        from gpuplan.verify import schemas
+    def _check_core(self, obj: dict, api: str, kind: str, old: dict | None = None) -> list[Problem]:
+        from gpuplan.verify import core, schemas
 
         version = self._version()
         if version is None:
@@ -193,7 +200,16 @@ class Verifier:
             return [Problem(schemas.W_UNKNOWN_KIND, ("kind",), False,
                             f"{api} {kind}: no pinned CRD and no Kubernetes {version} schema; not verified",
                             hint="gpuplan pins the CRDs listed in gpuplan/upstream/SOURCES.md")]
-        return [Problem(c or schemas.E_CORE_SCHEMA, p, k, m) for c, p, k, m in schemas.schema_findings(validator, obj)]
+        # a built-in kind is decoded into its Go type: a null is the zero value, as if absent
+        obj = core.drop_nulls(obj)
+        old = core.drop_nulls(old) if old is not None else None
+        problems = [Problem(c or schemas.E_CORE_SCHEMA, p, k, m)
+                    for c, p, k, m in schemas.schema_findings(validator, obj)]
+        if not any(p.code.severity is Severity.ERROR for p in problems):
+            # the Go validation runs on a decoded object: after a schema error there is none
+            problems += [Problem(core.E_CORE_VALIDATION, p, False, m, hint=h)
+                         for p, m, h in core.validate(api, kind, obj, old)]
+        return problems
 
     def _version(self) -> str | None:
         if self._core_version is False:
@@ -229,8 +245,17 @@ class Verifier:
             self.stats.objects -= 1
             self.stats.build_files += 1
             return
+        if old is not None and _replaced(obj):
+            old = None  # the sync tool deletes and creates it: create rules, not update rules
         problems, evaluated, skipped = self.check(obj, old)
         from gpuplan.upstream import crd_groups
+        from gpuplan.verify import core
+
+        if group not in crd_groups() and core.NAMED.get(obj["kind"]) is not None and not any(
+                p.code.severity is Severity.ERROR for p in problems):
+            # rules on the name (the memo's shape leaves names out): a few per object, cheap
+            problems = problems + [Problem(core.E_CORE_VALIDATION, p, False, m, hint=h)
+                                   for p, m, h in core.validate_named(obj, old)]
 
         if any(p.code.code in ("GP833", "GP834") for p in problems) or (group not in crd_groups() and self._version() is None):
             self.stats.not_verified += 1
@@ -258,6 +283,19 @@ class Verifier:
             diags.append(I_NOT_EVALUATED.diag(f"not evaluated on {n} object{'s' if n != 1 else ''}: {label}",
                                               file=file, line=line, col=col))
         return Result(normalise(diags), self.stats)
+
+
+def _replaced(obj: dict) -> bool:
+    """The object asks its GitOps tool to replace it rather than update it: Argo CD's
+    sync option ``Replace=true`` (kubectl replace / delete and create), Flux's
+    ``kustomize.toolkit.fluxcd.io/force: enabled`` (recreate on an immutable-field
+    error). gpuplan writes these on PriorityClasses, whose ``value`` is immutable."""
+    ann = (obj.get("metadata") or {}).get("annotations")
+    if not isinstance(ann, dict):
+        return False
+    opts = ann.get("argocd.argoproj.io/sync-options")
+    return (isinstance(opts, str) and "Replace=true" in opts.replace(" ", "").split(",")) or \
+        ann.get("kustomize.toolkit.fluxcd.io/force") == "enabled"
 
 
 def _name(obj: dict) -> str:
@@ -387,11 +425,15 @@ def read_old_objects(out_dir: str | Path, path: str, docs: Sequence[Any]) -> dic
     from gpuplan.upstream import crd_groups
     from gpuplan.verify.cel import rules_tree, transition_rules
 
+    from gpuplan.verify.core import UPDATE_RULES
+
     def has_transition_rules(d: Any) -> bool:
         if not isinstance(d, dict) or not isinstance(d.get("apiVersion"), str):
             return False
         group, _, version = d["apiVersion"].rpartition("/")
-        return group in crd_groups() and bool(transition_rules(rules_tree(group, str(d.get("kind")), version)))
+        if group not in crd_groups():
+            return d.get("kind") in UPDATE_RULES  # Go update rules (PriorityClass value, ...)
+        return bool(transition_rules(rules_tree(group, str(d.get("kind")), version)))
 
     if not any(has_transition_rules(d) for d in docs):
         return {}

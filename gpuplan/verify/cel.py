@@ -207,7 +207,44 @@ def _sum(values: list) -> Any:
     return total
 
 
-K8S_FUNCTIONS: dict[str, Callable[..., Any]] = {"find": _find, "split": _split, "sum": _sum}
+def _k8s_size(v: Any) -> int:
+    """CEL ``size``: a string's length in Unicode code points (the CEL spec, and
+    cel-go's String.Size, which Kubernetes uses); the engine here counts UTF-8
+    bytes (``size("é") == 2``), so rules are compiled with ``size`` replaced by this
+    (``k8s_rule_text``)."""
+    return len(v)
+
+
+K8S_FUNCTIONS: dict[str, Callable[..., Any]] = {"find": _find, "split": _split, "sum": _sum,
+                                                 "k8sSize": _k8s_size}
+
+_SIZE_CALL = re.compile(r"(?<![A-Za-z0-9_])size(?=\s*\()")
+
+
+def k8s_rule_text(rule: str) -> str:
+    """``rule`` as the engine must compile it to give Kubernetes' answers:
+    ``size(x)`` and ``x.size()`` call ``k8sSize`` (string literals left alone)."""
+    if "size" not in rule:
+        return rule
+    out, i, n = [], 0, len(rule)
+    while i < n:
+        c = rule[i]
+        if c in "'\"":
+            q = c * 3 if rule.startswith(c * 3, i) else c
+            j = i + len(q)
+            while j < n and not rule.startswith(q, j):
+                j += 2 if rule[j] == "\\" else 1
+            out.append(rule[i:j + len(q)])
+            i = j + len(q)
+            continue
+        m = _SIZE_CALL.match(rule, i)
+        if m:
+            out.append("k8sSize")
+            i = m.end()
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 # Functions and operators every CEL engine has (the CEL standard definitions)
 # plus the macros; anything else a rule calls must be in K8S_FUNCTIONS.
@@ -281,6 +318,7 @@ class Compiled:
     unsupported: tuple[str, ...] = ()  # functions, or rule fields, gpuplan does not implement
     error: str | None = None  # the rule does not compile
     nesting: int = 0  # comprehensions nested in the rule (cost estimate)
+    macro: "tuple[str, Any, str, Any] | None" = None  # a rule that is one exists()/all(): _top_macro
 
     @property
     def runnable(self) -> bool:
@@ -311,11 +349,11 @@ def _has_rules(schema: Any) -> bool:
 def _compile(rule: Rule) -> Compiled:
     cel = engine()
     try:
-        program = cel.compile(rule.rule)
+        program = cel.compile(k8s_rule_text(rule.rule))
     except Exception as exc:  # noqa: BLE001 - the engine's parse errors have no common base class
         return Compiled(rule, error=str(exc).splitlines()[0])
     unsupported = tuple(sorted(f for f in program.functions() if f not in STANDARD and f not in K8S_FUNCTIONS))
-    return Compiled(rule, program, unsupported, nesting=nesting(rule.rule))
+    return Compiled(rule, program, unsupported, nesting=nesting(rule.rule), macro=_top_macro(rule.rule))
 
 
 def _tree(schema: dict, crd: str, path: str) -> Node:
@@ -452,8 +490,12 @@ def _walk(node: Node, value: Any, old: Any, path: tuple, counter: list[int], bud
             try:
                 ok = c.program.execute(ctx)
             except Exception as exc:  # noqa: BLE001 - evaluation errors reject the object, as in the API server
-                yield Finding(r, path, error=_short(exc))
-                continue
+                ok = _macro_again(c, value, old) if c.macro is not None else None
+                if ok is None:
+                    yield Finding(r, path, error=_short(exc))
+                    if r.transition:
+                        ctx = None
+                    continue
             if ok is not True:
                 where, at_key = _culprit(c, value), False
                 if where is not None:
@@ -477,6 +519,80 @@ def _walk(node: Node, value: Any, old: Any, path: tuple, counter: list[int], bud
         # under a list are reported as not evaluated).
         for i, v in enumerate(value):
             yield from _walk(node.items, v, _MISSING, path + (i,), counter, budget)
+
+
+# --- exists() and all() with cel-go's error semantics -----------------------------------------
+#
+# cel-go expands `r.exists(x, p)` into a fold whose step is a logical OR and
+# `r.all(x, p)` into one of logical ANDs (cel-go parser/macro.go, MakeExists,
+# MakeAll), and CEL's || and && absorb errors: `exists` is true when any element
+# satisfies p, even if p fails on another; `all` is false when any element fails p.
+# The engine here stops at the first error. So when a rule that is one such macro
+# fails to evaluate, each element is evaluated on its own and the answers
+# combined as cel-go would. (A macro nested inside a larger expression keeps the
+# engine's answer: docs/verify.md lists the limit.)
+
+_TOP_MACRO = re.compile(r"\s*(exists|all)\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
+
+
+def _top_macro(rule: str) -> tuple[str, Any, str, Any] | None:
+    """(``exists``|``all``, range program, variable, predicate program) when the
+    whole rule is ``<range>.exists(v, p)`` or ``<range>.all(v, p)``."""
+    text = rule.strip()
+    if not text.endswith(")"):
+        return None
+    depth, i, open_at = 0, len(text) - 1, None
+    while i >= 0:  # the parenthesis the final one closes (literals: bail out)
+        ch = text[i]
+        if ch in "'\"":
+            return None
+        depth += ch == ")"
+        depth -= ch == "("
+        if depth == 0:
+            open_at = i
+            break
+        i -= 1
+    if open_at is None:
+        return None
+    dot = text.rfind(".", 0, open_at)
+    m = _TOP_MACRO.match(text, dot + 1) if dot > 0 else None
+    if m is None or m.start(1) != dot + 1 or text[dot + 1:open_at].strip() != m[1]:
+        return None
+    try:
+        rng = engine().compile(k8s_rule_text(text[:dot]))
+        pred = engine().compile(k8s_rule_text(text[m.end():-1]))
+    except Exception:  # noqa: BLE001 - not a shape this can split: the engine's answer stands
+        return None
+    return m[1], rng, m[2], pred
+
+
+def _macro_again(c: Compiled, value: Any, old: Any) -> bool | None:
+    """The rule's answer with cel-go's semantics, or None when it is an error there too."""
+    kind, rng, var, pred = c.macro  # type: ignore[misc]
+    cel = engine()
+    base = {"self": value}
+    if c.rule.transition and old is not _MISSING:
+        base["oldSelf"] = old
+    try:
+        elems = rng.execute(cel.Context(variables=base, functions=K8S_FUNCTIONS))
+    except Exception:  # noqa: BLE001 - the range itself fails: an error in cel-go too
+        return None
+    if isinstance(elems, dict):
+        elems = list(elems)
+    if not isinstance(elems, list):
+        return None
+    failed = False
+    for e in elems:
+        try:
+            ok = pred.execute(cel.Context(variables={**base, var: e}, functions=K8S_FUNCTIONS))
+        except Exception:  # noqa: BLE001
+            failed = True
+            continue
+        if kind == "exists" and ok is True:
+            return True
+        if kind == "all" and ok is False:
+            return False
+    return None if failed else (kind == "all")
 
 
 def _culprit(c: Compiled, value: Any) -> tuple[Any, bool] | None:
@@ -520,7 +636,7 @@ def expression(text: str) -> Any:
     when it does not compile, or when it calls a function that is neither
     standard nor in ``K8S_FUNCTIONS`` (it could only fail at evaluation)."""
     try:
-        program = engine().compile(text)
+        program = engine().compile(k8s_rule_text(text))
     except Exception as exc:  # noqa: BLE001 - the engine's parse errors have no common base class
         raise ValueError(str(exc).splitlines()[0]) from exc
     unsupported = sorted(f for f in program.functions() if f not in STANDARD and f not in K8S_FUNCTIONS)

@@ -87,6 +87,7 @@ class Manifest:
     index: int  # 0-based position of the document in the file
     data: Any
     text: str | None = None
+    prefix: tuple = ()  # path of the object inside the document (("items", 3) in a kind: List)
 
     def locate(self, path: tuple, *, key: bool = False) -> tuple[int | None, int | None]:
         """``(line, col)`` of ``path`` (keys and list indices) in the file, or of
@@ -95,6 +96,7 @@ class Manifest:
         node = _nodes(self.text)[self.index] if self.text is not None else None
         if node is None:
             return (None, None)
+        path = self.prefix + tuple(path)
         best = _mark(node)
         for step in path:
             child = None
@@ -280,6 +282,12 @@ def _json_size(v: Any, memo: dict[int, int]) -> int:
     return len(repr(v))
 
 
+def _is_list(data: Any) -> bool:
+    """A list of objects as the API returns it (metav1.List, or a typed <Kind>List)."""
+    return (isinstance(data, dict) and isinstance(data.get("kind"), str) and data["kind"].endswith("List")
+            and isinstance(data.get("items"), list) and isinstance(data.get("apiVersion"), str))
+
+
 def load_text(text: str, file: str, *, check_duplicates: bool = True,
               max_object_bytes: int = MAX_OBJECT_BYTES) -> tuple[list[Manifest], list[Diagnostic]]:
     """Every non-empty document of ``text``; a syntax error ends the file with
@@ -309,6 +317,10 @@ def load_text(text: str, file: str, *, check_duplicates: bool = True,
                     f"document {index + 1} is {too_big:,} bytes as JSON: more than the {max_object_bytes:,} "
                     "the API server accepts in one request; not verified", file=file, line=line, col=col,
                     hint="split the data over several objects (a ConfigMap holds at most 1 MiB)"))
+            elif _is_list(data):
+                # `kubectl get -o yaml|json` of several objects: kind: List (or <Kind>List)
+                # with items; the API server never receives the List, only each item
+                out += [Manifest(file, index, item, text, ("items", i)) for i, item in enumerate(data["items"])]
             elif data is not None:
                 out.append(Manifest(file, index, data, text))
             index += 1

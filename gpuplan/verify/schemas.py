@@ -17,14 +17,16 @@ from gpuplan.diagnostics import Severity
 
 E_NOT_SERVED = Code(
     "GP833", "version or kind not served by the pinned CRD", Severity.ERROR,
-    "The object's API group is one gpuplan pins (Karpenter, GPU Operator, NFD, Argo CD, Flux, Kueue), "
-    "but no pinned CRD of that group serves this kind at this version: the API server would answer "
-    "`no matches for kind`.",
+    "The object's kind is one gpuplan pins (Karpenter, GPU Operator, NFD, Argo CD, Flux, Kueue), "
+    "but the pinned CRD does not serve it at this version: the API server would answer "
+    "`no matches for kind`. (A kind of a pinned group that gpuplan does not pin at all, such as "
+    "Karpenter's NodeClaim, is GP834: listed, not verified.)",
     bad="apiVersion: karpenter.sh/v1beta1\nkind: NodePool", good="apiVersion: karpenter.sh/v1\nkind: NodePool",
 )
 W_UNKNOWN_KIND = Code(
     "GP834", "kind not verified", Severity.WARNING,
-    "No pinned schema knows this apiVersion/kind (a CRD gpuplan does not pin, or a core kind "
+    "No pinned schema knows this apiVersion/kind (a CRD gpuplan does not pin, including kinds of a "
+    "pinned group such as Karpenter's NodeClaim or NFD's NodeFeature, or a core kind "
     "kubernetes-validate does not have at this Kubernetes version). It is listed, not verified.",
     bad="apiVersion: cert-manager.io/v1\nkind: Certificate", good="apiVersion: v1\nkind: ConfigMap",
 )
@@ -60,7 +62,17 @@ W_PATTERN = Code(
     bad="pattern: '^(?=a)b$'   # a lookahead: Python syntax, not RE2", good="pattern: '^[a-z]+$'",
 )
 
-CODES = (E_NOT_SERVED, W_UNKNOWN_KIND, E_CRD_SCHEMA, E_CORE_SCHEMA, E_K8S_VERSION, W_PATTERN)
+E_CORE_VALIDATION = Code(
+    "GP846", "object breaks the API server's validation of its kind", Severity.ERROR,
+    "A built-in object matches its OpenAPI schema but breaks a rule of the kind's Go validation in the "
+    "API server (kubernetes pkg/apis/*/validation): a negative or fractional quota for a counted "
+    "resource, a PriorityClass named `system-...` or above 1,000,000,000, a changed PriorityClass "
+    "`value` (with --base), a binding with both Deny and Warn, a ConfigMap key with a `/`.",
+    bad="apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: system-gpu}\nvalue: 1000",
+    good="apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: gpu-high}\nvalue: 1000",
+)
+
+CODES = (E_NOT_SERVED, W_UNKNOWN_KIND, E_CRD_SCHEMA, E_CORE_SCHEMA, E_K8S_VERSION, W_PATTERN, E_CORE_VALIDATION)
 
 # Marks the ValidationError of a pattern RE2 cannot compile (a warning, not a refusal).
 _NOT_RE2 = "not RE2 syntax"
@@ -115,11 +127,67 @@ def _pattern_properties(validator: Any, props: dict, instance: Any, schema: Any)
                 yield from validator.descend(v, sub, path=k, schema_path=patrn)
 
 
+# --- x-kubernetes-list-type: set and map --------------------------------------------------
+#
+# apiextensions-apiserver pkg/apiserver/schema/listtype/validation.go,
+# ValidateListSetsAndMaps (run by pkg/registry/customresource/validator.go with the
+# schema): a `set` holds no element twice, a `map` no two elements with the same
+# values of x-kubernetes-list-map-keys (a missing key counts as its own value).
+# Elements compare as Go compares them after json.Marshal: 1 and true differ, and
+# so do 1 and 1.0 (int64 and float64 once decoded).
+
+
+def _list_key(x: Any) -> Any:
+    if isinstance(x, (dict, list)):
+        import json
+
+        return ("json", json.dumps(x, sort_keys=True, separators=(",", ":")))
+    return (type(x).__name__, x)
+
+
+_UNSPECIFIED = ("unspecified",)
+
+
+def _list_type(validator: Any, list_type: str, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if not isinstance(instance, list) or len(instance) < 2 or list_type not in ("set", "map"):
+        return
+    if list_type == "map":
+        if not all(isinstance(x, dict) or x is None for x in instance):
+            return  # validateListMap: "must be an object", which the schema's items type reports too
+        names = schema.get("x-kubernetes-list-map-keys") or []
+        keys = [tuple((k, _list_key(x[k])) if k in x else (k, _UNSPECIFIED) for k in names) if x else ()
+                for x in instance]
+    else:
+        keys = [_list_key(x) for x in instance]
+    seen: dict[Any, int] = {}
+    for i, k in enumerate(keys):
+        seen[k] = seen.get(k, 0) + 1
+        if seen[k] == 2:  # reported once per value, at its second appearance (validateListSet)
+            if list_type == "set":
+                what = f"Duplicate value: {instance[i]!r}"
+            else:
+                what = "Duplicate value: " + ", ".join(
+                    f"{n}={instance[i][n]!r}" for n in names if isinstance(instance[i], dict) and n in instance[i])
+            yield ValidationError(what + f" (x-kubernetes-list-type: {list_type})", path=(i,))
+
+
 @lru_cache(maxsize=1)
 def _validator_class() -> Any:
+    """Core kinds: their list types are merge strategies for server-side apply,
+    not uniqueness rules (the Go validation of each kind says what is unique)."""
     from jsonschema import Draft202012Validator, validators
 
     return validators.extend(Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties})
+
+
+@lru_cache(maxsize=1)
+def _crd_validator_class() -> Any:
+    from jsonschema import Draft202012Validator, validators
+
+    return validators.extend(Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties,
+                                                    "x-kubernetes-list-type": _list_type})
 
 
 @lru_cache(maxsize=None)
@@ -127,31 +195,86 @@ def crd_validator(group: str, kind: str, version: str) -> Any | None:
     from gpuplan.upstream import crd_schema
 
     schema = crd_schema(group, kind, version)
-    return None if schema is None else _validator_class()(schema)
+    return None if schema is None else _crd_validator_class()(schema)
 
 
-# --- structural defaults ----------------------------------------------------------------
+# --- the API server's steps before validation ------------------------------------------
+#
+# apiextensions-apiserver decodes a custom resource, then (pkg/apiserver/
+# customresource_handler.go, unstructuredDefaulter.Default) runs
+# structuraldefaulting.PruneNonNullableNullsWithoutDefaults and then
+# structuraldefaulting.Default (pkg/apiserver/schema/defaulting/prunenulls.go,
+# algorithm.go); the strategy's PrepareForCreate / PrepareForUpdate
+# (pkg/registry/customresource/strategy.go) drop or keep the old `status` when the
+# version has a status subresource; only then is the object validated (schema,
+# list types, CEL: customResourceStrategy.Validate). No pinned schema is
+# `nullable`, so every null without a default goes, every null with one is defaulted.
 
 
-def apply_defaults(schema: dict, value: Any) -> Any:
-    """``value`` with the schema's ``default``s filled in where a field is absent,
-    as the API server defaults an object before it validates the schema and the
-    CEL rules (a required field with a default is then present)."""
+def apply_defaults(schema: dict | None, value: Any) -> Any:
+    """``value`` as the API server validates it: nulls pruned where the schema
+    has no default for them (PruneNonNullableNullsWithoutDefaults), and
+    ``default``s filled in where a field is absent or null (Default). Where
+    the schema says nothing (x-kubernetes-preserve-unknown-fields, metadata)
+    values are left as they are, as there. ``value`` is changed in place."""
+    if schema is None:
+        return value
     if isinstance(value, dict):
-        props = schema.get("properties")
-        if props:
-            for name, sub in props.items():
-                if name not in value and "default" in sub:
-                    value[name] = copy.deepcopy(sub["default"])
-                if name in value:
-                    value[name] = apply_defaults(sub, value[name])
+        props = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
-        if isinstance(extra, dict):
-            for k in value:
-                value[k] = apply_defaults(extra, value[k])
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [apply_defaults(schema["items"], v) for v in value]
+        extra = extra if isinstance(extra, dict) else None
+        if None in value.values():
+            for k in [k for k, v in value.items() if v is None]:
+                sub = props.get(k, extra if k not in props else None)
+                if sub is not None and "default" not in sub:
+                    del value[k]  # prunenulls.go: non-nullable, no default
+        for name, sub in props.items():
+            if "default" in sub and value.get(name) is None:
+                value[name] = copy.deepcopy(sub["default"])  # algorithm.go: absent or null
+        for k, v in value.items():
+            sub = props.get(k, extra if k not in props else None)
+            if sub is not None:
+                if v is None and "default" in sub:
+                    value[k] = v = copy.deepcopy(sub["default"])
+                if isinstance(v, (dict, list)):
+                    apply_defaults(sub, v)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, v in enumerate(value):
+                if v is None and "default" in items:
+                    value[i] = v = copy.deepcopy(items["default"])
+                if isinstance(v, (dict, list)):
+                    apply_defaults(items, v)
     return value
+
+
+# Versions whose CRD declares `subresources: {status: {}}` (kubebuilder's
+# +kubebuilder:subresource:status on the type). There, create and update through
+# the main endpoint ignore `status` (strategy.go PrepareForCreate deletes it,
+# PrepareForUpdate keeps the old one), so it is not validated either. Argo CD's
+# Application and AppProject have no status subresource: their status is validated.
+# Recorded from the pinned CRD files (gpuplan/upstream/sources.json names them);
+# the pinned JSON schemas do not carry `subresources`.
+STATUS_SUBRESOURCE = frozenset({
+    ("karpenter.sh", "NodePool"), ("karpenter.sh", "NodeClaim"), ("karpenter.sh", "NodeOverlay"),
+    ("karpenter.k8s.aws", "EC2NodeClass"),
+    ("nvidia.com", "ClusterPolicy"), ("nvidia.com", "NVIDIADriver"),
+    ("kustomize.toolkit.fluxcd.io", "Kustomization"), ("helm.toolkit.fluxcd.io", "HelmRelease"),
+    ("source.toolkit.fluxcd.io", "HelmRepository"), ("source.toolkit.fluxcd.io", "OCIRepository"),
+    ("kueue.x-k8s.io", "ClusterQueue"), ("kueue.x-k8s.io", "LocalQueue"), ("kueue.x-k8s.io", "Cohort"),
+    ("monitoring.coreos.com", "ServiceMonitor"), ("monitoring.coreos.com", "PrometheusRule"),
+})
+
+
+def prepare(group: str, kind: str, schema: dict, obj: dict) -> dict:
+    """A copy of ``obj`` as the API server validates it on create or update:
+    nulls pruned, defaults applied, ``status`` dropped where the version has a
+    status subresource."""
+    obj = copy.deepcopy(obj)
+    if (group, kind) in STATUS_SUBRESOURCE:
+        obj.pop("status", None)
+    return apply_defaults(schema, obj)
 
 
 # --- core kinds through kubernetes-validate ---------------------------------------------

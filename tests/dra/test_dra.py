@@ -15,7 +15,7 @@ from gpuplan.dra.proof import CHART_SELECTORS, SelectorError, allocatable, evalu
 from gpuplan.dra.slices import pool_devices, resource_slice
 from gpuplan.k8s_features_dra import DRA_EXTENDED_RESOURCE, DYNAMIC_RESOURCE_ALLOCATION
 from gpuplan.lower.dra import claim_template
-from gpuplan.rules.dra import check_templates
+from gpuplan.objchecks.dra import check_templates
 from tests.outputkit import REPO, all_objects, docs, one
 
 EXAMPLE = REPO / "examples" / "dra.yaml"

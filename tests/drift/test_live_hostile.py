@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.compiler import check_fleet
+from gpuplan.compiler import check_fleet, planned_quotas
 from gpuplan.diagnostics import normalise
 from gpuplan.drift import LiveInputError, parse_live, verify
 from gpuplan.reporters import FORMATS, render
@@ -46,7 +46,7 @@ def outcome(rf, text: str | bytes) -> list:
     """What the CLI would print, in every format, as bytes written to a strict
     UTF-8 stream (a lone surrogate must not reach the writer)."""
     try:
-        diags = normalise(verify(rf, parse_live([("live.json", text)])).diagnostics)
+        diags = normalise(verify(rf, parse_live([("live.json", text)]), planned_quotas(rf)).diagnostics)
     except LiveInputError as exc:
         diags = list(getattr(exc, "diags", [exc.diag]))
     for fmt in FORMATS:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.compiler import check_fleet
+from gpuplan.compiler import check_fleet, planned_quotas
 from gpuplan.drift import Live, parse_live, verify
 from tests.conftest import run_gpuplan
 from tests.outputkit import EXAMPLES
@@ -37,7 +37,7 @@ def live_from(name: str) -> dict:
 
 def findings(rf, doc: dict) -> list[tuple[str, str, str]]:
     live = parse_live([("live.json", json.dumps(doc))])
-    return sorted((d.code, d.severity.value, d.message) for d in verify(rf, live).diagnostics)
+    return sorted((d.code, d.severity.value, d.message) for d in verify(rf, live, planned_quotas(rf)).diagnostics)
 
 
 def test_cluster_as_planned_exits_0():
@@ -158,4 +158,4 @@ def test_missing_live_option_is_usage_error():
 
 def test_empty_live_reports_nothing_missing(rf):
     """No Node objects at all (e.g. `kubectl get resourcequotas` only): nodes are not judged missing."""
-    assert verify(rf, Live()).diagnostics == []
+    assert verify(rf, Live(), planned_quotas(rf)).diagnostics == []

@@ -8,7 +8,8 @@ import pytest
 
 from benchmarks.make_fleet import make
 from gpuplan.compiler import Options, check_fleet, compile_fleet, render_files
-from gpuplan.lower import Produced, iter_artifacts, lower_all, tenancy
+from gpuplan.artifacts import Produced
+from gpuplan.lower import iter_artifacts, lower_all, tenancy
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuplan.compiler import check_fleet, compile_fleet
+from gpuplan.compiler import check_fleet, compile_fleet, placement_docs
 from gpuplan.lower import admission
 from gpuplan.identity import POOL_LABEL
 from gpuplan.identity import contract_pod
 from gpuplan.placement import (
-    admit, fits, generated_objects, karpenter_order, namespace_object, pools_from_objects, prove,
+    admit, fits, karpenter_order, namespace_object, pools_from_objects, prove,
 )
 from gpuplan.placement.cel import evaluate_policy, program
 from tests.rules.helpers import BASE, edit, only
@@ -41,7 +41,7 @@ def _rf_text(tmp_path, text):
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_each_tier_lands_only_on_its_pool_and_is_admitted_exactly_where_granted(path):
     rf = _rf(path)
-    proof = prove(rf)
+    proof = prove(rf, placement_docs(rf))
     assert proof.verdicts, "every example has tiers"
     from gpuplan.dra import is_dra
 
@@ -107,7 +107,7 @@ AWS = Path(__file__).parents[2] / "examples" / "aws-burst.yaml"
 @pytest.fixture(scope="module")
 def aws():
     rf = _rf(AWS)
-    docs = generated_objects(rf)
+    docs = placement_docs(rf)
     ns = {d["metadata"]["name"]: namespace_object(d) for d in docs if d["kind"] == "Namespace"}
     ns["default"] = namespace_object({"metadata": {"name": "default"}})
     ns["gpu-operator"] = namespace_object({"metadata": {"name": "gpu-operator"}})
@@ -266,7 +266,7 @@ def test_extended_resource_toleration_is_a_cluster_fact(tmp_path):
 
 def test_static_fleet_binds_tiers_through_nfd_taints(tmp_path):
     c = _rf_text(tmp_path, BASE)
-    proof = prove(c.resolved)
+    proof = prove(c.resolved, placement_docs(c.resolved))
     assert all(v.ok for v in proof.verdicts), [(v.tier, v.namespace, v.pools, v.denied_by) for v in proof.verdicts]
     assert {p.name: [t for t in p.taints if t[0] == POOL_LABEL] for p in proof.pools} == {
         n: [(POOL_LABEL, n, "NoSchedule")] for n in ("dev", "infer", "train")}
@@ -285,13 +285,13 @@ TWO_TRAIN = edit(BASE, "  tiers:\n", "    - name: train2\n      gpu: A100-SXM4-8
 
 
 def test_lost_binding_is_found(tmp_path, monkeypatch):
-    import gpuplan.placement as placement
+    import gpuplan.objchecks as objchecks
 
     assert not [d for d in _rf_text(tmp_path, TWO_TRAIN).diagnostics if d.code.startswith("GP52")]
-    real = placement.generated_objects
+    real = objchecks.collect
 
-    def lost(rf):
-        docs = real(rf)
+    def lost(artifacts):
+        docs = real(artifacts)
         for d in docs:
             if d["kind"] == "NodeFeatureRule" and d["metadata"]["name"] == "gpuplan-pool-train2":
                 r = d["spec"]["rules"][0]
@@ -299,7 +299,7 @@ def test_lost_binding_is_found(tmp_path, monkeypatch):
                 r.pop("taints", None)
         return docs
 
-    monkeypatch.setattr(placement, "generated_objects", lost)
+    monkeypatch.setattr(objchecks, "collect", lost)
     c = _rf_text(tmp_path, TWO_TRAIN)
     d = only(c.diagnostics, "GP520")
     assert d.message == "tier 'training': its pod in namespace 'alpha-ns' fits train, train2, not only its pool 'train'"
@@ -307,18 +307,18 @@ def test_lost_binding_is_found(tmp_path, monkeypatch):
 
 
 def test_refused_in_granted_namespace_is_found(tmp_path, monkeypatch):
-    import gpuplan.placement as placement
+    import gpuplan.objchecks as objchecks
 
-    real = placement.generated_objects
+    real = objchecks.collect
 
-    def unlabelled(rf):
-        docs = real(rf)
+    def unlabelled(artifacts):
+        docs = real(artifacts)
         for d in docs:
             if d["kind"] == "Namespace":
                 d["metadata"]["labels"].pop("tier.gpuplan.dev/serve", None)
         return docs
 
-    monkeypatch.setattr(placement, "generated_objects", unlabelled)
+    monkeypatch.setattr(objchecks, "collect", unlabelled)
     c = _rf_text(tmp_path, BASE)
     d = only(c.diagnostics, "GP521")
     assert "serve" in d.message and "only for namespaces granted tier serve" in d.message
@@ -326,7 +326,7 @@ def test_refused_in_granted_namespace_is_found(tmp_path, monkeypatch):
 
 def test_twin_pools_are_found(tmp_path):
     rf = _rf_text(tmp_path, TWO_TRAIN).resolved
-    docs = generated_objects(rf)
+    docs = placement_docs(rf)
     assert not prove(rf, docs).twins  # the binding tells them apart
     rules = {d["metadata"]["labels"][POOL_LABEL]: d for d in docs if d["kind"] == "NodeFeatureRule"}
     rules["train2"]["spec"]["rules"][0]["labels"] = dict(rules["train"]["spec"]["rules"][0]["labels"])
@@ -348,7 +348,7 @@ def test_a_tier_adopts_an_existing_priority_class(tmp_path):
     names = [p["metadata"]["name"] for p in admission.policies(rf)]
     assert "gpuplan-small-gpu-pods-high" in names
     assert any('"high"' in v["expression"] for p in admission.policies(rf) for v in p["spec"]["validations"])
-    assert all(v.ok for v in prove(rf).verdicts)
+    assert all(v.ok for v in prove(rf, placement_docs(rf)).verdicts)
     out = compile_fleet(tmp_path / "fleet.yaml", out_dir=tmp_path / "out")
     pcs = [d["metadata"]["name"] for d in yaml.safe_load_all(out.files["cluster/priorityclasses.yaml"]) if d]
     assert "high" in pcs and "gpuplan-training" not in pcs

@@ -206,7 +206,9 @@ spec:
 """)
     r = verify_paths([str(tmp_path)], Options(kubernetes_version="1.33"))
     errors = {(d.code, d.line) for d in r.diagnostics if d.is_error}
-    assert errors == {("GP836", 4), ("GP836", 12)}  # value is an integer; matchExpressions (typo)
+    # value is an integer; matchExpressions (typo); the policy has no matchConstraints,
+    # which the Go validation requires (ValidateValidatingAdmissionPolicy)
+    assert errors == {("GP836", 4), ("GP836", 12), ("GP846", 18)}
     assert r.stats.core_objects == 3
 
 

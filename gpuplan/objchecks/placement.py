@@ -1,9 +1,9 @@
 """GP520-GP529: every tier lands on its pool and nowhere else (the placement proof,
-gpuplan.placement, run over the objects gpuplan generates)."""
+gpuplan.placement, run over the objects lowering handed on). Check-objects stage."""
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
@@ -63,12 +63,18 @@ I_TOO_LARGE = Code(
     bad="200 tiers x 1,000 namespaces",
     good="20 tiers x 60 namespaces",
 )
-AFTER_CLEAN = True  # the proof lowers the spec: only a spec the other rules accept
-
 CODES = (E_OTHER_POOL, E_DENIED_GRANTED, W_ADMITTED_UNGRANTED, E_TWIN_POOLS, E_CLASS_CONFLICT, I_TOO_LARGE)
 
 
-def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
+def proves(rf: ResolvedFleet) -> bool:
+    """Whether the proof runs (and so reads the objects): within its size limit. A fleet
+    without tiers is proved too: pools that cannot be told apart (GP523) need none."""
+    from gpuplan.placement import MAX_PAIRS, pairs
+
+    return pairs(rf) <= MAX_PAIRS
+
+
+def check(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Iterable[Diagnostic]:
     yield from _classes(rf)
     if any(t.pool not in rf.pool_by_name for t in rf.fleet.spec.tiers):
         return  # reference errors are reported by the tenancy rules
@@ -79,7 +85,7 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
         yield rf.diag(I_TOO_LARGE, f"placement proof skipped: {n} tier x namespace pairs (limit {MAX_PAIRS})",
                       ("spec", "tiers"))
         return
-    yield from _proof(rf)
+    yield from _proof(rf, docs)
 
 
 def _classes(rf: ResolvedFleet) -> Iterator[Diagnostic]:
@@ -96,10 +102,10 @@ def _classes(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                           ("spec", "tiers", i, "priorityClassName"))
 
 
-def _proof(rf: ResolvedFleet) -> Iterator[Diagnostic]:
+def _proof(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Iterator[Diagnostic]:
     from gpuplan.placement import proof as placement_proof
 
-    proof = placement_proof(rf)
+    proof = placement_proof(rf, docs)
     idx = rf.tier_index
     for a, b in proof.twins:
         i = next(i for i, p in enumerate(rf.fleet.spec.pools) if p.name == b)

@@ -1,0 +1,60 @@
+"""Checks over generated objects: the stage after lowering.
+
+The spec rules (``gpuplan.rules``) read the resolved fleet. What can only be
+judged on the objects gpuplan writes runs here, on the artifacts lowering hands
+on, never by calling a lowering target: the placement proof (a tier's contract
+pod against the NodePools, NodeFeatureRules, Namespaces, ResourceQuotas and the
+admission policy) and the DRA claim templates. The driver lowers the targets
+:func:`targets` names for each family (only those, for `validate`), keeps the
+objects :func:`collect` wants, and calls :func:`check_objects`. Like the spec families that used to do
+this work, these checks run only on a spec the rules accept.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Iterable
+
+from gpuplan.diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from gpuplan.artifacts import Artifact
+    from gpuplan.resolve import ResolvedFleet
+
+# family -> the lowering targets whose objects it reads
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "gpuplan.objchecks.placement": ("gpuplan.lower.tenancy", "gpuplan.lower.admission",
+                                    "gpuplan.lower.node_labels", "gpuplan.lower.karpenter"),
+    "gpuplan.objchecks.dra": ("gpuplan.lower.dra",),
+}
+KINDS = frozenset({"NodePool", "NodeFeatureRule", "Namespace", "ResourceQuota", "ValidatingAdmissionPolicy",
+                   "ValidatingAdmissionPolicyBinding", "ResourceClaimTemplate"})
+
+
+def _active(rf: "ResolvedFleet") -> list[str]:
+    from gpuplan.objchecks.dra import needed
+
+    return [f for f in FAMILIES if f != "gpuplan.objchecks.dra" or needed(rf)]
+
+
+def targets(rf: "ResolvedFleet") -> dict[str, tuple[str, ...]]:
+    """Per family, the lowering targets whose objects it reads on this fleet (a family
+    reads only its own targets' objects; none listed: nothing to lower for it)."""
+    from gpuplan.objchecks.placement import proves
+
+    return {f: FAMILIES[f] for f in _active(rf) if f != "gpuplan.objchecks.placement" or proves(rf)}
+
+
+def collect(artifacts: Iterable["Artifact"]) -> list[dict[str, Any]]:
+    """The objects the checks read, in artifact order; the rest is dropped as it passes."""
+    return [d for a in artifacts for d in a.documents or () if isinstance(d, dict) and d.get("kind") in KINDS]
+
+
+def check_objects(rf: "ResolvedFleet", docs: dict[str, list[dict[str, Any]]]) -> list[Diagnostic]:
+    """``docs``: per family, the objects :func:`collect` kept from its targets."""
+    from gpuplan.rules import drop_disabled
+
+    out: list[Diagnostic] = []
+    for family in _active(rf):
+        out.extend(importlib.import_module(family).check(rf, docs.get(family, [])))
+    return drop_disabled(rf, out)
