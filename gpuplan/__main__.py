@@ -1,3 +1,5 @@
+"""Stage: driver (docs/architecture.md)."""
+
 from gpuplan.cli.main import main
 
 main()

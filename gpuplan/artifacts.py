@@ -1,7 +1,9 @@
 """What lowering hands on: one file of the generated tree (``Artifact``), and the
 summary of it that later targets, the object checks and the writer may still ask
 for once its objects are gone (``Produced``). Plain data, below every stage that
-makes or reads them."""
+makes or reads them.
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

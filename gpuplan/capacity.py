@@ -20,7 +20,8 @@ fills 8 of 8, while a 7th compute slice can be stranded). A unit's monthly
 price is that fraction of one GPU-month, so a tier's cost is its granted units'
 share of the pool's GPUs, a tenant's cost is the sum over its grants, and what
 no tier grants shows up as the pool's unallocated cost.
-"""
+
+Stage: resolve (docs/architecture.md)."""
 
 from __future__ import annotations
 

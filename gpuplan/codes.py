@@ -14,7 +14,8 @@ Each rule family declares its codes next to the rules (``CODES`` tuple of
     GP7xx  hardware inventory
     GP8xx  output tree (stale, hand-edited files); GP83x-85x verifying manifests
     GP9xx  internal
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ objects -> render (-> verify, per file) -> write (the CLI calls gpuplan.output).
 Pure: nothing here prints or writes the output tree (``gpuplan.output`` does
 that, called by the CLI). Each stage stops the pipeline only when what follows
 could not make sense of its result.
-"""
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

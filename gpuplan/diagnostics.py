@@ -3,7 +3,8 @@
 Every stage returns ``Diagnostic`` values; nothing below the CLI prints. The CLI
 sorts, de-duplicates and renders them once, in the format the user asked for
 (see ``gpuplan.reporters``).
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

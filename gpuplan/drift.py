@@ -15,7 +15,9 @@ spec, per pool:
 - every ResourceQuota gpuplan emits exists with the same ``hard`` and scope.
 
 Findings are diagnostics located at the line of fleet.yaml that planned the
-thing that differs. Pure: no cluster access, no printing."""
+thing that differs. Pure: no cluster access, no printing.
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

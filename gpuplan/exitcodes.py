@@ -1,4 +1,6 @@
-"""Process exit codes (documented in README.md)."""
+"""Process exit codes (documented in README.md).
+
+Stage: foundation (docs/architecture.md)."""
 
 from enum import IntEnum
 

@@ -8,7 +8,9 @@ software settings and the contract pod of each tier are functions of the
 resolved fleet, computed here and read by every stage after it: the spec rules,
 the lowering targets (which build objects around them), the placement proof,
 the reports and ``gpuplan verify-cluster``. Nothing here builds a Kubernetes
-object; ``gpuplan.lower`` does."""
+object; ``gpuplan.lower`` does.
+
+Stage: resolve (docs/architecture.md)."""
 
 from __future__ import annotations
 

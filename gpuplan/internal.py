@@ -1,4 +1,6 @@
-"""Codes for failures that are gpuplan's own fault (exit code 4)."""
+"""Codes for failures that are gpuplan's own fault (exit code 4).
+
+Stage: foundation (docs/architecture.md)."""
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Severity

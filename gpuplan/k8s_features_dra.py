@@ -19,7 +19,8 @@ Not used by gpuplan (listed so the docs can say why): partitionable devices
 (KEP-4815, ``DRAPartitionableDevices``) and consumable capacity (KEP-5075,
 ``DRAConsumableCapacity``) — both are what dynamic MIG needs, which gpuplan
 does not emit.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

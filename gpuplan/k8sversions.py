@@ -7,7 +7,8 @@ Rules ask :func:`maturity` for the cluster's ``kubernetesVersion`` and report a
 feature used before it exists, or one that needs a gate the node does not set.
 
 Add a feature here (with its source) before a rule or a lowering target uses it.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

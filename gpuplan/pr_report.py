@@ -28,7 +28,8 @@ repository, is refused (and said so) in the pull request and on the base branch:
 nothing outside the repository is read or quoted.
 
 Standard library only, besides gpuplan itself.
-"""
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

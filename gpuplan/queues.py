@@ -22,7 +22,8 @@ resource names:
   ``pkg/cache/scheduler/resource_node.go:64-71,129-141,217-222``): a queue keeps
   ``nominal - lendingLimit`` to itself, puts ``min(nominal, lendingLimit)`` into its
   cohort, and may take from the cohort at most ``nominal + borrowingLimit``.
-"""
+
+Stage: resolve (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ model from the catalog, its GPUs per node, the resources its nodes advertise
 under its sharing mode, the resource a tier hands out. They are computed here,
 once, so that a quota and the device-plugin config can never disagree about a
 resource name.
-"""
+
+Stage: resolve (docs/architecture.md)."""
 
 from __future__ import annotations
 

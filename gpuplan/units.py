@@ -1,6 +1,8 @@
 """Units of capacity: what one node of a pool advertises, and what one unit of a
 tier is worth in GPUs. Resolve stage: the capacity model (``gpuplan.capacity``),
-the Kueue ledger (``gpuplan.queues``) and the rules read these."""
+the Kueue ledger (``gpuplan.queues``) and the rules read these.
+
+Stage: resolve (docs/architecture.md)."""
 
 from __future__ import annotations
 

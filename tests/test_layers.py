@@ -180,3 +180,14 @@ def test_no_import_circles():
 def test_the_circle_finder_finds_circles(monkeypatch, graph, expected):
     monkeypatch.setattr(__import__(__name__, fromlist=["GRAPH"]), "GRAPH", graph)
     assert _circles() == expected
+
+
+def test_each_module_says_its_stage():
+    """Module docstrings name the stage the table puts them in (a reader's first clue)."""
+    wrong = []
+    for name, path in sorted(MODULES.items()):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        want = f"Stage: {STAGES[stage(name)][0]} "
+        if want not in doc:
+            wrong.append(f"{name}: docstring lacks {want!r}")
+    assert not wrong, "\n".join(wrong)

@@ -15,7 +15,8 @@ the two: every reference table and every PCI id must be claimed by exactly one
 board, so a new GPU in the reference fails the build instead of vanishing.
 
 Only this script reads YAML; the runtime loads the JSON (stdlib only).
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

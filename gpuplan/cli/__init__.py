@@ -1,1 +1,3 @@
-"""Command-line interface: thin click commands over the library."""
+"""Command-line interface: thin click commands over the library.
+
+Stage: driver (docs/architecture.md)."""

@@ -1,4 +1,6 @@
-"""What every command shares: rendering diagnostics and choosing the exit code."""
+"""What every command shares: rendering diagnostics and choosing the exit code.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`gpuplan build`, `gpuplan check`, `gpuplan diff`: the spec against the generated tree."""
+"""`gpuplan build`, `gpuplan check`, `gpuplan diff`: the spec against the generated tree.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

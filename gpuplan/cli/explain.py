@@ -1,4 +1,6 @@
-"""`gpuplan explain [CODE] [--markdown]`."""
+"""`gpuplan explain [CODE] [--markdown]`.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`gpuplan import INPUT... [-o FILE] [--force]`: a draft fleet.yaml from a running cluster."""
+"""`gpuplan import INPUT... [-o FILE] [--force]`: a draft fleet.yaml from a running cluster.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 Exit codes: 0 written (skipped ConfigMaps are warnings on stderr); 1 kubectl is
 missing, failed or printed something unexpected, or a file could not be
 written; 2 bad command line.
-"""
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 Subcommands are imported only when they run, so `gpuplan validate` never pays
 for jinja2, jsonschema, highspy or NVML.
-"""
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@
     gpuplan mig plan ...            (gpuplan.cli.mig_plan, imported only when run)
 
 Exit codes: 0 creatable / ok, 1 not creatable or invalid file, 2 usage.
-"""
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 Mounted under the `mig` group. The planner (and highspy, when it is needed) is
 imported only when the command runs.
-"""
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`gpuplan plan FLEET`: capacity, oversubscription and cost report."""
+"""`gpuplan plan FLEET`: capacity, oversubscription and cost report.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ Exit codes (docs/probe.md):
   2  bad command line
   5  no NVML: nvidia-ml-py missing, libnvidia-ml.so.1 missing, driver not
      loaded, NVML refused to start or to count the GPUs
-"""
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`gpuplan schema [--inventory]`."""
+"""`gpuplan schema [--inventory]`.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

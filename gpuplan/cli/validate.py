@@ -1,4 +1,6 @@
-"""`gpuplan validate FLEET...`."""
+"""`gpuplan validate FLEET...`.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

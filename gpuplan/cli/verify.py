@@ -1,4 +1,6 @@
-"""`gpuplan verify [PATH...]`: manifests against the pinned upstream APIs."""
+"""`gpuplan verify [PATH...]`: manifests against the pinned upstream APIs.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`gpuplan verify-cluster FLEET --live FILE`."""
+"""`gpuplan verify-cluster FLEET --live FILE`.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,3 @@
-"""Cloud instance catalogs (package data)."""
+"""Cloud instance catalogs (package data).
+
+Stage: foundation (docs/architecture.md)."""

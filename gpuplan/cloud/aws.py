@@ -14,7 +14,8 @@ What the data does not say, and this module adds (marked inferred):
   layouts; an inventory from the node probe always wins.]**
 * GPU-to-GPU paths: the SXM parts (p3dn, p4d/p4de, p5*, p6-*) are HGX boards
   with NVLink/NVSwitch; every g* family is PCIe only.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

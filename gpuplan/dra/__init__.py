@@ -20,7 +20,8 @@ DRA's CEL sees only a device's driver, attributes and capacity — no node, no
 node label, no pool. A tier's selector can therefore only tell its pool apart
 from other DRA pools by what the devices say: GPU model (``productName``),
 ``type`` and MIG ``profile``. The proof checks that this is enough.
-"""
+
+Stage: resolve (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ resource/v1/types.go, ``CELDeviceSelector``) is built here only as far as
 gpuplan's selectors use it: strings, string lists and ``in``; no quantity or
 semver functions are used, so none are provided (``gpuplan.verify.cel.expression``
 refuses an expression that calls one, and the proof reports it).
-"""
+
+Stage: resolve (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ selectors gpuplan writes never test them. ``productName`` is the NVML name
 name; MIG placements come from the same geometry engine that checks the
 pool's mig-manager layout. One node stands for the pool: every node of a pool
 has the same GPUs and layouts.
-"""
+
+Stage: resolve (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@
         -> round trip (compiler + object diff: conventions vs findings)
 
 Pure stages; the CLI (gpuplan.cli.import_cmd) prints and writes. docs/import.md.
-"""
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """Diagnostic codes of `gpuplan import` (GP950-GP969): findings in the live
-cluster, values the importer could not infer, and the round trip."""
+cluster, values the importer could not infer, and the round trip.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

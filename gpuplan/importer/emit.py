@@ -1,7 +1,9 @@
 """The draft as commented YAML: ruamel.yaml's CommentedMap carries a comment
 per value (where it came from, or a TODO); ruamel quotes every scalar that
 needs it, so a name with `: `, `#` or a newline from the cluster stays a
-harmless string. Comment text is escaped onto one line."""
+harmless string. Comment text is escaped onto one line.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

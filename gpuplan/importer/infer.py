@@ -4,7 +4,8 @@ Pure: objects in, a ``Draft`` out (plain data plus, for every value, where it
 came from, and the diagnostics of what the cluster itself gets wrong). The
 emitter turns it into commented YAML; nothing here formats text for people
 except the provenance notes and messages.
-"""
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

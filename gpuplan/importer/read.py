@@ -1,7 +1,9 @@
 """Read what `kubectl get ... -o json` (or -o yaml) exported: files, directories
 and stdin, through the bounded manifest reader `gpuplan verify` uses (regular
 files only, 16 MiB a file, nesting, alias and value limits), flattened into
-objects that remember where they came from."""
+objects that remember where they came from.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,9 @@ Before comparing, the cluster's objects lose what the API server wrote
 naming convention is the only difference (its ConfigMap and config names,
 its quota names): each such rename is counted under its convention. Every
 remaining difference is then either a named convention (``CONVENTIONS``) or
-a GP959 warning."""
+a GP959 warning.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,9 @@ AppProject; the README describes them). Only the summaries outlive an artifact:
 :func:`iter_artifacts` hands each one on as it is made, so the compiler can
 render and drop it before the next is lowered, and a target that writes a file
 per tenant yields them one by one. Peak memory is then the checked spec plus
-one artifact, not the spec plus every object of the tree."""
+one artifact, not the spec plus every object of the tree.
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ TARGET_MODULES: tuple[str, ...] = (
     "gpuplan.lower.node_labels",
     "gpuplan.lower.kubelet",
     "gpuplan.lower.karpenter",
+    "gpuplan.lower.karpenter_aws",  # EC2NodeClass: the AWS provider (userData)
     "gpuplan.lower.monitoring",  # only with spec.monitoring
     "gpuplan.lower.dra",  # DRA pools only
     "gpuplan.lower.kueue",  # only with spec.queueing; before gitops (Flux lists its HelmRelease)

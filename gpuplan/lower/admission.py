@@ -22,7 +22,9 @@ What a CREATEd pod must satisfy (each one validation, one message):
 
 Quantities are read with ``int()`` (extended resources are whole numbers; anything else
 fails evaluation and ``failurePolicy: Fail`` denies the pod); ``sum()`` is the Kubernetes
-CEL lists library's (k8s.io/apiserver/pkg/cel/library/lists.go, on since 1.28)."""
+CEL lists library's (k8s.io/apiserver/pkg/cel/library/lists.go, on since 1.28).
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

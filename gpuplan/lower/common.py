@@ -1,4 +1,6 @@
-"""Helpers every lowering target uses: object metadata and labels."""
+"""Helpers every lowering target uses: object metadata and labels.
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,8 @@ left empty: the chart then omits ``spec.mig.strategy`` (``{{- if
 .Values.mig.strategy }}``), the operator sets no ``MIG_STRATEGY`` ("let plugin
 decide this per node"), and each pool's config decides. See
 :func:`cluster_mig_strategy`.
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

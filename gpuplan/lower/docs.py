@@ -6,7 +6,8 @@ cell here, before it reaches the template; nothing from the spec is ever
 evaluated as template text. The file list is built from the artifacts the
 other targets produced, with their descriptions, so new targets (kubelet
 drop-ins, Karpenter objects) appear without changes here.
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -46,7 +46,8 @@ beside the operator's (``delivery/gpu-operator/dra-driver.yaml``).
   ``matchAttribute: gpu.nvidia.com/parentUUID`` so all slices come from one GPU;
 - quota keys ``<class>.deviceclass.resource.k8s.io/devices`` (see
   :func:`quota_hard`).
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

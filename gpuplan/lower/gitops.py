@@ -20,7 +20,8 @@ Shape (reference/k8s/facts.md §j; docs/output-reference.md explains the choices
 
 Per-object annotations (sync waves, replace-on-immutable-change) come from
 :func:`object_annotations`, which every target calls for the objects it builds.
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -6,50 +6,29 @@ Per Karpenter pool, under ``pools/<pool>/``:
   types, the GPU as Karpenter's well-known labels know it, taints, the node
   labels that select the pool's device-plugin and MIG configs, a limit in whole
   nodes (``limits.nodes``), and disruption settings chosen by the pool's workloads;
-- ``ec2nodeclass.yaml``: ``karpenter.k8s.aws/v1`` EC2NodeClass — pinned AMI
-  alias, node role, subnet / security-group discovery, a root volume large
-  enough for GPU images, IMDSv2, and the kubelet Topology / CPU Manager
-  settings in ``userData`` (never in ``spec.kubelet``: those fields do not
-  exist there, reference/k8s/facts.md §a, Surprise 1);
+- ``ec2nodeclass.yaml``: the AWS provider's EC2NodeClass (``gpuplan.lower.karpenter_aws``);
 - ``nodeoverlay.yaml`` (``karpenter.nodeOverlay: true``): ``karpenter.sh/v1alpha1``
   NodeOverlay telling Karpenter the shared / MIG resources a node will have.
 
 MIG pools carry one more, permanent taint, ``gpuplan.dev/mig-pool=<pool>``
 (:data:`MIG_POOL_TAINT_KEY`): no container, no RBAC. Why that and not a startup
 taint: docs/karpenter.md "MIG pools that scale from zero".
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
-from gpuplan.lower.common import metadata, obj
-from gpuplan.identity import (
-    POOL_LABEL, ami_alias, bottlerocket_device_plugin, bottlerocket_settings, karpenter_pool_taints,
-    kubelet_topology_fields, nodepool_node_labels,
-)
+from gpuplan.lower.common import metadata, obj, object_annotations
+from gpuplan.identity import POOL_LABEL, karpenter_pool_taints, nodepool_node_labels
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 
 NODEPOOL_API = "karpenter.sh/v1"
-NODECLASS_API = "karpenter.k8s.aws/v1"
 NODEOVERLAY_API = "karpenter.sh/v1alpha1"
 NODECLASS_GROUP = "karpenter.k8s.aws"
-NODEADM_API = "node.eks.aws/v1alpha1"
-DISCOVERY_TAG = "karpenter.sh/discovery"
 
-
-AL2023_BOUNDARY = "//gpuplan-nodeconfig//"
-
-# Root / data volume for GPU images (CUDA base images alone are several GB;
-# training images with frameworks 15-30 GB, pulled and unpacked side by side).
-GPU_VOLUME_SIZE = "200Gi"
-METADATA_OPTIONS = {
-    "httpEndpoint": "enabled",
-    "httpProtocolIPv6": "disabled",
-    "httpPutResponseHopLimit": 1,
-    "httpTokens": "required",
-}
 
 # Disruption classes, from the workloads of the tiers on the pool (the most
 # careful class wins when tiers differ).
@@ -112,16 +91,6 @@ def node_limit(pv: PoolView) -> int:
 
 
 # --- NodePool ----------------------------------------------------------------
-
-
-def _object_annotations(rf: ResolvedFleet, kind: str) -> dict[str, str]:
-    try:
-        from gpuplan.lower.common import object_annotations
-    except ModuleNotFoundError as exc:  # gitops target not in this build
-        if exc.name != "gpuplan.lower.gitops":
-            raise
-        return {}
-    return object_annotations(rf, kind)
 
 
 def _requirements(pv: PoolView) -> list[dict[str, Any]]:
@@ -202,89 +171,8 @@ def nodepool(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     }
     spec["weight"] = nodepool_weights(rf)[pv.name]
     meta = metadata(rf, pv.name, extra_labels={POOL_LABEL: pv.name},
-                    annotations=_object_annotations(rf, "NodePool") or None)
+                    annotations=object_annotations(rf, "NodePool") or None)
     return obj(NODEPOOL_API, "NodePool", meta, spec=spec)
-
-
-# --- EC2NodeClass --------------------------------------------------------------
-
-
-def al2023_nodeconfig(pv: PoolView) -> dict[str, Any] | None:
-    fields = kubelet_topology_fields(pv.pool.topology)
-    if not fields:
-        return None
-    return {
-        "apiVersion": NODEADM_API,
-        "kind": "NodeConfig",
-        "spec": {"kubelet": {"config": fields}},
-    }
-
-
-def al2023_userdata(pv: PoolView) -> str | None:
-    """MIME multipart with one ``application/node.eks.aws`` NodeConfig part."""
-    nc = al2023_nodeconfig(pv)
-    if nc is None:
-        return None
-    from gpuplan.render.text import render
-    from gpuplan.render.yamlwriter import dump
-
-    text = dump(nc)
-    assert AL2023_BOUNDARY not in text
-    return render("userdata-al2023.j2", boundary=AL2023_BOUNDARY, nodeconfig=text.rstrip("\n") + "\n")
-
-
-def bottlerocket_userdata(pv: PoolView) -> str | None:
-    from gpuplan.render.text import render
-
-    kube, opts = bottlerocket_settings(pv)
-    plugin, slicing = bottlerocket_device_plugin(pv)
-    if not (kube or opts or plugin):
-        return None
-    return render("userdata-bottlerocket.j2", kubernetes=kube, policy_options=opts,
-                  device_plugin=plugin, time_slicing=slicing)
-
-
-def userdata(pv: PoolView) -> str | None:
-    k = pv.pool.karpenter
-    assert k is not None
-    if k.ami_family == "Bottlerocket":
-        return bottlerocket_userdata(pv)
-    return al2023_userdata(pv)
-
-
-def _block_devices(pv: PoolView) -> list[dict[str, Any]]:
-    k = pv.pool.karpenter
-    assert k is not None
-    ebs = {"volumeSize": GPU_VOLUME_SIZE, "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
-    if k.ami_family == "Bottlerocket":
-        # xvda: the OS image; xvdb: the data volume (containerd, kubelet root).
-        return [
-            {"deviceName": "/dev/xvda",
-             "ebs": {"volumeSize": "4Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}},
-            {"deviceName": "/dev/xvdb", "rootVolume": True, "ebs": ebs},
-        ]
-    return [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": ebs}]
-
-
-def ec2nodeclass(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
-    aws = rf.fleet.spec.cluster.aws
-    assert aws is not None, "GP614 stops a Karpenter pool without cluster.aws before lowering"
-    discovery = {DISCOVERY_TAG: aws.cluster_name}
-    spec: dict[str, Any] = {
-        "amiSelectorTerms": [{"alias": ami_alias(pv)}],
-        "role": aws.node_role,
-        "subnetSelectorTerms": [{"tags": dict(aws.subnet_tags or discovery)}],
-        "securityGroupSelectorTerms": [{"tags": dict(aws.security_group_tags or discovery)}],
-        "blockDeviceMappings": _block_devices(pv),
-        "metadataOptions": dict(METADATA_OPTIONS),
-        "tags": {POOL_LABEL: pv.name, "gpuplan.dev/fleet": rf.fleet.metadata.name},
-    }
-    ud = userdata(pv)
-    if ud is not None:
-        spec["userData"] = ud
-    meta = metadata(rf, pv.name, extra_labels={POOL_LABEL: pv.name},
-                    annotations=_object_annotations(rf, "EC2NodeClass") or None)
-    return obj(NODECLASS_API, "EC2NodeClass", meta, spec=spec)
 
 
 # --- NodeOverlay ----------------------------------------------------------------
@@ -311,7 +199,7 @@ def nodeoverlay(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any] | None:
         "capacity": cap,
     }
     meta = metadata(rf, pv.name, extra_labels={POOL_LABEL: pv.name},
-                    annotations=_object_annotations(rf, "NodeOverlay") or None)
+                    annotations=object_annotations(rf, "NodeOverlay") or None)
     return obj(NODEOVERLAY_API, "NodeOverlay", meta, spec=spec)
 
 
@@ -327,9 +215,6 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
         base = f"pools/{pv.name}"
         out.append(Artifact(path=f"{base}/nodepool.yaml", documents=(nodepool(rf, pv),),
                             description=f"Karpenter NodePool of pool {pv.name}"))
-        out.append(Artifact(path=f"{base}/ec2nodeclass.yaml", documents=(ec2nodeclass(rf, pv),),
-                            description=f"Karpenter EC2NodeClass of pool {pv.name} (AMI, role, userData with "
-                                        "kubelet topology settings)"))
         ov = nodeoverlay(rf, pv)
         if ov is not None:
             out.append(Artifact(path=f"{base}/nodeoverlay.yaml", documents=(ov,),

@@ -15,7 +15,8 @@ YAML and JSON both decode. ``cpuManagerPolicy: static`` needs a non-zero CPU
 reservation (``reservedSystemCPUs`` or ``kubeReserved.cpu + systemReserved.cpu``),
 and changing the CPU manager policy on an existing node needs
 ``/var/lib/kubelet/cpu_manager_state`` removed before the kubelet restarts.
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ capacity rules and ResourceQuotas share):
   string and writes it to the manager ConfigMap: ``charts/kueue/templates/manager/manager-config.yaml:24-37``),
   delivered beside the GPU Operator: an Argo CD Application, or a Flux HelmRelease in
   ``delivery/gpu-operator/`` (synced, and waited for, before the tree that uses the CRDs).
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

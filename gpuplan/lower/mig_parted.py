@@ -19,7 +19,8 @@ entry (``devices: [indices]``); GPUs with MIG disabled get an explicit
 ``mig-enabled: false`` entry, since mig-parted leaves GPUs that no entry names
 as they are. The ``device-filter`` restricts every entry to the pool's model,
 so a node of another model is not partitioned with the wrong profile table.
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,8 @@ XID 48). The exporter labels a GPU in use with the pod's ``namespace`` and
 ``honorLabels: false`` makes Prometheus keep its own target labels and rename
 these to ``exported_namespace``/``exported_pod``, which the rules use. MIG
 instances carry ``GPU_I_PROFILE``.
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,8 @@ when the node leaves the rule or the taint leaves the spec
 (kubernetes-sigs/node-feature-discovery@v0.19.0 pkg/nfd-master/nfd-master.go:986-1056,
 ``setTaints``). A taint that kubelet registered and the rule also lists is
 adopted the same way.
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

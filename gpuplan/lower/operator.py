@@ -26,7 +26,8 @@ reference/k8s/facts.md §c):
 - ``dcgmExporter.enabled`` + ``serviceMonitor.enabled``, ``gfd.enabled``; with
   ``spec.monitoring``, the ServiceMonitor's ``release`` label, interval and
   ``node`` relabeling (:func:`gpuplan.lower.monitoring.service_monitor_values`).
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

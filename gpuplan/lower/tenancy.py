@@ -23,7 +23,8 @@ enforced), quantities as strings:
   ``gpuplan-other-priorities`` (PriorityClass NotIn the enforced classes) that
   holds pods of any other class to the units of the non-enforced tiers, so the
   enforced tiers' units can only be spent by pods of their class.
-"""
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

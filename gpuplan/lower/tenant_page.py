@@ -1,7 +1,9 @@
 """tenants/<tenant>/README.md: what a tenant is given and how to use it (a text artifact
 from the Jinja2 template ``tenant.md.j2``, one section per tier). Written where Kueue is
 on; the example Job of each queued tier is rendered by the YAML writer and is a valid,
-admissible ``batch/v1`` Job."""
+admissible ``batch/v1`` Job.
+
+Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 

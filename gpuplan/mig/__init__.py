@@ -1,5 +1,7 @@
 """MIG geometry: the exact placement solver, layout enumeration, node-level
-rules and slice diagrams. See docs/mig.md."""
+rules and slice diagrams. See docs/mig.md.
+
+Stage: foundation (docs/architecture.md)."""
 
 from gpuplan.mig.layout import NodeProblem, NodeProblemKind, check_node, resources_for_layout, resources_for_node
 from gpuplan.mig.solver import (

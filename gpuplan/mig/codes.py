@@ -2,7 +2,8 @@
 
 A light module: the fleet rules (`gpuplan.rules.mig`) and the mig-parted file
 checker (`gpuplan.mig.migparted`) share it without importing each other.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ NVML reports only memory-slice placements. The compute row draws an instance's
 SM slices from its memory start (``[start, start + compute)``), the convention
 of NVIDIA's MIG partitioning diagrams; it shows the slices a layout strands
 (e.g. the 7th SM slice between two 3g instances) but is illustrative only.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ and never reach a solver.
 One function, :func:`solve`, takes a model as plain lists (sparse rows) and
 answers in the terms the planners reason in: a solution or none, optimal or
 stopped by the time limit, infeasible, and the proved dual bound.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ only the whole node can get wrong (reference/mig/rules.md §7):
   ``.``); only profiles with C == G get a resource; MIG-disabled GPUs stay
   ``nvidia.com/gpu``.
 - ``none``: MIG devices are not advertised at all.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ and the geometry of every entry on every GPU model it targets.
 
 Returns diagnostics as data with 1-based ``line``/``col``; the CLI renders them.
 ruamel.yaml is imported only when a file is checked.
-"""
+
+Stage: model (docs/architecture.md)."""
 
 from __future__ import annotations
 

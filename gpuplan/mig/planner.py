@@ -20,7 +20,8 @@ Solve order, cheapest first:
 The plan then drops surplus instances (layouts are closed under removal), so the
 GPUs provide exactly the demand and every layout is re-checked with
 ``gpuplan.mig.solver.check_layout``.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ Formulation (one MILP, solved twice for a lexicographic objective):
   changes  sum_L x[k,L] - chg[k] <= fresh[k]   (fresh = GPUs of the pool with no current layout)
 Stage 1 minimises GPUs (or cost = price x GPUs); stage 2 fixes that optimum and
 minimises the changed GPUs (or, with no existing layouts and the cost objective, GPUs).
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ most 8 memory slices, never by imitating the order in which a driver would
 create instances (§6: `-cgi 19,19,14,9` fails but the layout is valid).
 
 Driver-version rules (§3) are applied only when a driver is given.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ admission policy) and the DRA claim templates. The driver lowers the targets
 :func:`targets` names for each family (only those, for `validate`), keeps the
 objects :func:`collect` wants, and calls :func:`check_objects`. Like the spec families that used to do
 this work, these checks run only on a spec the rules accept.
-"""
+
+Stage: check-objects (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """GP683: the ResourceClaimTemplates gpuplan emits tie several MIG devices of one
 claim to one GPU (``matchAttribute: gpu.nvidia.com/parentUUID``); without it the
 scheduler allocates them from any GPUs of the node (docs/dra.md). Check-objects
-stage: reads the templates lowering handed on."""
+stage: reads the templates lowering handed on.
+
+Stage: check-objects (docs/architecture.md)."""
 
 from __future__ import annotations
 

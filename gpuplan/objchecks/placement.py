@@ -1,5 +1,7 @@
 """GP520-GP529: every tier lands on its pool and nowhere else (the placement proof,
-gpuplan.placement, run over the objects lowering handed on). Check-objects stage."""
+gpuplan.placement, run over the objects lowering handed on). Check-objects stage.
+
+Stage: check-objects (docs/architecture.md)."""
 
 from __future__ import annotations
 

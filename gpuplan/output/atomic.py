@@ -4,7 +4,9 @@
 with ``O_CREAT | O_EXCL`` (and ``O_NOFOLLOW`` where the platform has it): a
 symlink or file planted at a predictable ``.<name>.tmp`` is never written
 through, and the final ``os.replace`` renames the new file over the target
-(replacing a symlink there, never following it)."""
+(replacing a symlink there, never following it).
+
+Stage: write (docs/architecture.md)."""
 
 from __future__ import annotations
 

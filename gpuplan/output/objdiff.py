@@ -11,7 +11,8 @@ values.yaml) and a file that is not YAML (README.md) is one object keyed by its
 path. Changed objects list their changed fields as paths such as
 ``spec.hard["requests.nvidia.com/gpu"]`` with old → new values; an embedded
 YAML payload (a ConfigMap's ``config.yaml``) is compared field by field too.
-"""
+
+Stage: write (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -55,7 +55,8 @@ does not fail a build whose new tree is in place: the remains are moved aside
 to ``.<name>.gpuplan-stale-<random>`` so no fixed name stays taken, reported
 once (GP806, a warning) with the command that clears them, and quietly retried
 by later builds.
-"""
+
+Stage: write (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,9 @@ rules it names (docs/placement.md):
   whose ``limits.nodes`` is 0 launches nothing.
 
 Not simulated: the scheduler's scoring (which of several fitting nodes wins), current
-usage of quotas and nodes, DRA claims (docs/placement.md "Limits")."""
+usage of quotas and nodes, DRA claims (docs/placement.md "Limits").
+
+Stage: check-objects (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,9 @@ the same meaning (integers add up; an empty list sums to 0).
 Evaluation follows k8s.io/apiserver@v0.33.0 pkg/admission/plugin/policy/validating/
 validator.go: ``variables`` are computed lazily by name, each validation must return
 true; an error (a missing field, a bad ``int()``) counts as a failure under
-``failurePolicy: Fail``."""
+``failurePolicy: Fail``.
+
+Stage: check-objects (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -7,4 +7,5 @@
 - ``gpuplan.probe.fake``: a fixture-driven stand-in for pynvml;
 - ``gpuplan.probe.publish`` / ``pull``: node-probe ConfigMaps in and out;
 - ``gpuplan.probe.codes``: GP701-GP707.
-"""
+
+Stage: report (docs/architecture.md)."""

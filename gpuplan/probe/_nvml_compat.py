@@ -7,7 +7,8 @@ an error raised by the fake exactly as it matches one raised by real NVML.
 Without pynvml (the package's ``probe`` extra not installed) the same names are
 defined here with the same values, layouts and class hierarchy, so the fake and
 the tests still work. ``tests/probe/test_fake.py`` checks the two agree.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

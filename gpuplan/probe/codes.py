@@ -2,7 +2,8 @@
 
 GP71x and above are left to the inventory rules (``gpuplan.rules.inventory``),
 which compare the fleet spec with what the inventories say.
-"""
+
+Stage: model (docs/architecture.md)."""
 
 from __future__ import annotations
 

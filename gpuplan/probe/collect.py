@@ -13,7 +13,8 @@ Failure policy:
 - A query that answers "not supported" where that *is* the answer (MIG mode
   on a non-MIG GPU, NVLink on a PCIe card, a profile the GPU lacks) is data,
   not an error.
-"""
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

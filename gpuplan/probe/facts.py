@@ -4,7 +4,8 @@
     from gpuplan.probe.facts import node_facts
     f = node_facts(inv)
     f.gpu_count, f.model_counts, f.max_gpus_per_numa, f.all_pairs_nvlink, f.mig_layouts
-"""
+
+Stage: model (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ NVML returns:
 Any mutating NVML function (Set*, *Reset*, Create*, *Destroy*, Clear*, ...)
 raises ``FakeMutationError`` and is recorded in ``mutations``; every call is
 counted in ``calls``. Fixture format: docs/probe.md.
-"""
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

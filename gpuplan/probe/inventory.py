@@ -9,7 +9,8 @@ Keys are camelCase like every Kubernetes-style document; the Python attributes
 are snake_case (``GpuInfo.memory_mib`` <-> ``memoryMiB``). A document carries
 no timestamp: the same hardware always gives the same bytes, which is what lets
 the node probe publish only when something changed.
-"""
+
+Stage: model (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ other files (credentials, other checkouts): a pattern such as ``/etc/*`` or
 ``../../.aws/*`` would make gpuplan read them and quote a line into the log.
 Entries are resolved inside the repository that holds the spec; anything
 else is refused before it is read, unless the run explicitly allows it.
-"""
+
+Stage: model (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ Design (node-probe/README.md has the 1,000-node reasoning):
 
 The HTTP client is an interface (``KubeApi``) so tests drive the logic with a
 dict-backed fake and the real client against a local HTTP server.
-"""
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ request, so 1,000 nodes are two requests that never hold the whole list in
 one response). Each document is validated and re-serialised by gpuplan's own
 writer, so the files are byte-identical whatever probe version wrote them,
 and a file is rewritten only when its bytes change.
-"""
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ loader (``gpuplan.spec.loader``) with ``INVENTORY_LIMITS``: regular files only,
 at most 1 MiB read, nesting, values and alias expansion bounded, and at most
 ``MAX_DIAGS_PER_DOCUMENT`` diagnostics per document. One bad file or document
 never stops the others.
-"""
+
+Stage: model (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 ``gpuplan.render.yamlwriter`` is the one deterministic YAML writer for every
 manifest; ``gpuplan.render.text`` renders text artifacts (sandboxed Jinja2).
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from gpuplan.render.yamlwriter import dump, dump_bytes, dump_documents, dump_documents_bytes
 

@@ -8,7 +8,8 @@ hand: YAML parts are rendered by ``gpuplan.render.yamlwriter`` before they
 reach a template, and TOML strings go through the ``toml_str`` filter.
 
 jinja2 is imported on first use only, so ``gpuplan validate`` never loads it.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,8 @@ sends its whole stream to libyaml's C emitter (``yaml.CSafeDumper``) with a
 closed representer and resolver. The text path only accepts what it writes
 byte-identically to the libyaml path; tests/render/test_yamlwriter.py checks
 that with generated objects, and benchmarks/floor_build.py measures both.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Per pool, tier and tenant: old -> new and the delta; nodes whose MIG state
 changes (mig-manager drains them before it reconfigures the GPUs); tiers whose
 priority or preemption changes (PriorityClass ``value`` and
 ``preemptionPolicy`` are immutable: GitOps must replace the object).
-"""
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

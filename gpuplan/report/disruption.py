@@ -23,7 +23,8 @@ objects — what the controllers will actually see — not from the specs:
   or ``preemptionPolicy`` changes is deleted and recreated (immutable fields);
 - **upgrade**: the managed driver, the toolkit or CDI changes: the GPU Operator
   rolls it onto every node it manages, evicting GPU pods.
-"""
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

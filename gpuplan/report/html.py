@@ -3,7 +3,8 @@
 Inline CSS and inline SVG only: no scripts, no external fonts, stylesheets or
 images, so the file can be attached to a pull request, mailed or opened from
 disk. Every text comes from the spec and is escaped. Deterministic output.
-"""
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,8 @@ compared object by object, and the plan says:
   controllers/state_manager.go`` L476-483) and the operator values enable
   it; the DRA kubelet plugin runs where its Helm ``kubeletPlugin.nodeSelector``
   matches.
-"""
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

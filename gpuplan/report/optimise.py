@@ -13,7 +13,8 @@ the pool uses (MIG disabled) are left alone.
 The result is printed as a unified diff of fleet.yaml that changes only the
 ``sharing.layout`` / ``sharing.devices`` value of those pools, and the patched
 spec is checked again.
-"""
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

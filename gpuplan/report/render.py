@@ -2,7 +2,8 @@
 
 Deterministic: no timestamps, no environment; the same report gives the same
 bytes. HTML lives in ``gpuplan.report.html``.
-"""
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

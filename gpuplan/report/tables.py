@@ -1,5 +1,7 @@
 """Cells and tables of the capacity report, shared by its text, Markdown and HTML
-renderers and by the diff against a base spec."""
+renderers and by the diff against a base spec.
+
+Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ Two guarantees every format keeps, whatever the input held:
   set-output.)
 * **Bounded output.** At most ``MAX_SHOWN`` diagnostics are rendered; the rest
   are counted in one "N more" line (code GP016).
-"""
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

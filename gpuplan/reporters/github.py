@@ -1,4 +1,6 @@
-"""GitHub Actions workflow commands, shown as annotations on the pull request."""
+"""GitHub Actions workflow commands, shown as annotations on the pull request.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

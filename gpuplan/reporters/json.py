@@ -1,4 +1,6 @@
-"""Machine-readable JSON: a list of diagnostics with every field."""
+"""Machine-readable JSON: a list of diagnostics with every field.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

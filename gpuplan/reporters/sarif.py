@@ -1,4 +1,6 @@
-"""SARIF 2.1.0, for code-scanning uploads."""
+"""SARIF 2.1.0, for code-scanning uploads.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,9 @@
 Source lines come only from ``sources``, the texts the loader already holds
 (the spec and the inventory files it names): the reporter opens no file, so
 it costs no second read, cannot hang on a FIFO, and never quotes a line of a
-file the run had no business reading."""
+file the run had no business reading.
+
+Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 

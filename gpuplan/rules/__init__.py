@@ -1,6 +1,8 @@
 """Rule families. Each module exposes ``check(rf: ResolvedFleet) -> Iterable[Diagnostic]``
 and a ``CODES`` tuple; each rule's code, title, PASS/FAIL examples and the
-user pain it prevents are declared next to the rule and become docs/codes.md."""
+user pain it prevents are declared next to the rule and become docs/codes.md.
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,8 @@ Karpenter:
 enforces it at the spec line, or why no spec value reaches it; a test checks
 that the list covers the pinned CEL files exactly and evaluates the mirrored
 rules with a real CEL engine on output built from specs these checks refuse.
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

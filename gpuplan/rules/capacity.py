@@ -10,7 +10,8 @@ tiers with different limits share one pool resource, the strictest applies:
 a tier that allows no oversubscription is only safe when the total fits.
 The arithmetic is the capacity report's (``gpuplan plan``), so the report and
 the rules never disagree.
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ What gpuplan relies on (sources in ``gpuplan.k8s_features_dra``,
 The proof (GP686, GP687, GP688) evaluates every emitted selector with a real CEL
 engine against the ResourceSlices the driver would publish
 (``gpuplan.dra.proof``).
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ hold at least one node. GP701-GP707 (reading the files) are the probe's
 (``gpuplan.probe.codes``). Facts come from ``gpuplan.probe.facts``; a fact the
 probe could not read stays unknown and its rule is skipped for that GPU.
 Diagnostics point at the spec line that names the node (``pools[i].nodes[j]``).
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ instance types must carry the pool's GPU model (matched by Karpenter's
 ``instance-gpu-name`` and per-GPU memory, so p4d = A100 40GB and p4de = A100
 80GB) and all the same number of GPUs, because quota, NodePool limits and
 NodeOverlay capacity are computed in whole nodes of one size.
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ does the node-level strategy work with it?
 The decision is the MIG engine's (``gpuplan.mig.solver``, exact placement
 search); this module only maps its findings to codes and to the line of
 ``fleet.yaml`` that holds the layout.
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """GP660-GP662: `spec.monitoring` against what feeds it.
 
 The alert rules and the dashboard read DCGM exporter metrics scraped through the
-GPU Operator's ServiceMonitor, and price things at the pools' ``pricePerGPUHour``."""
+GPU Operator's ServiceMonitor, and price things at the pools' ``pricePerGPUHour``.
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

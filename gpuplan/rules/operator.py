@@ -4,7 +4,8 @@ toolkit and CDI, the managed driver's version, what runs on Bottlerocket nodes.
 Why these are fleet-wide: the operator renders one ClusterPolicy, and what one
 operand is told about another (the device plugin's CDI hook path, the driver
 root) is the same on every node (docs/output-reference.md, "GPU Operator").
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

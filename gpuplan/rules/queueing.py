@@ -5,7 +5,8 @@ from the capacity report: per flavor and resource the ClusterQueues' nominal quo
 to the tiers' quotas, which GP410 already holds against what the pool advertises (times an
 explicit ``maxOversubscription``). These rules check what only queueing adds: gangs that
 can never be admitted, limits Kueue would reject or never use, and references.
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ time-slicing/MPS replicas, ``nvidia.com/mig-<profile>`` (``+`` -> ``.``) under
 ``mixed``. These rules check that the device plugin will publish that
 resource on the pool's nodes, and that a ResourceQuota can tell the tier apart
 from other tiers (it counts a resource name, not a pool).
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ rejects pods asking for more than one replica.
 
 Not here: MPS together with MIG cannot be written in fleet.yaml (a pool has one
 ``sharing.mode``), and MIG on a GPU without MIG is GP206 (gpuplan.rules.mig).
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

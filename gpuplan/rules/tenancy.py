@@ -11,7 +11,8 @@ neither can preempt the other):
 - inference tiers serve users: a training or batch tier on the same pool with a
   higher priority can preempt them (GP503, warning).
 A ``Never`` tier above a preempting tier is fine (it waits, but is not evicted).
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,8 @@ nodes (``gpuplan.probe.facts``); the instance type of a Karpenter pool
 (``gpuplan.cloud.aws``, NUMA layout inferred); the pool's ``interconnect``;
 the GPU model (SXM/HGX parts have NVLink, 8-GPU HGX boards are split 4+4
 across two sockets; PCIe parts have no NVLink unless bridged).
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ module only asks it, for each feature the spec uses, at the line that uses it:
   1.26, whose gate the kubelet refuses the option without; beta 1.28);
 * ``cpuManagerPolicy: static`` (including the default under a policy) and
   ``memoryManagerPolicy: Static``.
-"""
+
+Stage: check (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,2 @@
+"""Stage: model (docs/architecture.md)."""
+

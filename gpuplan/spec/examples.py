@@ -3,7 +3,8 @@
 Editors offer these names as completions. They are ``json_schema_extra``
 callables on the model fields, so the catalogs are read only when a schema is
 generated (`gpuplan schema`), never when a spec is validated.
-"""
+
+Stage: model (docs/architecture.md)."""
 
 from __future__ import annotations
 

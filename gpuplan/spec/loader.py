@@ -22,7 +22,8 @@ bytes, nesting, and values after alias expansion (which also bounds keys).
 
 Scalars are resolved with the YAML 1.2 core schema: ``on``/``yes`` stay
 strings, ``012`` is the integer 12.
-"""
+
+Stage: load (docs/architecture.md)."""
 
 from __future__ import annotations
 

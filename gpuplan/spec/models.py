@@ -6,7 +6,8 @@ capacity, references between pools, tiers and tenants) is checked by the rule
 families in ``gpuplan.rules``, which can explain themselves better than a type.
 
 YAML keys are camelCase, as in Kubernetes; Python attributes are snake_case.
-"""
+
+Stage: model (docs/architecture.md)."""
 
 from __future__ import annotations
 

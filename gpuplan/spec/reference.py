@@ -4,7 +4,8 @@ The schema is generated from the models (`gpuplan schema`), so the page, the
 editor help and the validator cannot disagree: one description per field, in
 ``gpuplan.spec.models``. `gpuplan schema --markdown > docs/spec.md` writes it;
 a test checks that the committed page is current.
-"""
+
+Stage: model (docs/architecture.md)."""
 
 from __future__ import annotations
 

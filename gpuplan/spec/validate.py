@@ -5,7 +5,8 @@ one back to the YAML position through the loader's ``Document``, rewrites the
 message in the spec's own words, and adds "did you mean" hints for misspelt
 keys and values. It also checks what a type cannot: unique names and
 references between pools, tiers and tenants.
-"""
+
+Stage: model (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ inside, under ``x-kubernetes-validations``), ``cel/*.cel.json`` list those
 rules per CRD, ``sources.json`` / ``SOURCES.md`` name the repository, tag,
 commit and path of each. ``python -m gpuplan.upstream.refresh`` rewrites them.
 Nothing here imports more than the standard library.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,8 @@ in ``SOURCES-monitoring.md`` / ``SOURCES-kueue.md``, in ``sources.json`` and ``S
 ``--check`` writes nothing and exits 1 when any shipped file differs from what
 the reference would produce. Only this script (never the program or its tests)
 opens the reference directory.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,9 @@ CRDs): the five kinds gpuplan emits besides Topology are copied byte for byte. T
 is derived from the CRD in ``KUEUE_GIT_DIR`` at :data:`TAG` (``config/components/crd/
 bases/kueue.x-k8s.io_topologies.yaml``) with the same strict conversion as the
 Prometheus Operator schemas, and its ``x-kubernetes-validations`` become its CEL file.
-Output: ``crds/kueue.x-k8s.io/``, ``cel/`` and ``SOURCES-kueue.md``."""
+Output: ``crds/kueue.x-k8s.io/``, ``cel/`` and ``SOURCES-kueue.md``.
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

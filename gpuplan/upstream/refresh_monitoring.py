@@ -17,7 +17,9 @@ the form of the project's other pinned CRD schemas:
 
 Output: ``gpuplan/upstream/crds/monitoring.coreos.com/<kind>_v1.json`` and the
 table in ``SOURCES-monitoring.md``. ``merge_into(sources)`` returns the rows
-for a combined sources list."""
+for a combined sources list.
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

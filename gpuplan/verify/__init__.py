@@ -13,7 +13,8 @@ Each object is checked against
 Work is done once per object *shape*: the object without its name and
 namespace and with label and annotation values blanked (no pinned schema or
 rule looks at those). Results are data (``Diagnostic``); nothing here prints.
-"""
+
+Stage: check-objects (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,8 @@ Kubernetes adds CEL libraries to the standard ones (k8s.io/apiserver
 pkg/cel/library, cel-go ext). Only the functions the pinned rules call are
 added here (``K8S_FUNCTIONS``); ``coverage()`` proves every rule compiles and
 calls nothing else, and lists the rest with the reason.
-"""
+
+Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ makes checkable. Each rule cites its upstream function in kubernetes/kubernetes:
 * pkg/apis/apps/validation/validation.go: ValidateDaemonSet(Update).
 
 Findings are ``(path, message, hint)``; the caller adds the code and position.
-"""
+
+Stage: check-objects (docs/architecture.md)."""
 
 from __future__ import annotations
 

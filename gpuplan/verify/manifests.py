@@ -7,7 +7,8 @@ sigs.k8s.io/yaml (go-yaml v2) resolves them for kubectl, Argo CD and Flux:
 keys become strings, as they do when sigs.k8s.io/yaml turns YAML into JSON.
 The composed node tree is kept, so a problem found later can be located at
 the ``file:line:col`` of the field.
-"""
+
+Stage: load (docs/architecture.md)."""
 
 from __future__ import annotations
 

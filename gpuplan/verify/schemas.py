@@ -3,7 +3,8 @@ Kubernetes kinds (the strict schemas of the PyPI package kubernetes-validate,
 for one Kubernetes minor version).
 
 Validators are built once per schema and kept for the process.
-"""
+
+Stage: check-objects (docs/architecture.md)."""
 
 from __future__ import annotations
 

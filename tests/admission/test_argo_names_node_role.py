@@ -49,9 +49,9 @@ def test_longest_fleet_name_gives_valid_application_names(tmp_path, example, suf
 
 def test_rule_reports_an_invalid_application_name_at_metadata_name(tmp_path, monkeypatch):
     """If a derived name ever stops being a subdomain, GP115 reports it at metadata.name."""
-    from gpuplan.lower import kueue
+    import gpuplan.identity as identity
 
-    monkeypatch.setattr(kueue, "app_name", lambda rf: f"gpuplan-{rf.fleet.metadata.name}-" + "q" * 250)
+    monkeypatch.setattr(identity, "kueue_app_name", lambda rf: f"gpuplan-{rf.fleet.metadata.name}-" + "q" * 250)
     text = (REPO / "examples" / "fleet.yaml").read_text(encoding="utf-8")
     path = tmp_path / "fleet.yaml"
     path.write_text(text, encoding="utf-8")

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from gpuplan.compiler import check_fleet
-from gpuplan.lower.karpenter import ec2nodeclass, karpenter_pools, nodeoverlay, nodepool
+from gpuplan.lower.karpenter import karpenter_pools, nodeoverlay, nodepool
+from gpuplan.lower.karpenter_aws import ec2nodeclass
 from gpuplan.render.yamlwriter import dump_documents_bytes
 from tests.admission.celkit import refusals, schema_errors
 

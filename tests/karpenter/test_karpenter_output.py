@@ -239,7 +239,7 @@ def test_al2023_userdata_is_yaml_safe(tmp_path: Path) -> None:
                   "      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260801}\n"
                   f'      topology: {{policy: restricted, reservedSystemCPUs: "{evil}"}}\n')
     from gpuplan.compiler import check_fleet
-    from gpuplan.lower.karpenter import al2023_userdata
+    from gpuplan.lower.karpenter_aws import al2023_userdata
 
     checked = check_fleet(p)
     assert any(d.code == "GP609" for d in checked.diagnostics)  # and the rule rejects it

@@ -338,6 +338,7 @@ def test_build_refuses_a_tree_the_api_server_would_reject(tmp_path, monkeypatch,
     ran. Build verifies what it would write: exit 7, each problem named at the line of
     the file it would have written, nothing written, the old tree left as it was."""
     import gpuplan.lower.karpenter as karpenter
+    import gpuplan.lower.karpenter_aws as karpenter_aws
     from gpuplan.cli.main import main
 
     monkeypatch.chdir(tmp_path)
@@ -348,7 +349,7 @@ def test_build_refuses_a_tree_the_api_server_would_reject(tmp_path, monkeypatch,
     before = {p: p.read_bytes() for p in (tmp_path / "generated").rglob("*") if p.is_file()}
     capsys.readouterr()
 
-    real_nodepool, real_nodeclass = karpenter.nodepool, karpenter.ec2nodeclass
+    real_nodepool, real_nodeclass = karpenter.nodepool, karpenter_aws.ec2nodeclass
 
     def bad_nodepool(rf, pv):
         obj = real_nodepool(rf, pv)
@@ -361,7 +362,7 @@ def test_build_refuses_a_tree_the_api_server_would_reject(tmp_path, monkeypatch,
         return obj
 
     monkeypatch.setattr(karpenter, "nodepool", bad_nodepool)
-    monkeypatch.setattr(karpenter, "ec2nodeclass", bad_nodeclass)
+    monkeypatch.setattr(karpenter_aws, "ec2nodeclass", bad_nodeclass)
     with pytest.raises(SystemExit) as refused:
         main(["build", "fleet.yaml"])
     err = capsys.readouterr().err

@@ -1,0 +1,134 @@
+"""The AWS provider's half of a Karpenter pool: ``pools/<pool>/ec2nodeclass.yaml``.
+
+``karpenter.k8s.aws/v1`` EC2NodeClass — pinned AMI alias, node role, subnet /
+security-group discovery, a root volume large enough for GPU images, IMDSv2, and
+the kubelet Topology / CPU Manager settings in ``userData`` (never in
+``spec.kubelet``: those fields do not exist there, reference/k8s/facts.md §a,
+Surprise 1). A target of its own, beside the NodePool's: the object checks read
+NodePools and need not render userData (Jinja2 and the YAML emitter stay off the
+`validate` path).
+
+Stage: lower (docs/architecture.md)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from gpuplan.artifacts import Artifact, Produced
+from gpuplan.identity import (
+    POOL_LABEL, ami_alias, bottlerocket_device_plugin, bottlerocket_settings, kubelet_topology_fields,
+)
+from gpuplan.lower.common import metadata, obj, object_annotations
+from gpuplan.lower.karpenter import karpenter_pools
+from gpuplan.resolve import PoolView, ResolvedFleet
+
+NODECLASS_API = "karpenter.k8s.aws/v1"
+
+
+NODEADM_API = "node.eks.aws/v1alpha1"
+
+
+DISCOVERY_TAG = "karpenter.sh/discovery"
+
+
+AL2023_BOUNDARY = "//gpuplan-nodeconfig//"
+
+
+# Root / data volume for GPU images (CUDA base images alone are several GB;
+# training images with frameworks 15-30 GB, pulled and unpacked side by side).
+GPU_VOLUME_SIZE = "200Gi"
+
+
+METADATA_OPTIONS = {
+    "httpEndpoint": "enabled",
+    "httpProtocolIPv6": "disabled",
+    "httpPutResponseHopLimit": 1,
+    "httpTokens": "required",
+}
+
+
+def al2023_nodeconfig(pv: PoolView) -> dict[str, Any] | None:
+    fields = kubelet_topology_fields(pv.pool.topology)
+    if not fields:
+        return None
+    return {
+        "apiVersion": NODEADM_API,
+        "kind": "NodeConfig",
+        "spec": {"kubelet": {"config": fields}},
+    }
+
+
+def al2023_userdata(pv: PoolView) -> str | None:
+    """MIME multipart with one ``application/node.eks.aws`` NodeConfig part."""
+    nc = al2023_nodeconfig(pv)
+    if nc is None:
+        return None
+    from gpuplan.render.text import render
+    from gpuplan.render.yamlwriter import dump
+
+    text = dump(nc)
+    assert AL2023_BOUNDARY not in text
+    return render("userdata-al2023.j2", boundary=AL2023_BOUNDARY, nodeconfig=text.rstrip("\n") + "\n")
+
+
+def bottlerocket_userdata(pv: PoolView) -> str | None:
+    from gpuplan.render.text import render
+
+    kube, opts = bottlerocket_settings(pv)
+    plugin, slicing = bottlerocket_device_plugin(pv)
+    if not (kube or opts or plugin):
+        return None
+    return render("userdata-bottlerocket.j2", kubernetes=kube, policy_options=opts,
+                  device_plugin=plugin, time_slicing=slicing)
+
+
+def userdata(pv: PoolView) -> str | None:
+    k = pv.pool.karpenter
+    assert k is not None
+    if k.ami_family == "Bottlerocket":
+        return bottlerocket_userdata(pv)
+    return al2023_userdata(pv)
+
+
+def _block_devices(pv: PoolView) -> list[dict[str, Any]]:
+    k = pv.pool.karpenter
+    assert k is not None
+    ebs = {"volumeSize": GPU_VOLUME_SIZE, "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+    if k.ami_family == "Bottlerocket":
+        # xvda: the OS image; xvdb: the data volume (containerd, kubelet root).
+        return [
+            {"deviceName": "/dev/xvda",
+             "ebs": {"volumeSize": "4Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}},
+            {"deviceName": "/dev/xvdb", "rootVolume": True, "ebs": ebs},
+        ]
+    return [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": ebs}]
+
+
+def ec2nodeclass(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
+    aws = rf.fleet.spec.cluster.aws
+    assert aws is not None, "GP614 stops a Karpenter pool without cluster.aws before lowering"
+    discovery = {DISCOVERY_TAG: aws.cluster_name}
+    spec: dict[str, Any] = {
+        "amiSelectorTerms": [{"alias": ami_alias(pv)}],
+        "role": aws.node_role,
+        "subnetSelectorTerms": [{"tags": dict(aws.subnet_tags or discovery)}],
+        "securityGroupSelectorTerms": [{"tags": dict(aws.security_group_tags or discovery)}],
+        "blockDeviceMappings": _block_devices(pv),
+        "metadataOptions": dict(METADATA_OPTIONS),
+        "tags": {POOL_LABEL: pv.name, "gpuplan.dev/fleet": rf.fleet.metadata.name},
+    }
+    ud = userdata(pv)
+    if ud is not None:
+        spec["userData"] = ud
+    meta = metadata(rf, pv.name, extra_labels={POOL_LABEL: pv.name},
+                    annotations=object_annotations(rf, "EC2NodeClass") or None)
+    return obj(NODECLASS_API, "EC2NodeClass", meta, spec=spec)
+
+
+def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
+    pools = karpenter_pools(rf)
+    if pools and rf.fleet.spec.cluster.aws is None:
+        return []  # GP614 is an error: compile stops before lowering
+    return [Artifact(path=f"pools/{pv.name}/ec2nodeclass.yaml", documents=(ec2nodeclass(rf, pv),),
+                     description=f"Karpenter EC2NodeClass of pool {pv.name} (AMI, role, userData with "
+                                 "kubelet topology settings)") for pv in pools]
