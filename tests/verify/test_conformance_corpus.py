@@ -77,7 +77,7 @@ def test_corpus_case(suite, case, obj, old, expect, known):
 
 def test_every_suite_has_cases_and_sources():
     suites = {c[0] for c in CASES}
-    assert {"karpenter-nodepool", "prometheus-operator-prometheusrule", "kubernetes-core", "nfd-e2e"} <= suites
+    assert {"karpenter-nodepool", "prometheus-operator-prometheusrule", "kubernetes-core", "nfd-e2e", "kueue"} <= suites
     assert all(sum(1 for c in CASES if c[0] == s) >= 10 for s in suites)
 
 
