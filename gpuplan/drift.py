@@ -188,10 +188,6 @@ def read_live(arg: str, budget: int = MAX_LIVE_BYTES) -> tuple[str, bytes]:
     device or a directory is refused before a byte is read); ``-`` is stdin,
     which may be a pipe, so only the cap is enforced: at most budget+1 bytes
     are read. Raises LiveInputError."""
-    import os
-    import stat
-    import sys
-
     from gpuplan.spec import loader
 
     if arg != "-":
@@ -200,28 +196,10 @@ def read_live(arg: str, budget: int = MAX_LIVE_BYTES) -> tuple[str, bytes]:
             return name, loader.read_bytes(arg, display=name, max_bytes=budget)
         except loader.LoadError as exc:
             raise LiveInputError(_live_limit_hint(exc.diag, budget)) from None
-    name = "<stdin>"
-    stream = sys.stdin
     try:
-        if stream is None:  # started with stdin closed
-            raise OSError("stdin is closed")
-        fd = stream.fileno()
-        st = os.fstat(fd)
-        if stat.S_ISREG(st.st_mode) and st.st_size - os.lseek(fd, 0, os.SEEK_CUR) > budget:
-            raise LiveInputError(_too_large(name, budget))
-        chunks, got = [], 0
-        while got <= budget:
-            chunk = os.read(fd, min(1 << 20, budget + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-    except (OSError, ValueError) as exc:  # ValueError: stdin replaced by an object without a descriptor
-        raise LiveInputError(loader.E_UNREADABLE.diag(f"cannot read stdin: {getattr(exc, 'strerror', None) or exc}",
-                                                      file=name)) from None
-    if got > budget:
-        raise LiveInputError(_too_large(name, budget))
-    return name, b"".join(chunks)
+        return "<stdin>", loader.read_stdin(max_bytes=budget)
+    except loader.LoadError as exc:
+        raise LiveInputError(_live_limit_hint(exc.diag, budget)) from None
 
 
 def _too_large(name: str, budget: int) -> Diagnostic:

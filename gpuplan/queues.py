@@ -191,7 +191,7 @@ def _has_queue(tn: "Tenant", queued: set[str]) -> bool:
     return any(tier in queued for per_tier in tn.quotas.values() for tier in per_tier)
 
 
-def _potentials(queues: list[QueuePlan]) -> list[QueuePlan]:
+def potentials(queues: list[QueuePlan]) -> list[QueuePlan]:
     """Kueue's potentialAvailable per queue and (flavor, resource), for a root cohort
     with optional child cohorts (resource_node.go: accumulateFromChild, localQuota)."""
     # the root's subtree quota is every queue's lendable part; a child cohort has no
@@ -281,7 +281,7 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
             preemption=_preemption(granted or [rf.tier_by_name[n] for n in tier_pair]),
             quotas=tuple(quotas),
         ))
-    queues = _potentials(queues)
+    queues = potentials(queues)
 
     totals: dict[tuple[str, str], int] = {p: 0 for p in pairs}
     for qp in queues:

@@ -30,7 +30,9 @@ def import_cmd(ctx: click.Context, inputs: tuple[str, ...], output: str | None, 
 
     Every inferred value carries a comment saying where it came from; what cannot be inferred is a
     `# TODO`. The draft is built back and compared with the cluster's objects; the summary (stderr)
-    names each gpuplan convention behind a difference, and findings are diagnostics (GP950-GP962).
+    names each gpuplan convention behind a difference, and findings are diagnostics (GP950-GP964).
+    With --format json/sarif/... the diagnostics go to stdout when the draft is written with -o,
+    and to stderr when the draft itself goes to stdout.
     Exit 0 when a draft was written, 1 when the input is invalid, nothing could be imported or
     the output exists, 2 on usage errors."""
     from pathlib import Path
@@ -44,7 +46,13 @@ def import_cmd(ctx: click.Context, inputs: tuple[str, ...], output: str | None, 
             emit([problem], fmt, verbose=verbose)
             ctx.exit(int(ExitCode.INVALID))
     result = import_cluster(inputs, name=name, display=display)
-    emit(result.diagnostics, fmt, verbose=verbose, sources=result.sources)
+    if fmt != "text" and output is None:
+        # the draft owns stdout: machine-format diagnostics go to stderr, so neither corrupts the other
+        from gpuplan.reporters import render
+
+        click.echo(render(fmt, result.diagnostics), err=True, nl=False)
+    else:
+        emit(result.diagnostics, fmt, verbose=verbose, sources=result.sources)
     if fmt == "text":
         for line in result.summary:
             click.echo(line, err=True)

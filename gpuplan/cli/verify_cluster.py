@@ -11,7 +11,7 @@ from gpuplan.exitcodes import ExitCode
 
 
 @click.command("verify-cluster")
-@click.argument("fleet", type=click.Path(dir_okay=False))
+@click.argument("fleet", type=click.Path(readable=False))  # the loader refuses a directory (GP013)
 @click.option("--live", "live", multiple=True, required=True, metavar="FILE",
               help="JSON from `kubectl get nodes,resourcequotas -A -o json`; `-` reads stdin. Repeatable; "
               "regular files and stdin only, 64 MiB in all.")

@@ -96,5 +96,22 @@ W_UNREAD = Code(
     bad="data: {dp: \"{not: yaml\"}", good="data: {dp: \"version: v1\"}",
 )
 
+W_KUEUE_UNREAD = Code(
+    "GP963", "Kueue object not imported", Severity.WARNING,
+    "A Kueue object cannot be mapped onto spec.queueing: a ResourceFlavor whose nodeLabels select no one "
+    "imported pool, a ClusterQueue that serves namespaces of several tenants (gpuplan writes one queue per "
+    "tenant) or a flavor quota no tier hands out. That part is left out; the round trip shows what changes.",
+    bad="ResourceFlavor a100: nodeLabels {gpu: a100}   # no pool's nodes all carry gpu=a100",
+    good="ResourceFlavor a100: nodeLabels {gpuplan.dev/pool: infer-a100}",
+)
+W_DRA_UNREAD = Code(
+    "GP964", "DRA object not imported", Severity.WARNING,
+    "A DRA DeviceClass or quota key cannot be mapped onto a tier (no `gpuplan.dev/tier` label and no tier of "
+    "that name), or the nodes of one pool disagree on `nvidia.com/gpu.deploy.device-plugin`: that part is left "
+    "out, and the pool keeps the device plugin.",
+    bad="DeviceClass big-gpus   # no tier big-gpus", good="DeviceClass gpuplan-inference (label gpuplan.dev/tier: inference)",
+)
+
 CODES = (E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
-         W_POOL_DISAGREES, I_TODO, W_UNEXPLAINED, E_EXISTS, E_DRAFT_INVALID, W_UNREAD)
+         W_POOL_DISAGREES, I_TODO, W_UNEXPLAINED, E_EXISTS, E_DRAFT_INVALID, W_UNREAD,
+         W_KUEUE_UNREAD, W_DRA_UNREAD)

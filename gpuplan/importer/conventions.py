@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, CHART_CLASSES as DRA_CHART_CLASSES  # noqa: F401
 from gpuplan.identity import (  # noqa: F401 - the importer's vocabulary
     DEFAULT_TAINT as DEFAULT_KARPENTER_TAINT,
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -79,3 +80,20 @@ SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp
 SERVER_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration", "deployment.kubernetes.io/revision",
                       "karpenter.sh/nodepool-hash", "karpenter.sh/nodepool-hash-version",
                       "karpenter.k8s.aws/ec2nodeclass-hash", "karpenter.k8s.aws/ec2nodeclass-hash-version")
+
+# Kueue (docs/kueue.md; gpuplan.lower.kueue, which the importer may not import)
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_CHART = "kueue"  # oci://registry.k8s.io/kueue/charts/kueue
+KUEUE_NAMESPACE = "kueue-system"  # gpuplan.spec.models.KueueInstall.namespace default
+# the chart writes managerConfig.controllerManagerConfigYaml into this ConfigMap
+# (kueue charts/kueue/templates/manager/manager-config.yaml)
+KUEUE_CONFIGMAP = "kueue-manager-config"
+KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
+KUEUE_VALUES_PATH = "kueue/values.yaml"
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # the lowest Topology level gpuplan always adds
+# DRA (docs/dra.md; gpuplan.lower.dra)
+DRA_CHART = "dra-driver-nvidia-gpu"
+DRA_NAMESPACE = "dra-driver-nvidia-gpu"
+DRA_VALUES_PATH = "dra-driver/values.yaml"
+DRA_QUOTA_KEY = re.compile(r"(?P<cls>[a-z0-9.-]+)\.deviceclass\.resource\.k8s\.io/devices\Z")
+GPU_OPERATOR_VALUES_PATH = "gpu-operator/values.yaml"

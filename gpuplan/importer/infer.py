@@ -17,7 +17,7 @@ from typing import Any
 from gpuplan.diagnostics import Diagnostic
 from gpuplan.importer import codes as C
 from gpuplan.importer import conventions as V
-from gpuplan.importer.read import Obj
+from gpuplan.importer.read import Obj, show, yaml_payload as _yaml_payload  # noqa: F401 - show is the importer's
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
@@ -27,18 +27,6 @@ _KUBELET_VERSION = re.compile(r"v?1\.([0-9]{2})\.")
 _INT = re.compile(r"[0-9]+\Z")
 _AMI_ALIAS = re.compile(r"(al2023|bottlerocket)@(.+)\Z")
 
-
-def show(value: Any) -> str:
-    """A value from the cluster as message or comment text: one line, at most
-    120 characters, control characters escaped (as verify-cluster shows them)."""
-    import json
-
-    from gpuplan.diagnostics import escape
-
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) > 120:
-        text = text[:117] + "..."
-    return escape(text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def is_name(v: Any) -> bool:
@@ -91,15 +79,6 @@ def _diag(code: Any, message: str, o: Obj | None, *sub: Any, hint: str | None = 
     f, line, col = o.at(*sub)
     return code.diag(message, file=f, line=line, col=col, hint=hint)
 
-
-def _yaml_payload(text: Any) -> Any:
-    """A ConfigMap value parsed by the bounded reader (None when it is not YAML)."""
-    if not isinstance(text, str):
-        return None
-    from gpuplan.output.objdiff import yaml_documents
-
-    docs = yaml_documents(text, "<configmap value>")
-    return docs[0] if docs and len(docs) == 1 else None
 
 
 # ----------------------------------------------------------------- GPU Operator configs
@@ -431,6 +410,12 @@ def _static_pool(name: str, members: list[Obj], derived: bool, cfg: Configs, dra
     if common:
         pool["labels"] = dict(sorted(common.items()))
         notes["labels"] = Note("labels every node of the pool has (Kubernetes, NFD, GFD and cloud labels left out)")
+    dra = [m.labels.get(V.DEVICE_PLUGIN_DEPLOY_LABEL) == "false" for m in members]
+    if any(dra) and not all(dra):
+        draft.diagnostics.append(_diag(
+            C.W_DRA_UNREAD, f"pool {name}: only some nodes have {V.DEVICE_PLUGIN_DEPLOY_LABEL}=false (DRA); the "
+            "draft keeps the device plugin", members[dra.index(True)], "metadata", "labels", V.DEVICE_PLUGIN_DEPLOY_LABEL))
+    pool["_dra"] = all(dra) and (f"the Nodes' label {V.DEVICE_PLUGIN_DEPLOY_LABEL}=false")
     pool["_notes"] = notes
     pool["_nodes"] = members
     pool["_selected"] = (dp_sel, mig_sel)
@@ -604,6 +589,8 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         pool["_gpus"] = per
         pool["_nodepool"] = np_
         pool["_nodeclass"] = nc
+        pool["_dra"] = labels.get(V.DEVICE_PLUGIN_DEPLOY_LABEL) == "false" and (
+            f"NodePool {np_.name} template label {V.DEVICE_PLUGIN_DEPLOY_LABEL}=false")
         pool["_selected"] = (labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL), labels.get(V.MIG_CONFIG_LABEL))
         pools.append(pool)
     return pools
@@ -653,9 +640,28 @@ def _synthetic_tier_name(pool: str, profile: str | None) -> str:
     return base[:63].rstrip("-")
 
 
-def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft) -> tuple[list[dict], list[dict]]:
+def tenant_name(ns: str, o: Obj | None) -> str:
+    """A namespace's tenant: its gpuplan.dev/tenant label, else the namespace."""
+    label = o.labels.get(V.TENANT_LABEL) if o else None
+    return label if label and is_name(label) else ns
+
+
+def dra_classes(objs: list[Obj]) -> dict[str, str]:
+    """DeviceClass name -> the tier it serves (its gpuplan.dev/tier label, else gpuplan-<tier>)."""
+    out = {}
+    for o in objs:
+        if o.kind == "DeviceClass" and o.api_group == "resource.k8s.io":
+            tier = o.labels.get(V.TIER_LABEL) or (o.name[len(V.PRIORITY_CLASS_PREFIX):]
+                                                  if o.name.startswith(V.PRIORITY_CLASS_PREFIX) else None)
+            if is_name(tier):
+                out[o.name] = tier
+    return out
+
+
+def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft, kq: Any = None) -> tuple[list[dict], list[dict]]:
     pcs = {o.name: o for o in objs if o.kind == "PriorityClass" and o.api_group == "scheduling.k8s.io"}
     nss = {o.name: o for o in objs if o.kind == "Namespace" and not o.api_group}
+    classes = dra_classes(objs)
     quotas: dict[str, list[tuple[Obj, dict[str, int], Any]]] = {}
     for q in sorted((o for o in objs if o.kind == "ResourceQuota" and not o.api_group),
                     key=lambda o: (o.namespace, o.name)):
@@ -773,15 +779,49 @@ def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft) -> tuple
         if prof:
             t["profile"] = prof
 
+    queued: set[str] = set()
+    if kq is not None:
+        from gpuplan.importer.kueue import assign
+
+        assign(kq, tiers, ns_tiers, draft)
+        queued = set(kq.queued_tiers)
+
     # tenants and their grants
     grants: dict[str, dict[str, int]] = {}
-    for ns in sorted(quotas):
-        g: dict[str, int] = {}
-        for q, hard, sc in quotas[ns]:
+    for ns in sorted(set(quotas) | (set(kq.grants) if kq is not None else set())):
+        # queued tiers: the ClusterQueue's grant; the quotas hold Kueue's ceilings, taken out here
+        g: dict[str, int] = dict(kq.grants.get(ns, {})) if kq is not None else {}
+        queue = kq.tenant_of(ns) if kq is not None else None
+        ceiling: dict[str, int] = {}
+        for (_, res), units in (kq.ceilings.get(queue.tenant, {}) if queue is not None else {}).items():
+            ceiling[res] = ceiling.get(res, 0) + units
+        for q, hard, sc in quotas.get(ns, ()):
             if sc and sc[0] == "In" and len(sc[1]) == 1 and sc[1][0] in by_pc:
                 tn = by_pc[sc[1][0]]
-                g[tn] = g.get(tn, 0) + hard.get(tiers[tn]["_res"], 0)
-        for q, hard, sc in quotas[ns]:
+                if tn not in queued:
+                    g[tn] = g.get(tn, 0) + hard.get(tiers[tn]["_res"], 0)
+            elif sc is None:
+                # DRA: <class>.deviceclass.resource.k8s.io/devices is the tier's grant
+                for key, v in sorted((_get(q.data, "spec", "hard") or {}).items()):
+                    m = V.DRA_QUOTA_KEY.match(key) if isinstance(key, str) else None
+                    if m is None or m["cls"] in V.DRA_CHART_CLASSES:
+                        continue
+                    tn = classes.get(m["cls"])
+                    units = int(str(v)) if _INT.match(str(v)) and len(str(v)) <= 9 else None
+                    if tn not in tiers or units is None:
+                        draft.diagnostics.append(_diag(C.W_DRA_UNREAD, f"ResourceQuota {show(ns)}/{show(q.name)}: "
+                                                       f"{show(key)} names no imported tier's DeviceClass; left out",
+                                                       q, "spec", "hard", key))
+                        continue
+                    if units:
+                        g[tn] = g.get(tn, 0) + units
+        for q, hard, sc in quotas.get(ns, ()):
+            if sc is None and ceiling:
+                hard = dict(hard)
+                for res in list(hard):
+                    take = min(hard[res], ceiling.get(res, 0))
+                    hard[res] -= take
+                    ceiling[res] = ceiling.get(res, 0) - take
             if sc is not None:
                 if sc[0] == "other" or (sc[0] == "In" and not all(v in by_pc for v in sc[1])):
                     draft.diagnostics.append(_diag(C.I_TODO, f"ResourceQuota {show(ns)}/{show(q.name)} has a scope "
@@ -792,9 +832,10 @@ def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft) -> tuple
                 rest = units - sum(n for tn, n in g.items() if tiers[tn].get("_res") == res)
                 if rest <= 0:
                     continue
-                cands = [tn for tn in labelled if tiers[tn].get("_res") == res and tn not in g] or \
+                cands = [tn for tn in labelled if tiers[tn].get("_res") == res and tn not in g
+                         and tn not in queued] or \
                         [tn for tn in sorted(tiers) if tiers[tn].get("_res") == res and not tiers[tn].get("enforcePriority")
-                         and not tiers[tn].get("_pc")]
+                         and not tiers[tn].get("_pc") and tn not in queued]
                 if not cands:
                     pools_ = res_pools.get(res, [])
                     if not pools_:
@@ -830,7 +871,7 @@ def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft) -> tuple
             continue
         o = nss.get(ns)
         label = o.labels.get(V.TENANT_LABEL) if o else None
-        tname = label if label and is_name(label) else ns
+        tname = tenant_name(ns, o)
         t = tenants.setdefault(tname, {"name": tname, "namespaces": [], "quotas": {}, "_ns": [],
                                        "_notes": {"name": Note(f"from Namespace label {V.TENANT_LABEL}") if label else
                                                   Note(None, "one tenant per namespace: group the namespaces of "
@@ -848,6 +889,13 @@ def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft) -> tuple
             t["labels"] = dict(sorted(common.items()))
         if not t["quotas"]:
             del t["quotas"]
+        if kq is not None:
+            from gpuplan.importer.kueue import tenant_queueing
+
+            tq, src = tenant_queueing(kq, t["name"])
+            if tq is not None:
+                t["queueing"] = tq
+                t["_notes"]["queueing"] = Note(src)
     used = {tn for t in tenants.values() for q in t.get("quotas", {}).values() for tn in q}
     for name, t in tiers.items():
         if name not in used and t.get("_pc") is None:
@@ -924,7 +972,13 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
         return draft
     selected = {v for p in pools for v in p["_selected"] if isinstance(v, str)}
     check_unused(cfg, selected, draft)
-    tiers, tenants = tiers_and_tenants(objs, pools, draft)
+    from gpuplan.importer import kueue as K
+
+    nss = {o.name: o for o in objs if o.kind == "Namespace" and not o.api_group}
+    kq = K.scan(objs, pools, nss, lambda ns: tenant_name(ns, nss.get(ns)))
+    if kq is not None:
+        draft.diagnostics += kq.diagnostics
+    tiers, tenants = tiers_and_tenants(objs, pools, draft, kq)
     check_capacity(pools, tenants, tiers, objs, draft)
 
     # the fleet's name: what gpuplan labelled its objects with, else --name
@@ -945,8 +999,15 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     cluster: dict[str, Any] = {"kubernetesVersion": k8s or "1.33"}
     draft.note(("spec", "cluster", "kubernetesVersion"), "from the Nodes' status.nodeInfo.kubeletVersion" if k8s else None,
                None if k8s else "no Node reports a kubelet version: set the cluster's Kubernetes version")
-    cluster["gitops"] = {"engine": "argocd", "repoURL": "https://git.example.com/TODO/gpu-fleet.git"}
-    draft.note(("spec", "cluster", "gitops"), None, "the GitOps engine and repository that will deliver generated/")
+    dra_chart = K.find_chart(objs, V.DRA_CHART)
+    gitops = K.gitops_from([kq.chart if kq is not None else None, dra_chart],
+                           {"kueue": V.KUEUE_VALUES_PATH, "driver": V.DRA_VALUES_PATH})
+    if gitops is not None:
+        cluster["gitops"] = gitops[0]
+        draft.note(("spec", "cluster", "gitops"), gitops[1])
+    else:
+        cluster["gitops"] = {"engine": "argocd", "repoURL": "https://git.example.com/TODO/gpu-fleet.git"}
+        draft.note(("spec", "cluster", "gitops"), None, "the GitOps engine and repository that will deliver generated/")
     op: dict[str, Any] = {}
     if cfg.dp_cm is not None and cfg.dp_cm.namespace and cfg.dp_cm.namespace != "gpu-operator":
         op["namespace"] = cfg.dp_cm.namespace
@@ -995,8 +1056,10 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
             if isinstance(val, dict) and val != disc and all(isinstance(v, str) for v in val.values()):
                 aws[key] = dict(sorted(val.items()))
         cluster["aws"] = aws
-    if any(o.api_group == "kueue.x-k8s.io" for o in objs):
-        draft.header.append("TODO: Kueue objects were found; spec.queueing is not imported (docs/kueue.md)")
+    if kq is None and any(o.api_group == V.KUEUE_GROUP for o in objs):
+        draft.header.append("TODO: Kueue objects were found but no ClusterQueue: spec.queueing is not imported "
+                            "(docs/kueue.md)")
+    _allocation(pools, tiers, objs, dra_chart, cluster, draft)
     spec["spec"] = {"cluster": cluster, "pools": [], "tiers": [], "tenants": []}
     for i, p in enumerate(pools):
         clean = {k: v for k, v in p.items() if not k.startswith("_")}
@@ -1015,9 +1078,16 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
             draft.note(("spec", "tiers", i, k), n.source, n.todo)
         draft.note(("spec", "tiers", i, "name"), None, "workload (training, inference, ...) is not visible in the "
                    "cluster: set it, it chooses Karpenter disruption settings")
+    if kq is not None:
+        queueing, qnotes = K.queueing_spec(kq, fleet_name, draft)
+        spec["spec"]["queueing"] = queueing
+        for sub, (source, todo) in qnotes.items():
+            draft.note(("spec", "queueing") + sub, source, todo)
     for i, t in enumerate(tenants):
         spec["spec"]["tenants"].append({k: v for k, v in t.items() if not k.startswith("_")})
         draft.note(("spec", "tenants", i, "name"), t["_notes"]["name"].source, t["_notes"]["name"].todo)
+        if "queueing" in t:
+            draft.note(("spec", "tenants", i, "queueing"), t["_notes"]["queueing"].source)
         if "quotas" in t:
             draft.note(("spec", "tenants", i, "quotas"), "from the namespaces' ResourceQuotas (spec.hard)")
     if not tiers:
@@ -1025,5 +1095,52 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     if not tenants:
         del spec["spec"]["tenants"]
     draft.spec = spec
-    draft.scope = {"configs": cfg, "pools": pools, "tiers": tiers, "tenants": tenants, "nodes": nodes, "objects": objs}
+    draft.scope = {"configs": cfg, "pools": pools, "tiers": tiers, "tenants": tenants, "nodes": nodes, "objects": objs,
+                   "kueue": kq}
     return draft
+
+
+def _allocation(pools: list[dict], tiers: list[dict], objs: list[Obj], chart: Any, cluster: dict, draft: Draft) -> None:
+    """DRA: the pools whose nodes switch the device plugin off (the label gpuplan sets on
+    DRA pools, docs/dra.md), the driver chart's version, extendedResources from the tiers'
+    DeviceClasses and maxGPUsPerPod from their ResourceClaimTemplates."""
+    dra = [p for p in pools if p.get("_dra")]
+    if not dra:
+        return
+    alloc: dict[str, Any] = {}
+    if len(dra) == len(pools):
+        alloc["backend"] = "dra"
+        draft.note(("spec", "cluster", "allocation", "backend"), f"every pool: {dra[0]['_dra']}")
+    else:
+        for p in dra:
+            p["allocation"] = {"backend": "dra"}
+            p["_notes"]["allocation"] = Note(f"from {p['_dra']}")
+    version = chart.version if chart is not None else None
+    if isinstance(version, str) and re.match(r"v?[0-9]+\.[0-9]+\.[0-9]+\Z", version):
+        alloc["draDriverVersion"] = "v" + version.lstrip("v")
+        draft.note(("spec", "cluster", "allocation", "draDriverVersion"), f"from {chart.obj.kind} {chart.obj.name}")
+    else:
+        draft.note(("spec", "cluster", "allocation"), None, "no Application or HelmRelease of the dra-driver-nvidia-gpu "
+                   "chart in the input: set draDriverVersion")
+    names = {p["name"] for p in dra}
+    classes = {o.name: o for o in objs if o.kind == "DeviceClass" and o.api_group == "resource.k8s.io"}
+    by_tier = {tier: classes[c] for c, tier in dra_classes(objs).items()}
+    mine = [by_tier[t["name"]] for t in tiers if t.get("pool") in names and t["name"] in by_tier]
+    if mine and not any(isinstance(_get(o.data, "spec", "extendedResourceName"), str) for o in mine):
+        alloc["extendedResources"] = False
+        draft.note(("spec", "cluster", "allocation", "extendedResources"),
+                   "the tiers' DeviceClasses have no extendedResourceName")
+    draft.note(("spec", "cluster", "allocation"), None, "featureGates are not visible through the API: add the "
+               "DRA gates the cluster sets away from its version's defaults")
+    cluster["allocation"] = alloc
+    # gpuplan writes gpuplan-<tier>-x<N> for maxGPUsPerPod N > 1 (gpuplan.dra.claim_template_name)
+    counts: dict[str, int] = {}
+    for o in objs:
+        if o.kind == "ResourceClaimTemplate" and o.api_group == "resource.k8s.io":
+            m = re.match(r"gpuplan-(?P<tier>[a-z0-9-]+)-x(?P<n>[0-9]{1,4})\Z", o.name)
+            if m and o.labels.get(V.TIER_LABEL) == m["tier"]:
+                counts[m["tier"]] = max(counts.get(m["tier"], 0), int(m["n"]))
+    for t in tiers:
+        if t.get("pool") in names and counts.get(t["name"], 0) > 1 and "maxGPUsPerPod" not in t:
+            t["maxGPUsPerPod"] = counts[t["name"]]
+            t["_notes"]["maxGPUsPerPod"] = Note(f"from ResourceClaimTemplate gpuplan-{t['name']}-x{counts[t['name']]}")

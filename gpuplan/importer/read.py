@@ -7,9 +7,6 @@ Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 
-import os
-import stat
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -109,33 +106,12 @@ def _flatten(manifest: Any, file: str, out: Input) -> None:
         out.objects.append(Obj(d, file, manifest, ()))
 
 
-def read_stdin(budget: int = MAX_STDIN_BYTES) -> bytes:
-    """At most ``budget`` bytes of stdin (a pipe or a file); raises ValueError over it."""
-    stream = sys.stdin
-    if stream is None:
-        raise OSError("stdin is closed")
-    fd = stream.fileno()
-    st = os.fstat(fd)
-    if stat.S_ISREG(st.st_mode) and st.st_size - os.lseek(fd, 0, os.SEEK_CUR) > budget:
-        raise ValueError(budget)
-    chunks, got = [], 0
-    while got <= budget:
-        chunk = os.read(fd, min(1 << 20, budget + 1 - got))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    if got > budget:
-        raise ValueError(budget)
-    return b"".join(chunks)
-
-
 def read_inputs(args: Iterable[str], *, stdin: bytes | None = None) -> Input:
     """Every object of every argument: a file, a directory (its ``*.yaml``,
     ``*.yml`` and ``*.json``, walked as `gpuplan verify` walks one: links that
     leave it and other filesystems refused) or ``-`` (stdin; ``stdin`` bytes
     given by a caller instead)."""
-    from gpuplan.spec.loader import E_TOO_LARGE, E_UNREADABLE
+    from gpuplan.spec.loader import E_TOO_LARGE, E_UNREADABLE, LoadError, read_stdin
     from gpuplan.verify.manifests import discover, load_text, read_file
 
     out = Input()
@@ -143,13 +119,9 @@ def read_inputs(args: Iterable[str], *, stdin: bytes | None = None) -> Input:
         if arg == "-":
             name = "<stdin>"
             try:
-                raw = stdin if stdin is not None else read_stdin()
-            except ValueError:
-                out.diagnostics.append(E_TOO_LARGE.diag(f"stdin is larger than {MAX_STDIN_BYTES // (1 << 20)} MiB",
-                                                        file=name, hint="import fewer objects per run"))
-                continue
-            except OSError as exc:
-                out.diagnostics.append(E_UNREADABLE.diag(f"cannot read stdin: {exc.strerror or exc}", file=name))
+                raw = stdin if stdin is not None else read_stdin(max_bytes=MAX_STDIN_BYTES, display=name)
+            except LoadError as exc:
+                out.diagnostics.append(exc.diag)
                 continue
             if len(raw) > MAX_STDIN_BYTES:
                 out.diagnostics.append(E_TOO_LARGE.diag(f"stdin is larger than {MAX_STDIN_BYTES // (1 << 20)} MiB",
@@ -176,3 +148,26 @@ def read_inputs(args: Iterable[str], *, stdin: bytes | None = None) -> Input:
             for m in manifests:
                 _flatten(m, shown, out)
     return out
+
+
+def show(value: Any) -> str:
+    """A value from the cluster as message or comment text: one line, at most
+    120 characters, control characters escaped (as verify-cluster shows them)."""
+    import json
+
+    from gpuplan.diagnostics import escape
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > 120:
+        text = text[:117] + "..."
+    return escape(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+def yaml_payload(text: Any) -> Any:
+    """A ConfigMap value parsed by the bounded reader (None when it is not YAML)."""
+    if not isinstance(text, str):
+        return None
+    from gpuplan.output.objdiff import yaml_documents
+
+    docs = yaml_documents(text, "<configmap value>")
+    return docs[0] if docs and len(docs) == 1 else None

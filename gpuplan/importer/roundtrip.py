@@ -49,7 +49,10 @@ CONVENTIONS: dict[str, str] = {
                    "admission policy, delivery, monitoring, Kueue)",
 }
 
-COMPARED_KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass")
+KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Topology")
+DRA_KINDS = ("DeviceClass", "ResourceClaimTemplate")
+COMPARED_KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass") \
+    + KUEUE_KINDS + DRA_KINDS
 
 
 @dataclass
@@ -58,10 +61,16 @@ class RoundTrip:
     conventions: dict[str, int] = field(default_factory=dict)  # id -> differences it explains
     added_kinds: dict[str, int] = field(default_factory=dict)  # own objects by kind
     unexplained: list[str] = field(default_factory=list)  # "Kind ns/name: path" lines
+    # where each unexplained difference is in the input: (file, line, col), or None
+    where: list[tuple[str, int | None, int | None] | None] = field(default_factory=list)
     compared: int = 0
     unchanged: int = 0
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
+
+    def finding(self, text: str, o: Obj | None = None, *sub: Any) -> None:
+        self.unexplained.append(text)
+        self.where.append(o.at(*sub) if o is not None else None)
 
     def count(self, conv: str, n: int = 1) -> None:
         self.conventions[conv] = self.conventions.get(conv, 0) + n
@@ -169,10 +178,12 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
     op_ns = rf.fleet.spec.cluster.gpu_operator.namespace
 
     imported: dict[Any, tuple[str, Any]] = {}
+    origin: dict[Any, Obj] = {}  # key -> the input object, for GP959's position
 
     def add(o: Obj, d: dict | None = None) -> None:
         d = _strip(o) if d is None else d
         imported[_key(d)] = (o.file, d)
+        origin[_key(d)] = o
 
     # device-plugin configs, under gpuplan's names
     if cfg.dp_cm is not None:
@@ -243,6 +254,15 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
             add(o, d)
     if op_ns_obj is not None:
         add(op_ns_obj)
+    # Kueue and DRA objects as they are: gpuplan names and writes them as the cluster has them
+    groups = {**{k: V.KUEUE_GROUP for k in KUEUE_KINDS}, **{k: "resource.k8s.io" for k in DRA_KINDS}}
+    extra_ns = set()
+    for o in sorted(draft.scope.get("objects", ()), key=lambda o: (o.kind, o.namespace, o.name)):
+        if groups.get(o.kind) == o.api_group and o.name:
+            add(o)
+        elif o.kind == "Namespace" and not o.api_group and o.name == V.DRA_NAMESPACE:
+            add(o)
+            extra_ns.add(o.name)
     for p in scope["pools"]:
         if p.get("_nodepool") is not None:
             add(p["_nodepool"])
@@ -254,13 +274,14 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
     for k, v in built.items():
         in_scope = k.kind in COMPARED_KINDS and (
             k.kind != "ConfigMap" or k.name in mine) and (
-            k.kind != "Namespace" or k.name in tenant_ns or k.name == op_ns)
+            k.kind != "Namespace" or k.name in tenant_ns or k.name == op_ns or k.name in extra_ns)
         if in_scope:
             compared[k] = v
         elif k.kind:
             rt.added_kinds[k.kind] = rt.added_kinds.get(k.kind, 0) + 1
     if rt.added_kinds:
         rt.count("own-objects", sum(rt.added_kinds.values()))
+    _manager_config(scope.get("kueue"), files, add, compared)
     diff = diff_objects(imported, compared)
     rt.compared, rt.unchanged = len(imported), diff.unchanged
     for c in diff.added:
@@ -268,19 +289,23 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
         if conv:
             rt.count(conv)
         else:
-            rt.unexplained.append(f"{c.key.label}: added")
+            rt.finding(f"{c.key.label}: added")
     for c in diff.removed:
-        rt.unexplained.append(f"{c.key.label}: removed (gpuplan does not write it)")
+        rt.finding(f"{c.key.label}: removed (gpuplan does not write it)", origin.get(c.key))
     for c in diff.changed:
+        o = origin.get(c.key)
         for f in c.fields:
             conv = _field_convention(c.key, f)
             if conv:
                 rt.count(conv)
             else:
-                rt.unexplained.append(f"{c.key.label}: {f.path or '(whole)'} {f.kind}")
+                rt.finding(f"{c.key.label}: {f.path or '(whole)'} {f.kind}", o,
+                           *(_steps(o.data, f.path) if o is not None else ()))
     _compare_nodes(scope, built, rt)
-    for line in rt.unexplained[:50]:
-        rt.diagnostics.append(C.W_UNEXPLAINED.diag(f"gpuplan would change {show(line)}", file=display))
+    for line, at in list(zip(rt.unexplained, rt.where))[:50]:
+        # at the input object that differs (an object only gpuplan writes: at the draft)
+        f, ln, col = at if at is not None else (display, None, None)
+        rt.diagnostics.append(C.W_UNEXPLAINED.diag(f"gpuplan would change {show(line)}", file=f, line=ln, col=col))
     if len(rt.unexplained) > 50:
         rt.diagnostics.append(C.W_UNEXPLAINED.diag(f"{len(rt.unexplained) - 50} more differences", file=display))
     return rt
@@ -317,6 +342,10 @@ def _field_convention(key: Any, f: Any) -> str | None:
                                         and f.kind == "added"):
         return "priorityclasses"
     if key.kind == "ResourceQuota" and p.startswith('spec.hard["requests.') and f.kind == "added" and f.new == "0":
+        return "quotas"
+    # DRA: every DRA tier's class and the driver chart's classes get a "0" quota key (gpuplan.lower.dra)
+    if key.kind == "ResourceQuota" and p.endswith('.deviceclass.resource.k8s.io/devices"]') and f.kind == "added" \
+            and f.new == "0":
         return "quotas"
     if key.kind == "ConfigMap" and key.name == V.DEVICE_PLUGIN_CONFIGMAP and f.kind == "added" \
             and p == f'data["{V.DEVICE_PLUGIN_DEFAULT_CONFIG}"]':
@@ -360,7 +389,8 @@ def _compare_nodes(scope: dict, built: dict, rt: RoundTrip) -> None:
                 elif k in (V.DEVICE_PLUGIN_CONFIG_LABEL, V.MIG_CONFIG_LABEL):
                     rt.count("config-names" if have.get(k) is not None or k == V.MIG_CONFIG_LABEL else "default-configs")
                 else:
-                    rt.unexplained.append(f"Node {n.name}: label {k} {'changed' if k in have else 'added'}")
+                    rt.finding(f"Node {n.name}: label {k} {'changed' if k in have else 'added'}", n,
+                               "metadata", "labels", *((k,) if k in have else ()))
             raw = (n.data.get("spec") or {}).get("taints") or []
             for t in taints:
                 if any(isinstance(x, dict) and x.get("key") == t["key"] and x.get("effect") == t["effect"]
@@ -369,4 +399,55 @@ def _compare_nodes(scope: dict, built: dict, rt: RoundTrip) -> None:
                 if t["key"] == V.POOL_TAINT_KEY:
                     rt.count("binding")
                 else:
-                    rt.unexplained.append(f"Node {n.name}: taint {t['key']}:{t['effect']} added")
+                    rt.finding(f"Node {n.name}: taint {t['key']}:{t['effect']} added", n, "spec", "taints")
+
+
+_STEP = re.compile(r'\.?([A-Za-z0-9_$-]+)|\["((?:[^"\\]|\\.)*)"\]|\[([0-9]+)\]|\[name=([^\]]*)\]')
+
+
+def _steps(data: Any, path: str) -> tuple:
+    """An objdiff field path (``spec.hard["x"]``, ``a[0]``, ``a[name=b]``) as the
+    keys and indices of ``data``, as far as they go (for Manifest.locate)."""
+    out: list[Any] = []
+    node = data
+    for m in _STEP.finditer(path or ""):
+        if m[1] is not None or m[2] is not None:
+            step: Any = m[1] if m[1] is not None else m[2].replace('\\"', '"').replace("\\\\", "\\")
+            if not isinstance(node, dict) or step not in node:
+                break
+        elif m[3] is not None:
+            step = int(m[3])
+            if not isinstance(node, list) or step >= len(node):
+                break
+        else:
+            idx = [i for i, x in enumerate(node) if isinstance(x, dict) and x.get("name") == m[4]] \
+                if isinstance(node, list) else []
+            if not idx:
+                break
+            step = idx[0]
+        out.append(step)
+        node = node[step]
+    return tuple(out)
+
+
+def _manager_config(kq: Any, files: dict[str, bytes], add: Any, compared: dict) -> None:
+    """The Kueue chart's manager ConfigMap against the Configuration gpuplan puts
+    in kueue/values.yaml: the cluster's ConfigMap with gpuplan's text in its key."""
+    if kq is None or kq.config_obj is None:
+        return
+    from gpuplan.output.objdiff import yaml_documents
+
+    raw = next((b for p, b in sorted(files.items()) if p.endswith(V.KUEUE_VALUES_PATH)), None)
+    docs = yaml_documents(raw.decode("utf-8"), V.KUEUE_VALUES_PATH) if raw is not None else None
+    text = ((docs or [{}])[0].get("managerConfig") or {}).get("controllerManagerConfigYaml") \
+        if docs and isinstance(docs[0], dict) else None
+    if not isinstance(text, str):
+        return
+    o = kq.config_obj
+    d = _strip(o)
+    add(o, d)
+    mine = copy.deepcopy(d)
+    # the same Configuration in other whitespace (the chart's template may add a newline) is no change
+    if yaml_documents(text, V.KUEUE_VALUES_PATH) != [kq.config]:
+        mine["data"] = {**(mine.get("data") or {}), V.KUEUE_CONFIG_KEY: text}
+    compared[_key(mine)] = (V.KUEUE_VALUES_PATH, mine)

@@ -617,21 +617,49 @@ def read_bytes(path: Path | str, *, display: str | None = None, max_bytes: int =
                 hint="gpuplan reads only regular files"))
         if st.st_size > max_bytes:
             raise _too_large(name, max_bytes)
-        chunks: list[bytes] = []
-        got = 0
-        while got <= max_bytes:  # the file may grow after fstat: the cap is on what is read
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
+        data = _read_capped(fd, max_bytes)  # the file may grow after fstat: the cap is on what is read
     except OSError as exc:
         raise LoadError(E_UNREADABLE.diag(f"cannot read {name}: {exc.strerror or exc}", file=name)) from None
     finally:
         os.close(fd)
-    if got > max_bytes:
+    if len(data) > max_bytes:
         raise _too_large(name, max_bytes)
+    return data
+
+
+def _read_capped(fd: int, max_bytes: int) -> bytes:
+    """At most ``max_bytes + 1`` bytes of ``fd``: one more than the cap tells "too large"."""
+    chunks: list[bytes] = []
+    got = 0
+    while got <= max_bytes:
+        chunk = os.read(fd, min(1 << 20, max_bytes + 1 - got))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
     return b"".join(chunks)
+
+
+def read_stdin(*, max_bytes: int, display: str = "<stdin>") -> bytes:
+    """At most ``max_bytes`` of standard input, which may be a pipe (only the cap is
+    enforced) or a file (refused from its size before a byte is read). Raises ``LoadError``."""
+    import sys
+
+    stream = sys.stdin
+    try:
+        if stream is None:  # started with stdin closed
+            raise OSError("stdin is closed")
+        fd = stream.fileno()
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_size - os.lseek(fd, 0, os.SEEK_CUR) > max_bytes:
+            raise _too_large(display, max_bytes)
+        data = _read_capped(fd, max_bytes)
+    except (OSError, ValueError) as exc:  # ValueError: stdin replaced by an object without a descriptor
+        raise LoadError(E_UNREADABLE.diag(f"cannot read {display}: {getattr(exc, 'strerror', None) or exc}",
+                                          file=display)) from None
+    if len(data) > max_bytes:
+        raise _too_large(display, max_bytes)
+    return data
 
 
 def _too_large(name: str, max_bytes: int) -> LoadError:

@@ -93,10 +93,11 @@ def test_spec_named_outside_the_repository_is_read_as_named(repo: Path, tmp_path
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("command", ["validate", "build", "check", "diff", "plan"])
+@pytest.mark.parametrize("command", ["validate", "build", "check", "diff", "plan", "verify-cluster"])
 def test_a_directory_as_the_spec_is_gp013_not_a_usage_error(repo: Path, command: str) -> None:
     (repo / "adir").mkdir()
-    r = run_gpuplan(command, "adir", cwd=repo, timeout=60)
+    extra = ("--live", "-") if command == "verify-cluster" else ()
+    r = run_gpuplan(command, "adir", *extra, cwd=repo, timeout=60, input="{}")
     assert r.returncode == 1, r.stderr
     assert "error[GP013]" in r.stderr and "adir is a directory" in r.stderr
     no_leak(r)

@@ -23,7 +23,11 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass")
+KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass",
+         # kubectl get resourceflavors,clusterqueues,cohorts,localqueues,workloadpriorityclasses,topologies -A
+         "ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Topology",
+         # kubectl get deviceclasses,resourceclaimtemplates -A; kubectl get applications -n argocd
+         "DeviceClass", "ResourceClaimTemplate", "Application")
 
 
 def _server(obj: dict, i: int) -> dict:
@@ -88,6 +92,16 @@ def snapshot(example: str, tree: Path) -> dict:
     version = fleet["spec"]["cluster"]["kubernetesVersion"]
     objs = generated_objects(tree)
     items = [_server(o, i) for i, o in enumerate(objs) if o["kind"] in KINDS]
+    values = tree / "kueue" / "values.yaml"
+    if values.is_file():
+        # the Kueue chart writes managerConfig.controllerManagerConfigYaml into its ConfigMap
+        # (kueue charts/kueue/templates/manager/manager-config.yaml)
+        text = yaml.safe_load(values.read_text())["managerConfig"]["controllerManagerConfigYaml"]
+        items.append(_server({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system",
+                                           "labels": {"app.kubernetes.io/name": "kueue",
+                                                      "app.kubernetes.io/managed-by": "Helm"}},
+                              "data": {"controller_manager_config.yaml": text + "\n"}}, len(items)))
     rules = {o["metadata"]["labels"]["gpuplan.dev/pool"]: o["spec"]["rules"][0] for o in objs
              if o["kind"] == "NodeFeatureRule"}
     for p in fleet["spec"]["pools"]:

@@ -16,7 +16,21 @@ from gpuplan.importer import import_cluster
 from tests.importer.snapshot import REPO, dump, snapshot
 
 EXAMPLES = [("fleet.yaml", REPO / "generated"), ("aws-burst.yaml", REPO / "tests/golden/aws-burst"),
-            ("flux-onprem.yaml", REPO / "tests/golden/flux-onprem")]
+            ("flux-onprem.yaml", REPO / "tests/golden/flux-onprem"), ("kueue.yaml", REPO / "tests/golden/kueue"),
+            ("dra.yaml", REPO / "tests/golden/dra")]
+
+
+def _per_pair(spec: dict) -> dict:
+    """(tenant, namespace, pool, profile) -> units: the grants as the built objects see
+    them when a ClusterQueue holds one number for several tiers of a flavor."""
+    where = {t["name"]: (t["pool"], t.get("profile")) for t in spec["tiers"]}
+    out: dict = {}
+    for t in spec["tenants"]:
+        for ns, q in (t.get("quotas") or {}).items():
+            for tier, n in q.items():
+                k = (t["name"], ns) + where[tier]
+                out[k] = out.get(k, 0) + n
+    return out
 
 
 def _run(items: list[dict]) -> object:
@@ -47,7 +61,32 @@ def test_example_cluster_round_trips(example, tree):
                 assert got["karpenter"][k] == p["karpenter"][k]
     assert {(t["name"], t["pool"], t.get("profile"), t.get("priority", 0)) for t in draft["tiers"]} == \
         {(t["name"], t["pool"], t.get("profile"), t.get("priority", 0)) for t in want["tiers"]}
-    assert {t["name"]: t.get("quotas") for t in draft["tenants"]} == {t["name"]: t.get("quotas") for t in want["tenants"]}
+    if "queueing" not in want:
+        assert {t["name"]: t.get("quotas") for t in draft["tenants"]} == \
+            {t["name"]: t.get("quotas") for t in want["tenants"]}
+    else:  # Kueue: a ClusterQueue's nominal quota per flavor is what the cluster shows
+        assert _per_pair(draft) == _per_pair(want)
+        for k in ("fairSharing", "gangAdmission", "integrations", "topologyLevels"):
+            assert draft["queueing"][k] == want["queueing"][k], k
+        assert draft["queueing"]["kueue"]["chartVersion"] == want["queueing"]["kueue"]["chartVersion"]
+        assert {t["name"]: {k: v for k, v in (t.get("queueing") or {}).items() if (k, v) != ("fairSharingWeight", 1)}
+                for t in draft["tenants"]} == \
+            {t["name"]: {k: v for k, v in (t.get("queueing") or {}).items() if (k, v) != ("fairSharingWeight", 1)}
+             for t in want["tenants"]}
+    wa, da = want["cluster"].get("allocation"), draft["cluster"].get("allocation")
+    assert (da or {}).get("draDriverVersion") == (wa or {}).get("draDriverVersion")
+    assert {p["name"]: (p.get("allocation") or {}).get("backend") for p in draft["pools"]} == \
+        {p["name"]: (p.get("allocation") or {}).get("backend") for p in want["pools"]}
+    assert {t["name"]: t.get("maxGPUsPerPod") for t in draft["tiers"] if t["pool"] in
+            {p["name"] for p in want["pools"] if p.get("allocation")}} == \
+        {t["name"]: t.get("maxGPUsPerPod") for t in want["tiers"] if t["pool"] in
+         {p["name"] for p in want["pools"] if p.get("allocation")}}
+    if example == "kueue.yaml":
+        # the Kueue objects themselves were compared, not only counted as gpuplan's own
+        assert not {"ClusterQueue", "ResourceFlavor", "LocalQueue"} & set(r.round_trip.added_kinds)
+        assert [d.code for d in r.diagnostics if d.code == "GP958" and "ClusterQueue gpuplan-vision" in d.message]
+    if example == "dra.yaml":
+        assert not {"DeviceClass", "ResourceClaimTemplate"} & set(r.round_trip.added_kinds)
 
 
 def _node(name, product="NVIDIA-A100-SXM4-80GB", count="4", labels=None, taints=None):
@@ -275,3 +314,65 @@ def test_output_is_byte_identical_across_hash_seeds(tmp_path):
         assert p.returncode == 0, p.stderr
         outs.append(p.stdout + p.stderr)
     assert outs[0] == outs[1]
+
+
+def _kueue_cluster(tree=REPO / "tests/golden/kueue"):
+    return snapshot("kueue.yaml", tree)
+
+
+def test_kueue_extra_object_is_a_located_finding():
+    """A LocalQueue gpuplan would not write is a GP959 at the input's line."""
+    snap = _kueue_cluster()
+    snap["items"].append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                          "metadata": {"name": "extra", "namespace": "nlp-train"},
+                          "spec": {"clusterQueue": "gpuplan-nlp"}})
+    r = import_cluster(["-"], stdin=dump(snap))
+    [w] = [d for d in r.diagnostics if d.code == "GP959"]
+    assert "nlp-train/extra: removed" in w.message and w.file == "<stdin>"
+    text = dump(snap).decode().splitlines()
+    assert w.line is not None and '"name": "extra"' in "\n".join(text[w.line - 1:w.line + 6])
+
+
+def test_kueue_flavor_without_pool_is_reported():
+    snap = _kueue_cluster()
+    rf = next(o for o in snap["items"] if o["kind"] == "ResourceFlavor" and o["metadata"]["name"] == "gpuplan-burst-h100")
+    rf["spec"]["nodeLabels"] = {"gpu": "nowhere"}
+    r = import_cluster(["-"], stdin=dump(snap))
+    assert "GP963" in _codes(r)
+    q = yaml.safe_load(r.text)["spec"]["queueing"]
+    assert "burst-training" not in q["tiers"]
+
+
+def test_dra_pool_from_node_label_and_quota_keys():
+    snap = snapshot("dra.yaml", REPO / "tests/golden/dra")
+    r = import_cluster(["-"], stdin=dump(snap))
+    spec = yaml.safe_load(r.text)["spec"]
+    assert spec["cluster"]["allocation"] == {"draDriverVersion": "v0.5.0"}
+    assert "from Application gpuplan-dra-platform-dra-driver" in r.text
+    # the nodes lose the device-plugin switch: the pool goes back to the device plugin, and gpuplan's
+    # DeviceClasses and claim templates are findings, not silently dropped
+    for o in snap["items"]:
+        if o["kind"] == "Node":
+            o["metadata"]["labels"].pop("nvidia.com/gpu.deploy.device-plugin", None)
+    r = import_cluster(["-"], stdin=dump(snap))
+    spec = yaml.safe_load(r.text)["spec"]
+    assert "allocation" not in spec["cluster"] and all("allocation" not in p for p in spec["pools"])
+    removed = [d for d in r.diagnostics if d.code == "GP959" and "removed" in d.message]
+    assert any("DeviceClass.resource.k8s.io gpuplan-inference-small:" in d.message for d in removed)
+    assert all(d.line is not None for d in removed)
+
+
+def test_cli_machine_format_keeps_stdout_for_the_draft(tmp_path):
+    from gpuplan.cli.main import cli
+
+    src = tmp_path / "cluster.json"
+    src.write_bytes(dump({"apiVersion": "v1", "kind": "List", "items": [
+        _node("gpu-1", labels={"gpuplan.dev/pool": "p"}),
+        _node("gpu-2", count="8", labels={"gpuplan.dev/pool": "p"})]}))  # GP957: the nodes of one pool disagree
+    res = CliRunner().invoke(cli, ["import", str(src), "--format", "json"])
+    assert res.exit_code == 0
+    assert yaml.safe_load(res.stdout)["kind"] == "Fleet"
+    assert "GP957" in res.stderr and "GP957" not in res.stdout
+    out = tmp_path / "fleet.yaml"
+    res = CliRunner().invoke(cli, ["import", str(src), "--format", "json", "-o", str(out)])
+    assert res.exit_code == 0 and "GP957" in res.stdout and yaml.safe_load(out.read_text())["kind"] == "Fleet"
