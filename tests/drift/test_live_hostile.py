@@ -299,6 +299,8 @@ def test_missing_file_is_exit_1():
     assert_refused(gpuplan("--live", "/nonexistent/live.json"), "GP010")
 
 
+# short ids: pytest puts the test's id in PYTEST_CURRENT_TEST, and a 100,000-bracket id
+# would not fit in the child process's environment (E2BIG)
 @pytest.mark.parametrize("text,code", [
     (DEEP, "GP009"),
     ('{"kind": "List", "items": [' + HUGE_INT + "]}", "GP881"),
@@ -308,7 +310,7 @@ def test_missing_file_is_exit_1():
     ('{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "a", "labels": []}}]}', "GP882"),
     (json.dumps({"kind": "List", "items": []})[:-1] + ', "items": []}', "GP880"),
     ("\xff\xfe{}", "GP008"),
-])
+], ids=["deep", "huge-int", "inf", "items-object", "item-list", "labels-list", "duplicate-items", "not-utf8"])
 def test_cli_refuses_with_exit_1(text, code):
     raw = text.encode("latin-1") if text.startswith("\xff") else text.encode()
     assert_refused(gpuplan("--live", "-", input=raw), code)
