@@ -182,6 +182,7 @@ def test_the_circle_finder_finds_circles(monkeypatch, graph, expected):
     assert _circles() == expected
 
 
+@pytest.mark.slow
 def test_each_module_says_its_stage():
     """Module docstrings name the stage the table puts them in (a reader's first clue)."""
     wrong = []

@@ -24,6 +24,7 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
+@pytest.mark.slow
 def test_committed_generated_tree_is_current():
     r = run_gpuplan("check", "examples/fleet.yaml")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr

@@ -60,6 +60,7 @@ def no_leak(r: subprocess.CompletedProcess) -> None:
 # --- the spec path ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["outside", "inside"])
 def test_symlinked_spec_is_refused_before_a_byte_is_read(repo: Path, target: str) -> None:
     """`fleet.yaml -> ~/.git-credentials` quoted the password under GP004; a
@@ -87,6 +88,7 @@ def test_spec_behind_a_symlinked_directory_that_leads_out_is_refused(repo: Path)
     no_leak(r)
 
 
+@pytest.mark.slow
 def test_spec_named_outside_the_repository_is_read_as_named(repo: Path, tmp_path: Path) -> None:
     """Only symlinks are refused: a real path the caller names is theirs."""
     r = run_gpuplan("validate", str(REPO / "examples" / "fleet.yaml"), cwd=repo, timeout=60)
@@ -128,6 +130,7 @@ def test_an_unreadable_spec_is_gp010_not_a_usage_error(repo: Path, command: str,
     assert "error[GP010]" in err and "Permission denied" in err
 
 
+@pytest.mark.slow
 def test_a_spec_name_that_is_not_utf8_builds(repo: Path) -> None:
     """b'fleet-\\xff.yaml' made `build` exit 4 (the generated headers name the spec)."""
     name = os.fsdecode(b"fleet-\xff.yaml")
@@ -198,6 +201,7 @@ def test_output_behind_a_symlinked_directory_that_leads_out_is_refused(repo: Pat
     assert (outside / "generated" / "kustomization.yaml").read_text() == CREDENTIALS
 
 
+@pytest.mark.slow
 def test_a_tree_named_outside_the_repository_is_used_as_named(repo: Path, tmp_path: Path) -> None:
     """-o /elsewhere and --old <base worktree>/generated (the pull-request report) stay usable."""
     elsewhere = tmp_path / "elsewhere" / "generated"
@@ -254,6 +258,7 @@ def built(repo: Path) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_alias_bomb_in_the_tree_does_not_hang_diff(built: Path) -> None:
     _plant(built, POOL_FILE, _bomb_object())
     r = bounded("diff", "fleet.yaml", cwd=built)
@@ -265,6 +270,7 @@ def test_alias_bomb_in_the_tree_does_not_hang_diff(built: Path) -> None:
     no_leak(r)
 
 
+@pytest.mark.slow
 def test_alias_bomb_in_an_embedded_payload_does_not_hang_diff(built: Path) -> None:
     """A ConfigMap's config.yaml is parsed and compared field by field."""
     rel = "gpu-operator/device-plugin-config.yaml"
@@ -281,6 +287,7 @@ def test_alias_bomb_in_an_embedded_payload_does_not_hang_diff(built: Path) -> No
     no_leak(r)
 
 
+@pytest.mark.slow
 def test_five_thousand_digit_integer_in_the_tree(built: Path) -> None:
     data = (b"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: burst-h100}\nspec:\n  weight: "
             + b"9" * 5000 + b"\n")
@@ -293,6 +300,7 @@ def test_five_thousand_digit_integer_in_the_tree(built: Path) -> None:
     no_leak(r)
 
 
+@pytest.mark.slow
 def test_six_gib_sparse_file_in_the_tree_is_never_read(built: Path) -> None:
     _plant(built, POOL_FILE, size=6 << 30)
     r = bounded("diff", "fleet.yaml", cwd=built)
@@ -317,6 +325,7 @@ def _run_in_process(args: list[str], capsys) -> tuple[int, str, str]:
     return exc.value.code, out.out, out.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["delete", "swap"])
 @pytest.mark.parametrize("command", ["check", "diff"])
 def test_tree_changed_between_listing_and_reading(built: Path, how: str, command: str, monkeypatch, capsys) -> None:

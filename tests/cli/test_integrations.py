@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from gpuplan.cli.main import COMMANDS
@@ -61,6 +62,7 @@ def test_pre_commit_hooks_use_real_commands():
         assert re.compile(h["files"]).search("fleet.yaml")
 
 
+@pytest.mark.slow
 def test_pre_commit_validate_hook_takes_every_staged_spec(tmp_path):
     """pre-commit runs `entry + args + staged files` in one call: with two
     fleet.yaml files staged, both are validated (exit 1 only for a real error)."""

@@ -51,6 +51,7 @@ def test_help_lists_commands_without_importing_them():
         assert f"  {cmd} " in r.stdout
 
 
+@pytest.mark.slow
 def test_validate_keeps_heavy_modules_out():
     code = (
         "import sys\n"

@@ -258,6 +258,7 @@ def test_comment_is_created_then_updated_in_place(pr_repo, tmp_path, monkeypatch
     assert "created the comment on pull request #42" in err and "updated the comment" in err
 
 
+@pytest.mark.slow
 def test_someone_elses_marker_comment_is_left_alone(github):
     """A participant who pastes the marker can neither take the report over nor
     have it overwrite (or suppress) their comment."""
@@ -282,6 +283,7 @@ def test_comment_is_the_token_users_own(github):
     assert ("GET", "/user") in [(m, p) for m, p, _ in _FakeGitHub.calls]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("answer", [
     b"<html>rate limited</html>",
     json.dumps({"message": "Not Found"}).encode(),
@@ -298,6 +300,7 @@ def test_malformed_listing_means_create(github, answer):
     assert _writes() == [("POST", "/repos/acme/gpu-fleet/issues/42/comments")]
 
 
+@pytest.mark.slow
 def test_paging_is_bounded(github):
     """An API that answers every page full (of other comments) is read MAX_PAGES pages deep."""
     full = json.dumps([{"id": i + 1, "body": "LGTM", "user": {"login": "alice"}} for i in range(100)]).encode()

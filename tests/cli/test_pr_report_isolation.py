@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from gpuplan import pr_report
@@ -46,6 +47,7 @@ def _assert_genuine(text: str) -> None:
     assert "change MIG state — drained" in text and "| Namespace |  | `research-notebooks` |" in text
 
 
+@pytest.mark.slow
 def test_planted_gpuplan_package_never_runs(pr_repo, tmp_path, monkeypatch):  # noqa: F811
     pwned = tmp_path / "pwned"
     _plant(pr_repo, pwned)
@@ -57,6 +59,7 @@ def test_planted_gpuplan_package_never_runs(pr_repo, tmp_path, monkeypatch):  # 
     _assert_genuine(out.read_text())
 
 
+@pytest.mark.slow
 def test_local_command_is_safe_on_a_pr_branch(pr_repo, tmp_path):  # noqa: F811
     """The command the README gives reviewers, run in the pull request's checkout
     with no PYTHONPATH: the installed gpuplan runs, outer process and children."""
@@ -80,6 +83,7 @@ def _logging_wrapper(path: Path, real: str, log: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_children_get_no_credentials(pr_repo, tmp_path, monkeypatch):  # noqa: F811
     """Every process the report starts (gpuplan, git) is run through a wrapper that
     writes down its environment: no token in any, and gpuplan always under -I."""

@@ -110,6 +110,7 @@ def big_fleet(tmp_path_factory) -> pr_report.Collected:
         return pr_report.Collected("fleet.yaml", "main", "0" * 40, plan.result(), diff.result())
 
 
+@pytest.mark.slow
 def test_large_fleet_comment_shows_every_disruption(big_fleet):
     assert big_fleet.plan.code == 0 and big_fleet.diff.code == 0
     assert len(big_fleet.plan.stdout) > 2 * MAX_COMMENT  # the capacity report cannot fit
@@ -132,6 +133,7 @@ def test_large_fleet_comment_shows_every_disruption(big_fleet):
     assert "team-0005" not in folded  # nothing disruptive is folded away
 
 
+@pytest.mark.slow
 def test_large_fleet_summary_is_whole_within_its_limit(big_fleet):
     text = pr_report.fit_summary(big_fleet)
     assert len(text.encode()) <= 1024 * 1024  # GitHub's limit of a step's summary
@@ -172,6 +174,7 @@ def _drained(plan: Run) -> list[str]:
     return re.findall(r"^\| \*\*drain\*\* \| node (gpu-\d+) ", plan.stdout, re.M)
 
 
+@pytest.mark.slow
 def test_plan_disruption_table_is_visible_before_the_objects(small_runs):
     text = _render(small_runs)
     assert len(text) < MAX_COMMENT  # nothing cut: only the layout is under test

@@ -41,6 +41,7 @@ def _assert_refused(text: str, *why: str) -> None:
         assert w in text
 
 
+@pytest.mark.slow
 def test_symlinked_fleet_in_the_pull_request_is_refused(pr_repo, secret):  # noqa: F811
     (pr_repo / "fleet.yaml").unlink()
     (pr_repo / "fleet.yaml").symlink_to(secret)
@@ -50,6 +51,7 @@ def test_symlinked_fleet_in_the_pull_request_is_refused(pr_repo, secret):  # noq
                           "the report reads nothing through a link")
 
 
+@pytest.mark.slow
 def test_symlinked_directory_on_the_fleet_path_is_refused(pr_repo, secret):  # noqa: F811
     (pr_repo / "cfg").symlink_to(secret.parent, target_is_directory=True)
     _commit(pr_repo, "cfg -> ~")
@@ -57,6 +59,7 @@ def test_symlinked_directory_on_the_fleet_path_is_refused(pr_repo, secret):  # n
     _assert_refused(text, "`cfg/fleet.yaml` in this pull request is under a symbolic link (`cfg`)")
 
 
+@pytest.mark.slow
 def test_symlinked_output_tree_is_refused(pr_repo, secret):  # noqa: F811
     _git(pr_repo, "rm", "-rq", "generated")
     (pr_repo / "generated").symlink_to(secret.parent, target_is_directory=True)
@@ -65,6 +68,7 @@ def test_symlinked_output_tree_is_refused(pr_repo, secret):  # noqa: F811
     _assert_refused(text, "`generated` in this pull request is a symbolic link")
 
 
+@pytest.mark.slow
 def test_symlinked_fleet_on_the_base_branch_is_refused(pr_repo, secret):  # noqa: F811
     """The base path is the pull request's path replayed in the base worktree:
     there it is a link out. The plan is refused; the object diff still runs."""
@@ -78,6 +82,7 @@ def test_symlinked_fleet_on_the_base_branch_is_refused(pr_repo, secret):  # noqa
     assert "| Namespace |  | `research-notebooks` |" in text  # generated/ on main is real: diffed
 
 
+@pytest.mark.slow
 def test_path_leaving_the_repository_is_refused(pr_repo, secret):  # noqa: F811
     rel = os.path.relpath(secret.parent / "fleet.yaml", pr_repo)
     assert rel.startswith("..")

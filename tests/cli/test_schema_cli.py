@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
+import pytest
 
 from gpuplan.spec.loader import load_file
 from tests.conftest import REPO, run_gpuplan
@@ -23,6 +24,7 @@ def test_committed_inventory_schema_is_current():
     assert r.stdout == (REPO / "schemas" / "inventory.schema.json").read_text()
 
 
+@pytest.mark.slow
 def test_examples_validate_against_the_json_schema():
     schema = json.loads((REPO / "schemas" / "fleet.schema.json").read_text())
     for path in sorted((REPO / "examples").glob("*.yaml")):

@@ -108,6 +108,7 @@ def test_hostile_names_are_reported_not_crashed_on(tmp_path):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_strict_turns_warnings_into_failure(tmp_path):
     p = tmp_path / "fleet.yaml"
     p.write_text((REPO / "examples" / "fleet.yaml").read_text()

@@ -46,6 +46,7 @@ def compiled():
 # --- the example and what it emits ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_object_passes_kubernetes_validate_strict_for_the_example_version(compiled):
     version = re.search(r'kubernetesVersion: "(1\.\d+)"', example_text()).group(1) + ".0"
     kinds = set()
@@ -339,6 +340,7 @@ def test_docs_gates_table_is_the_modules_table():
     assert maturity_markdown() in (REPO / "docs" / "dra.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_validate_without_dra_pools_never_loads_the_cel_engine(tmp_path):
     import subprocess
     import sys
@@ -362,6 +364,7 @@ def test_validate_without_dra_pools_never_loads_the_cel_engine(tmp_path):
     assert loads_cel("examples/dra.yaml") == "CEL=True"  # the check above sees the engine when it loads
 
 
+@pytest.mark.slow
 def test_kubernetes_validate_cli_strict_on_the_committed_dra_tree():
     import shutil
     import subprocess

@@ -257,6 +257,7 @@ def assert_refused(r: subprocess.CompletedProcess, code: str) -> None:
     assert "Traceback" not in err and "internal error" not in err
 
 
+@pytest.mark.slow
 def test_gigabyte_on_stdin_is_refused_within_bounded_memory():
     # `yes`-like: 1 GiB streamed from another process, never held by the test
     feeder = subprocess.Popen([sys.executable, "-c",
@@ -273,11 +274,13 @@ def test_gigabyte_on_stdin_is_refused_within_bounded_memory():
     assert_refused(r, "GP007")
 
 
+@pytest.mark.slow
 def test_dev_zero_as_stdin_is_refused():
     with open("/dev/zero", "rb") as zero:
         assert_refused(gpuplan("--live", "-", stdin=zero), "GP007")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["/dev/zero", "fifo", "dir"])
 def test_non_regular_live_path_is_refused_at_once(tmp_path, path):
     if path == "fifo":
@@ -295,12 +298,14 @@ def test_huge_file_is_refused_by_size(tmp_path):
     assert_refused(gpuplan("--live", str(big)), "GP007")
 
 
+@pytest.mark.slow
 def test_missing_file_is_exit_1():
     assert_refused(gpuplan("--live", "/nonexistent/live.json"), "GP010")
 
 
 # short ids: pytest puts the test's id in PYTEST_CURRENT_TEST, and a 100,000-bracket id
 # would not fit in the child process's environment (E2BIG)
+@pytest.mark.slow
 @pytest.mark.parametrize("text,code", [
     (DEEP, "GP009"),
     ('{"kind": "List", "items": [' + HUGE_INT + "]}", "GP881"),
@@ -316,6 +321,7 @@ def test_cli_refuses_with_exit_1(text, code):
     assert_refused(gpuplan("--live", "-", input=raw), code)
 
 
+@pytest.mark.slow
 def test_cli_github_format_with_lone_surrogate_and_forged_command():
     doc = base()
     node = _item(doc, _STATIC)

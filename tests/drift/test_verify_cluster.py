@@ -40,6 +40,7 @@ def findings(rf, doc: dict) -> list[tuple[str, str, str]]:
     return sorted((d.code, d.severity.value, d.message) for d in verify(rf, live, planned_quotas(rf)).diagnostics)
 
 
+@pytest.mark.slow
 def test_cluster_as_planned_exits_0():
     r = run_gpuplan("verify-cluster", SPEC, "--live", str(FIX / "fleet-live.json"))
     assert r.returncode == 0, r.stderr
@@ -73,6 +74,7 @@ def test_drift_is_reported_per_node_at_the_planning_line():
     assert all(d["file"] == SPEC and d["line"] for d in diags)
 
 
+@pytest.mark.slow
 def test_text_output_points_at_fleet_yaml_and_summarises_pools():
     r = run_gpuplan("verify-cluster", SPEC, "--live", str(FIX / "fleet-live-drift.json"))
     assert r.returncode == 6

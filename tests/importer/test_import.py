@@ -303,6 +303,7 @@ def test_directory_input_and_kubectl_yaml(tmp_path):
     assert yaml.safe_load(r.text)["spec"]["pools"][0]["nodes"] == ["gpu-1"]
 
 
+@pytest.mark.slow
 def test_output_is_byte_identical_across_hash_seeds(tmp_path):
     src = tmp_path / "cluster.json"
     src.write_bytes(dump(snapshot("fleet.yaml", REPO / "generated")))

@@ -133,6 +133,7 @@ def _tolerates(tolerations: list[dict], taint: dict) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_tenant_pages_show_admissible_jobs(trees):
     """Each example Job is a valid batch/v1 Job (strict) that Kueue admits: its queue label
     names the LocalQueue of its namespace, its priority class exists, its nodeSelector

@@ -68,6 +68,7 @@ def test_summaries_carry_what_later_targets_read(fleet) -> None:
     assert root == sorted(p for p, a in arts.items() if Produced.of(a).applied)
 
 
+@pytest.mark.slow
 def test_released_spec_builds_the_same_tree_and_cannot_be_located(fleet) -> None:
     kept = compile_fleet(fleet, options=Options(verify=True))
     released = compile_fleet(fleet, options=Options(verify=True, release_spec=True))

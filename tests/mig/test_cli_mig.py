@@ -152,6 +152,7 @@ def test_plan_is_listed_and_check_does_not_import_a_solver():
     assert out.stdout.strip().endswith("BAD []")
 
 
+@pytest.mark.slow
 def test_layouts_for_every_model_from_the_command_line_is_fast():
     # CPU time of the whole process (interpreter start-up included): wall-clock
     # time on a shared 2-core CI box measures the neighbours as much as us.

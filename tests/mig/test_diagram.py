@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gpuplan.catalog import mig_gpus
 from gpuplan.mig.diagram import render_diagram
 from gpuplan.mig.solver import check_layout, enumerate_layouts
@@ -25,6 +27,7 @@ def test_two_3g_strand_a_compute_slice():
     assert "]    .    [" in compute
 
 
+@pytest.mark.slow
 def test_every_diagram_is_ascii_and_fits_80_columns():
     for gpu in mig_gpus():
         for lay in enumerate_layouts(gpu):

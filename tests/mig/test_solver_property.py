@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +27,7 @@ def model_and_layout(draw):
     return gpu, layout
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(model_and_layout())
 def test_solver_agrees_with_brute_force(case):

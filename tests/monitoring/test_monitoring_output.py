@@ -275,6 +275,7 @@ def test_dashboard_cost_evaluates_to_the_spec_prices(compiled, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_dashboard_size_does_not_grow_with_rows(tmp_path):
     """1,000 tenants and 100 pools: the dashboard ConfigMap stays far below 1 MiB."""
     import sys

@@ -77,6 +77,7 @@ def test_every_policy_expression_compiles(path):
         program(e)  # raises CelError when it does not compile
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_policies_and_contract_objects_pass_kubernetes_validate_strict(path, tmp_path):
     import kubernetes_validate

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from probe_support import REPO, fixture_path
@@ -84,6 +85,7 @@ def test_fake_no_gpus_exits_0_with_a_note():
     assert "0 GPUs" in r.stderr
 
 
+@pytest.mark.slow
 def test_node_name_from_env_and_flag():
     r = gpuplan("probe", "--fake", str(fixture_path("t4")), env={"NODE_NAME": "from-env"})
     assert yaml.safe_load(r.stdout)["metadata"]["name"] == "from-env"
@@ -91,6 +93,7 @@ def test_node_name_from_env_and_flag():
     assert yaml.safe_load(r.stdout)["metadata"]["name"] == "from-flag"
 
 
+@pytest.mark.slow
 def test_usage_and_write_errors(tmp_path):
     r = gpuplan("probe", "--fake", str(tmp_path / "missing.yaml"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
@@ -102,6 +105,7 @@ def test_usage_and_write_errors(tmp_path):
     assert r.returncode == 2
 
 
+@pytest.mark.slow
 def test_output_is_byte_identical_across_hash_seeds():
     outs = {gpuplan("probe", "--fake", str(fixture_path("a100-mig")), env={"PYTHONHASHSEED": s}).stdout
             for s in ("0", "1", "12345")}

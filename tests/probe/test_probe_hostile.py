@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import finishes
 from probe_support import REPO, fixture_path, probe_fixture
 from gpuplan.probe.inventory import dump_yaml
@@ -31,6 +33,7 @@ def _hostile(name: str, text: str) -> dict:
     return cm
 
 
+@pytest.mark.slow
 def test_alias_bomb_configmap_among_good_ones_is_reported_and_good_nodes_are_written(tmp_path):
     items = _items()
     bomb = _hostile("evil-01", _alias_bomb())

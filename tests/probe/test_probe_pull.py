@@ -8,6 +8,8 @@ import stat
 import subprocess
 import sys
 
+import pytest
+
 from probe_support import REPO, probe_fixture
 from gpuplan.probe.inventory import dump_yaml
 from gpuplan.probe.reader import load_inventory
@@ -66,6 +68,7 @@ def _items():
     return out
 
 
+@pytest.mark.slow
 def test_pull_writes_one_file_per_node_deterministically(tmp_path):
     items = _items()
     # a ConfigMap whose annotation names another node is not trusted
@@ -90,6 +93,7 @@ def test_pull_writes_one_file_per_node_deterministically(tmp_path):
     assert after == before
 
 
+@pytest.mark.slow
 def test_pull_prunes_only_inventory_files(tmp_path):
     env = _setup(tmp_path, _items()[:1])
     out = tmp_path / "inv"
@@ -103,6 +107,7 @@ def test_pull_prunes_only_inventory_files(tmp_path):
     assert "--chunk-size=100" in (tmp_path / "argv.log").read_text()
 
 
+@pytest.mark.slow
 def test_pull_prune_drops_the_inventories_of_deleted_nodes(tmp_path):
     """The probe gets no cluster-wide rights (no owner reference to its Node),
     so a deleted node's ConfigMap stays; `pull --prune` reads the Node list
@@ -124,6 +129,7 @@ def test_pull_prune_drops_the_inventories_of_deleted_nodes(tmp_path):
     assert len(list((tmp_path / "inv").iterdir())) == 3
 
 
+@pytest.mark.slow
 def test_pull_as_json_reads_back_the_same_and_replaces_the_yaml_files(tmp_path):
     env = _setup(tmp_path, _items())
     out = tmp_path / "inv"
@@ -144,6 +150,7 @@ def test_pull_as_json_reads_back_the_same_and_replaces_the_yaml_files(tmp_path):
     assert (out / "notes.json").exists()
 
 
+@pytest.mark.slow
 def test_kubectl_failure_is_one_clear_line(tmp_path):
     env = _setup(tmp_path, [])
     r = _pull({**env, "FAKE_KUBECTL_MODE": "fail"}, cwd=tmp_path)
@@ -177,6 +184,7 @@ def _renamed(item_index: int, node: str) -> dict:
     return configmap_body(node, "gpuplan-system", dump_yaml(inv))
 
 
+@pytest.mark.slow
 def test_pull_writes_every_node_whatever_the_length_of_its_name(tmp_path):
     """A node name may have 253 characters; `<node>.yaml` then exceeds a file
     name's 255 bytes (and a 240-character one the temporary name beside it):

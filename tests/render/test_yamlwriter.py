@@ -331,6 +331,7 @@ def test_text_path_writes_libyaml_bytes_exactly(docs) -> None:
     assert dump_documents_bytes(docs, header="h") == b"# h\n" + expected
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_scalars)
 def test_every_text_path_scalar_round_trips_in_yaml_1_1_and_1_2(v) -> None:

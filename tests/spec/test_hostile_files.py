@@ -44,6 +44,7 @@ def test_non_regular_spec_is_refused_within_a_second(tmp_path, kind):
     assert d.code == "GP013" and "not a regular file" in d.message or "is a directory" in d.message
 
 
+@pytest.mark.slow
 def test_dev_zero_and_fifo_through_the_cli_are_clear_errors(tmp_path):
     fifo = tmp_path / "fifo.yaml"
     os.mkfifo(fifo)
@@ -186,6 +187,7 @@ def test_a_value_with_a_workflow_command_is_escaped(fmt):
     assert "##[" not in out  # the runner's legacy form counts anywhere in a line
 
 
+@pytest.mark.slow
 def test_hostile_key_in_a_spec_cannot_forge_a_line_in_any_format(tmp_path):
     spec = _spec(tmp_path, extra='      "k\\n::warning file=fleet.yaml::valid\\u2028": 1\n')
     for fmt in ("text", "github", "sarif"):
@@ -204,6 +206,7 @@ def test_file_name_cannot_start_a_workflow_command(tmp_path):
 # --- bounded diagnostics ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_diagnostics_are_capped_with_one_more_line(tmp_path):
     keys = "".join(f"      k{i}: 1\n" for i in range(5000))  # in the pool
     spec = _spec(tmp_path, extra=keys)
@@ -228,6 +231,7 @@ def test_reporter_caps_any_list_of_diagnostics():
 # --- several specs in one run (the pre-commit hook passes every staged one) ----
 
 
+@pytest.mark.slow
 def test_validate_takes_several_specs(tmp_path):
     a = tmp_path / "a" / "fleet.yaml"
     b = tmp_path / "b" / "fleet.yaml"

@@ -142,6 +142,7 @@ def test_pure_python_parser_gives_the_same_data_and_positions(monkeypatch):
     assert exc.value.diag.code == "GP002"
 
 
+@pytest.mark.slow
 def test_positions_are_exact_past_any_packed_field_width():
     # positions are stored packed; a long line's column and a late line's number come back whole
     long_value = "x" * 70_000

@@ -37,6 +37,7 @@ def test_only_listed_files_are_shipped():
     assert size < 400_000, f"pinned schemas take {size} bytes: ship only what gpuplan targets"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group,kind,version", upstream.crd_kinds(), ids=lambda x: str(x))
 def test_schema_is_valid_and_its_cel_list_matches_it(group, kind, version):
     schema = upstream.crd_schema(group, kind, version)

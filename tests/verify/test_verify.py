@@ -98,6 +98,7 @@ def test_fixing_the_label_passes(tmp_path):
     assert r.stats.cel_evaluations > 10  # the rules ran, they did not just go missing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["github", "sarif", "json"])
 def test_machine_formats(tmp_path, fmt):
     write(tmp_path, "nodepool.yaml", NODEPOOL)
@@ -287,6 +288,7 @@ def test_committed_generated_tree_verifies():
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", sorted((REPO / "examples").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_example_builds_through_verify(spec, tmp_path):
     """`gpuplan build` verifies each example's tree and writes it; the written tree verifies."""

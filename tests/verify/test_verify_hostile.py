@@ -98,6 +98,7 @@ def test_dev_zero_named_on_the_command_line_is_refused(tmp_path):
     assert "error[GP830]" in r.stderr
 
 
+@pytest.mark.slow
 def test_a_link_out_of_the_tree_is_refused_and_its_lines_never_quoted(tmp_path):
     secret = write(tmp_path / "outside" / "secret.yaml", "kind: [\npassword: hunter2-SECRET-LINE\n")
     tree = tmp_path / "tree"
@@ -158,6 +159,7 @@ def test_an_object_over_3_mib_through_aliases_is_refused_without_expanding_it(tm
 # --- schema patterns with RE2 semantics ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_backtracking_budget_schedule_is_checked_in_linear_time(tmp_path):
     """A 403-character `schedule` that Python's `re` backtracks on for hours."""
     schedule = " " * 401 + "\n\n"
@@ -190,6 +192,7 @@ def test_patterns_have_go_semantics():
 # --- CEL cost -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_quadratic_cel_rule_is_refused_by_the_cost_budget(tmp_path):
     keys = [f"k{i}" for i in range(8000)]
     soft = "{" + ", ".join(f"{k}: 1%" for k in keys) + "}"
@@ -250,6 +253,7 @@ def test_a_hostile_old_tree_means_no_old_objects(tmp_path, kind):
     assert r.stdout.strip() == "{}"
 
 
+@pytest.mark.slow
 def test_an_alias_bomb_in_the_committed_tree_does_not_hang_build(tmp_path):
     import shutil
 
