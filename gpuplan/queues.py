@@ -222,7 +222,7 @@ def queue_ledger(rf: "ResolvedFleet") -> QueueLedger | None:
 
 
 def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
-    """The ledger from the capacity report's grants (called by ``report.capacity.capacity``)."""
+    """The ledger from the capacity report's grants (called by ``gpuplan.capacity.capacity``)."""
     spec = rf.fleet.spec
     root = cohort_name(rf)
     queued = queued_tiers(rf)
