@@ -95,6 +95,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.versions",
     "gpuplan.objchecks.placement",
     "gpuplan.objchecks.dra",
+    "gpuplan.objchecks.charts",
     "gpuplan.probe.codes",
     "gpuplan.probe.paths",
     "gpuplan.output.tree",

@@ -178,21 +178,38 @@ def compile_fleet(
     if checked.failed(options.strict):
         return Compiled(checked.diagnostics, resolved=checked.resolved, sources=checked.sources)
     assert checked.resolved is not None
+    from gpuplan.objchecks import TreeObjects, check_tree
+
+    tree = TreeObjects(checked.resolved)
     if options.release_spec:
         checked.resolved.doc.release()
-    if not options.verify:
-        return Compiled(checked.diagnostics, render_files(checked.resolved, spec_label(path, out_dir), files),
-                        checked.resolved, checked.sources)
-    from gpuplan.verify import E_BUILD_REJECTED, Options as VerifyOptions, Verifier, verify_file, verify_result
 
-    # Verified file by file as rendered (one check per object shape), so no
-    # artifact's lowered objects outlive its bytes: peak memory stays near the
-    # checked spec plus one artifact (plus the bytes, unless ``files`` writes them out).
+    # The tree checks (the AppProject against every chart's objects) read what the
+    # build streams past; with Options.verify each file is also verified as rendered
+    # (one check per object shape), so no artifact's lowered objects outlive its
+    # bytes: peak memory stays near the checked spec plus one artifact (plus the
+    # bytes, unless ``files`` writes them out).
     rf = checked.resolved
     out = Path(out_dir).as_posix()
-    v = Verifier(VerifyOptions(kubernetes_version=rf.fleet.spec.cluster.kubernetes_version, nearest_version=True))
-    files = render_files(rf, spec_label(path, out_dir), files,
-                         each=lambda p, docs, fs: verify_file(v, p, docs, fs, out_dir=out, old_tree=out_dir))
+    v = None
+    if options.verify:
+        from gpuplan.verify import Options as VerifyOptions, Verifier, verify_file
+
+        v = Verifier(VerifyOptions(kubernetes_version=rf.fleet.spec.cluster.kubernetes_version, nearest_version=True))
+
+    def each(p: str, docs, fs) -> None:
+        tree.keep(p, docs)
+        if v is not None:
+            verify_file(v, p, docs, fs, out_dir=out, old_tree=out_dir)
+
+    files = render_files(rf, spec_label(path, out_dir), files, each=each)
+    tree_diags = check_tree(rf, tree)
+    if has_errors(tree_diags, strict=options.strict):
+        return Compiled(normalise(checked.diagnostics + tree_diags), resolved=rf, sources=checked.sources)
+    if v is None:
+        return Compiled(normalise(checked.diagnostics + tree_diags), files, rf, checked.sources)
+    from gpuplan.verify import E_BUILD_REJECTED, verify_result
+
     result = verify_result(v, files, out_dir=out)
     verified = [d for d in result.diagnostics if d.severity.value != "info"]
     errors = [d for d in verified if d.is_error]
@@ -200,7 +217,7 @@ def compile_fleet(
         verified.append(E_BUILD_REJECTED.diag(
             f"{out}: not written: {len(errors)} problem{'s' if len(errors) != 1 else ''} the API server would "
             "reject", file=str(out), hint="fix the spec values named above; `gpuplan verify` checks any tree"))
-    diags = normalise(checked.diagnostics + verified)
+    diags = normalise(checked.diagnostics + tree_diags + verified)
     sources = {**checked.sources, **result.sources}
     if errors:
         return Compiled(diags, resolved=rf, sources=sources, rejected=True)

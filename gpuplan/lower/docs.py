@@ -16,12 +16,13 @@ from typing import Any, Sequence
 
 import gpuplan
 from gpuplan.artifacts import Artifact, Produced
+from gpuplan.identity import (
+    app_name, operator_app_name, plugin_config_key, pool_mig_config, priority_class_name, project_name,
+    static_pool_taints,
+)
+from gpuplan.lower.common import cell, engine
 from gpuplan.lower.gitops import gitops_namespace
-from gpuplan.lower.common import engine, cell
-from gpuplan.identity import app_name, operator_app_name, project_name
-from gpuplan.identity import plugin_config_key as config_key
-from gpuplan.identity import pool_mig_config, static_pool_taints
-from gpuplan.identity import priority_class_name
+from gpuplan.lower.kueue import BY_HAND_PATH as KUEUE_BY_HAND
 from gpuplan.resolve import ResolvedFleet
 
 README = "README.md"
@@ -73,7 +74,7 @@ def _pool_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
             "nodes": cell(nodes),
             "sharing": cell(_sharing(pv)),
             "resources": cell(res),
-            "plugin_config": "Bottlerocket's own" if bottlerocket else f"`{cell(config_key(rf, pv))}`",
+            "plugin_config": "Bottlerocket's own" if bottlerocket else f"`{cell(plugin_config_key(rf, pv))}`",
             "mig_config": f"`{cell(mig)}`" if mig and not bottlerocket else "-",
             "taints": cell(", ".join(_taint_text(t) for t in pool_taints(pv)) or "-"),
         })
@@ -183,6 +184,7 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
         gitops_ns=cell(gitops_namespace(rf)),
         project=cell(project_name(rf)),
         own_project=g.project is None,
+        kueue_by_hand=any(a.path == KUEUE_BY_HAND for a in produced),
         repo_url=cell(g.repo_url),
         revision=cell(g.revision),
         repo_path=cell(g.path),

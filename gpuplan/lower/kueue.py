@@ -194,10 +194,41 @@ def manager_config(rf: ResolvedFleet) -> dict[str, Any]:
     return cfg
 
 
+BY_HAND_PATH = "delivery/bootstrap-kueue.yaml"
+
+
+def rolebinding_by_hand(rf: ResolvedFleet) -> bool:
+    """The chart's visibility RoleBinding lives in kube-system (it binds the built-in
+    ``extension-apiserver-authentication-reader`` Role, which exists only there;
+    kubernetes-sigs/kueue v0.19.2 charts/kueue/templates/visibility/role_binding.yaml:19-35).
+    The AppProject gpuplan writes admits no kube-system, and one refused object fails
+    the whole sync (docs/charts.md, GP526), so under Argo CD with gpuplan's project the
+    chart skips it (values.yaml:24-25 says so for GitOps projects) and gpuplan writes it
+    in a file applied by hand with delivery/bootstrap.yaml. Without it the visibility
+    APIService stays unavailable, which also stalls namespace deletion."""
+    g = rf.fleet.spec.cluster.gitops
+    return g.engine == "argocd" and g.project is None
+
+
 def helm_values(rf: ResolvedFleet) -> dict[str, Any]:
     from gpuplan.render.yamlwriter import dump
 
-    return {"managerConfig": {"controllerManagerConfigYaml": dump(manager_config(rf)).rstrip("\n")}}
+    out: dict[str, Any] = {}
+    if rolebinding_by_hand(rf):
+        out["enableVisibilityAuthReaderRoleBinding"] = False
+    out["managerConfig"] = {"controllerManagerConfigYaml": dump(manager_config(rf)).rstrip("\n")}
+    return out
+
+
+def visibility_rolebinding(rf: ResolvedFleet) -> dict[str, Any]:
+    """The chart's RoleBinding (``kueue.fullname`` = the release name), made here."""
+    k = rf.fleet.spec.queueing.kueue  # type: ignore[union-attr]
+    return obj("rbac.authorization.k8s.io/v1", "RoleBinding",
+               metadata(rf, f"{RELEASE}-visibility-server-auth-reader", namespace="kube-system"),
+               roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                        "name": "extension-apiserver-authentication-reader"},
+               subjects=[{"kind": "ServiceAccount", "name": f"{RELEASE}-controller-manager",
+                          "namespace": k.namespace}])
 
 
 def argo_application(rf: ResolvedFleet) -> dict[str, Any]:
@@ -267,6 +298,10 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
     if engine(rf) == "argocd":
         yield Artifact(ARGO_APP_PATH, documents=(argo_application(rf),),
                        description="Argo CD Application: the Kueue Helm chart, values from kueue/values.yaml")
+        if rolebinding_by_hand(rf):
+            yield Artifact(BY_HAND_PATH, documents=(visibility_rolebinding(rf),), kustomize=False,
+                           description="Kueue's visibility RoleBinding in kube-system, outside the AppProject: "
+                                       "apply once by hand with delivery/bootstrap.yaml")
     else:
         yield Artifact(FLUX_PATH, documents=tuple(flux_objects(rf)), kustomize=False,
                        description="Flux HelmRepository (OCI) + HelmRelease of Kueue, values = kueue/values.yaml")

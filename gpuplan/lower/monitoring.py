@@ -38,10 +38,11 @@ key (``resource="requests.nvidia.com/gpu"``, ``internal/store/resourcequota.go``
 lines 76-88).
 
 DCGM metrics (dcgm-exporter ``etc/default-counters.csv`` at 4.5.3-4.8.2,
-691c92762eb551313c825f6efe4ceeee20982801): every metric used here is in the
-default list, so no custom metrics CSV is needed: ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``
+691c92762eb551313c825f6efe4ceeee20982801): the metrics used here are in the
+default list, plus the windowed XID count ``DCGM_EXP_XID_ERRORS_COUNT``, which the
+counters file gpuplan ships (``dcgm_exporter_values``) adds: ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``
 (use; the one utilisation metric reported per MIG instance too),
-``DCGM_FI_DEV_FB_USED``/``DCGM_FI_DEV_FB_FREE``, ``DCGM_FI_DEV_XID_ERRORS``,
+``DCGM_FI_DEV_FB_USED``/``DCGM_FI_DEV_FB_FREE``, ``DCGM_EXP_XID_ERRORS_COUNT``,
 ``DCGM_FI_DEV_ROW_REMAP_FAILURE``, ``DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS``
 (double-bit ECC errors on GPUs with row remapping; on older GPUs they show as
 XID 48). The exporter labels a GPU in use with the pod's ``namespace`` and
@@ -63,6 +64,7 @@ from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import POOL_LABEL, TENANT_LABEL
 from gpuplan.identity import mig_config_name
+from gpuplan.dra import is_dra
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet, mig_resource
 from gpuplan.spec.models import Monitoring, Tier
 
@@ -80,6 +82,90 @@ HOURS_PER_DAY = 24
 DEVICE_PLUGIN_DS = "nvidia-device-plugin-daemonset"
 DCGM_EXPORTER_DS = "nvidia-dcgm-exporter"
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
+
+# --- what the DCGM exporter needs (issue #29) ---------------------------------------------
+#
+# XIDs. DCGM_FI_DEV_XID_ERRORS is "Value of the last XID error encountered"
+# (NVIDIA/dcgm-exporter 691c92762eb551313c825f6efe4ceeee20982801, tag 4.5.3-4.8.2,
+# etc/default-counters.csv line 29, etc/dcp-metrics-included.csv line 29): a gauge that
+# keeps the last XID until the GPU is reset (NVIDIA/dcgm-exporter#500), so an alert on it
+# never resolves, and it pages for XIDs that tenant programs cause (13, 31, 43, 45).
+# DCGM_EXP_XID_ERRORS_COUNT counts the XIDs DCGM reported in the last window, one series per
+# code with labels ``xid`` and ``window_size_in_ms`` (internal/pkg/collector/xid_collector.go
+# lines 68-70, expcollector.go lines 47-105: a GPU with none in the window has one series
+# without ``xid`` at 0; a code's series disappears once it leaves the window). The window is
+# ``--xid-count-window-size`` / DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE, default 5 minutes
+# (pkg/cmd/app.go lines 237-242). It is off unless the counters file lists it: commented out
+# in etc/default-counters.csv line 40 and absent from etc/dcp-metrics-included.csv, the file
+# the GPU Operator's exporter reads (NVIDIA/gpu-operator v26.7.0
+# assets/state-dcgm-exporter/0800_daemonset.yaml lines 47-48) - hence dcgm_exporter_values.
+#
+# Hardware and driver XIDs only (NVIDIA's XID catalogue, docs.nvidia.com/deploy/xid-errors):
+# 48 double-bit ECC, 61/62 internal micro-controller breakpoint/halt, 64 ECC page retirement
+# or row remap recording failure, 74 NVLink, 79 fallen off the bus, 92 high single-bit ECC
+# rate, 94/95 contained/uncontained ECC, 119/120 GSP RPC timeout/error, 140 unrecovered ECC.
+# Left out: 13, 31, 43, 45 (graphics engine exception, MMU fault, GPU stopped processing,
+# preemptive cleanup: a tenant program's own fault or its being killed) and 63 (a row remap
+# was recorded: GPUUncorrectableECCError covers it).
+HARDWARE_XIDS = ("48", "61", "62", "64", "74", "79", "92", "94", "95", "119", "120", "140")
+USER_XIDS = ("13", "31", "43", "45")
+XID_COUNT = "DCGM_EXP_XID_ERRORS_COUNT"
+XID_WINDOW = "1h"  # an XID stays in the alert for an hour after the exporter's 5-minute window
+
+# The counters file gpuplan gives the exporter: the file it reads by default
+# (etc/dcp-metrics-included.csv at 691c927, its uncommented lines, unchanged) plus the XID
+# count. The GPU Operator chart creates the ConfigMap from ``dcgmExporter.config.data``
+# (deployments/gpu-operator/templates/dcgm_exporter_config.yaml at v26.7.0) and the operator
+# mounts its ``dcgm-metrics.csv`` and points DCGM_EXPORTER_COLLECTORS at it
+# (controllers/object_controls.go lines 1900-1920).
+DCGM_METRICS_CONFIGMAP = "gpuplan-dcgm-metrics"
+DCGM_METRICS_CSV = """\
+# gpuplan: NVIDIA/dcgm-exporter etc/dcp-metrics-included.csv (691c927) + DCGM_EXP_XID_ERRORS_COUNT
+DCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency (in MHz).
+DCGM_FI_DEV_MEM_CLOCK, gauge, Memory clock frequency (in MHz).
+DCGM_FI_DEV_MEMORY_TEMP, gauge, Memory temperature (in C).
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).
+DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W).
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, Total energy consumption since boot (in mJ).
+DCGM_FI_DEV_PCIE_REPLAY_COUNTER, counter, Total number of PCIe retries.
+DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).
+DCGM_FI_DEV_MEM_COPY_UTIL, gauge, Memory utilization (in %).
+DCGM_FI_DEV_ENC_UTIL, gauge, Encoder utilization (in %).
+DCGM_FI_DEV_DEC_UTIL, gauge, Decoder utilization (in %).
+DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error encountered.
+DCGM_FI_DEV_FB_FREE, gauge, Framebuffer memory free (in MiB).
+DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB).
+DCGM_FI_DEV_FB_RESERVED, gauge, Framebuffer memory reserved (in MiB).
+DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, Total number of NVLink bandwidth counters for all lanes.
+DCGM_FI_DEV_VGPU_LICENSE_STATUS, gauge, vGPU License status
+DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, counter, Number of remapped rows for uncorrectable errors
+DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS, counter, Number of remapped rows for correctable errors
+DCGM_FI_DEV_ROW_REMAP_FAILURE, gauge, Whether remapping of rows has failed
+DCGM_FI_DRIVER_VERSION, label, Driver Version
+DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is active.
+DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, Ratio of cycles the tensor (HMMA) pipe is active.
+DCGM_FI_PROF_DRAM_ACTIVE, gauge, Ratio of cycles the device memory interface is active sending or receiving data.
+DCGM_FI_PROF_PCIE_TX_BYTES, gauge, The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.
+DCGM_FI_PROF_PCIE_RX_BYTES, gauge, The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.
+DCGM_EXP_XID_ERRORS_COUNT, gauge, Count of XID Errors within user-specified time window (see xid-count-window-size param).
+"""
+
+# Pod mapping. The exporter labels a GPU with its pod only when the kubelet's pod-resources
+# API hands it out under nvidia.com/gpu, a nvidia.com/mig-* name, or a name listed in
+# NVIDIA_RESOURCE_NAMES (--nvidia-resource-names, pkg/cmd/app.go lines 293-298;
+# internal/pkg/transformation/kubernetes.go lines 68-85 and 772-780, at 691c927). Renamed
+# shared resources (nvidia.com/gpu.shared) and any other renamed resource must be listed,
+# or their GPUs carry no exported_namespace and the tier rules and tenant rows stay empty.
+NVIDIA_RESOURCE = "nvidia.com/gpu"
+NVIDIA_MIG_PREFIX = "nvidia.com/mig-"  # appconfig.NvidiaMigResourcePrefix
+
+# GPU Operator operand switches: a node label nvidia.com/gpu.deploy.<operand>=false keeps
+# that operand off the node, nvidia.com/gpu.deploy.operands=false keeps every operand off
+# (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go lines 457-463, hasOperandsDisabled;
+# a state label already set is honoured, addGPUStateLabels).
+OPERANDS_LABEL = "nvidia.com/gpu.deploy.operands"
+DEVICE_PLUGIN_OPERAND = "device-plugin"
+DCGM_EXPORTER_OPERAND = "dcgm-exporter"
 
 
 def ksm_name(name: str) -> str:
@@ -136,6 +222,69 @@ def service_monitor_values(rf: ResolvedFleet) -> dict[str, Any]:
     }
 
 
+def exporter_resource_names(rf: ResolvedFleet) -> list[str]:
+    """Resources the pools hand out through a device plugin that dcgm-exporter does not map
+    to pods on its own (see NVIDIA_RESOURCE); sorted, no duplicates."""
+    names = {res for pv in rf.pools if not is_dra(rf, pv) and operand_deployed(rf, pv, DCGM_EXPORTER_OPERAND)
+             for res in pv.node_resources()
+             if res != NVIDIA_RESOURCE and not res.startswith(NVIDIA_MIG_PREFIX)}
+    return sorted(names)
+
+
+def dcgm_exporter_values(rf: ResolvedFleet) -> dict[str, Any]:
+    """Extra keys for the GPU Operator's ``dcgmExporter`` values (empty without monitoring):
+    the counters file with the XID count, and NVIDIA_RESOURCE_NAMES for renamed resources
+    (merged into ``dcgmExporter`` by gpuplan.lower.operator)."""
+    m = monitoring(rf)
+    if m is None:
+        return {}
+    out: dict[str, Any] = {"config": {"name": DCGM_METRICS_CONFIGMAP, "create": True, "data": DCGM_METRICS_CSV}}
+    names = exporter_resource_names(rf)
+    if names:
+        # a comma-separated list: urfave/cli StringSliceFlag from an env var
+        out["env"] = [{"name": "NVIDIA_RESOURCE_NAMES", "value": ",".join(names)}]
+    return out
+
+
+def pool_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
+    """The labels gpuplan puts on the pool's nodes (Karpenter: the NodePool template's)."""
+    from gpuplan.identity import nodepool_node_labels, pool_node_labels
+
+    return nodepool_node_labels(rf, pv) if pv.pool.karpenter is not None else pool_node_labels(rf, pv)
+
+
+def operand_deployed(rf: ResolvedFleet, pv: PoolView, operand: str) -> bool:
+    """Whether the GPU Operator runs ``operand`` on the pool's nodes (see OPERANDS_LABEL)."""
+    labels = pool_labels(rf, pv)
+    if labels.get(OPERANDS_LABEL) == "false":
+        return False
+    return labels.get(f"nvidia.com/gpu.deploy.{operand}") != "false"
+
+
+def left_out(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
+    """Alerts not generated for a pool, and why: what does not run there cannot be ready,
+    and what is not scraped cannot fire."""
+    out: dict[str, str] = {}
+    operands_off = pool_labels(rf, pv).get(OPERANDS_LABEL) == "false"
+    if is_dra(rf, pv):
+        out["GPUNodeCapacityOffPlan"] = ("DRA pool: its devices are ResourceSlices, never in "
+                                         "Node.status.capacity (use `gpuplan verify-cluster` and "
+                                         "`kubectl get resourceslices`)")
+    if not operand_deployed(rf, pv, DEVICE_PLUGIN_OPERAND):
+        out["GPUDevicePluginNotReady"] = (
+            "the GPU Operator's operands are off on this pool (Bottlerocket runs its own device plugin)"
+            if operands_off else
+            "DRA pool: gpuplan turns the operator's device plugin off (the DRA kubelet plugin serves it)")
+    if not operand_deployed(rf, pv, DCGM_EXPORTER_OPERAND):
+        why = ("the GPU Operator's operands are off on this pool (Bottlerocket): no DCGM exporter runs, "
+               "so there are no GPU health metrics there" if operands_off else
+               "the DCGM exporter is off on this pool: no GPU health metrics there")
+        for alert in ("DCGMExporterNotReady", "GPUMemoryNearlyFull", "GPUXidError", "GPURowRemapFailure",
+                      "GPUUncorrectableECCError", "GPUTierUnderused"):
+            out[alert] = why
+    return out
+
+
 # --- the alerts --------------------------------------------------------------
 
 
@@ -176,9 +325,13 @@ ALERTS: dict[str, AlertDoc] = {a.name: a for a in (
     AlertDoc(
         "GPUXidError", "critical",
         "The driver reported an XID error on a GPU",
-        "DCGM_FI_DEV_XID_ERRORS holds the last XID. 13/31/43/45 are usually application faults; "
-        "48 is a double-bit ECC error; 63/64 row-remapping events; 74/79/92/94/95 point at NVLink, "
-        "a GPU that fell off the bus, or contained/uncontained memory errors.",
+        "DCGM_EXP_XID_ERRORS_COUNT (the DCGM exporter's count of XIDs in its last 5-minute window, "
+        "per code) saw a hardware or driver XID in the last hour: 48 double-bit ECC, 61/62 internal "
+        "micro-controller, 64 row-remap recording failure, 74 NVLink, 79 GPU fell off the bus, 92 high "
+        "single-bit ECC rate, 94/95 contained/uncontained memory error, 119/120 GSP, 140 unrecovered ECC. "
+        "The alert resolves an hour after the last such XID. XIDs 13/31/43/45 come from tenant "
+        "programs (their own faults) and do not fire it; the `DCGM_FI_DEV_XID_ERRORS` gauge keeps "
+        "the last XID of a GPU until it is reset and is not alerted on.",
         ("Look the code up in NVIDIA's XID catalogue; `kubectl debug node/<node>` and `dmesg | grep -i xid`.",
          "For 48, 79, 94, 95: cordon and drain the node (`kubectl drain <node> --ignore-daemonsets`) and "
          "reset the GPU or reboot; open a hardware case if it returns."),
@@ -214,7 +367,9 @@ ALERTS: dict[str, AlertDoc] = {a.name: a for a in (
         "A node advertises a different number of GPU resources than the plan",
         "kube_node_status_capacity for one of the pool's resources differs from what the spec says each "
         "node advertises (sharing mode, MIG layout and GPUs per node). Quotas and capacity reports assume "
-        "the planned number.",
+        "the planned number. Not generated for DRA pools: DRA devices are published as ResourceSlices "
+        "and never appear in Node.status.capacity; `gpuplan verify-cluster` and "
+        "`kubectl get resourceslices` check those.",
         ("Compare with the plan: `gpuplan verify-cluster fleet.yaml --live nodes.json`.",
          "Missing MIG or shared resources: check the node's `nvidia.com/device-plugin.config` and "
          "`nvidia.com/mig.config` labels and the device plugin's logs.",
@@ -234,7 +389,8 @@ ALERTS: dict[str, AlertDoc] = {a.name: a for a in (
         "GPUDevicePluginNotReady", "critical",
         "No ready NVIDIA device plugin on a node of a GPU pool",
         "The pool's node has no ready `nvidia-device-plugin-daemonset` pod: its GPUs are not advertised "
-        "and no GPU pod can start there.",
+        "and no GPU pod can start there. Not generated for DRA pools (gpuplan turns the operator's "
+        "device plugin off there) or pools whose operands are off (Bottlerocket runs its own).",
         ("`kubectl -n <gpu-operator namespace> get pods -o wide | grep <node>`; check the pod's events.",
          "Taints the operator's DaemonSets do not tolerate keep it away; gpuplan adds every pool taint "
          "to `daemonsets.tolerations` in the operator values - check they were synced."),
@@ -242,7 +398,8 @@ ALERTS: dict[str, AlertDoc] = {a.name: a for a in (
     AlertDoc(
         "DCGMExporterNotReady", "warning",
         "No ready DCGM exporter on a node of a GPU pool",
-        "The node's GPUs are not scraped: every other GPU alert is blind there.",
+        "The node's GPUs are not scraped: every other GPU alert is blind there. Not generated for "
+        "pools where the exporter does not run (operands off: Bottlerocket).",
         ("`kubectl -n <gpu-operator namespace> get pods -o wide | grep dcgm-exporter`.",
          "The exporter waits for the driver and toolkit; look at the operator validator pods first."),
     ),
@@ -335,8 +492,9 @@ def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
     nodes = pool_nodes(pv)
     on_pool = f"and on(node) {nodes}"
     pool = {"pool": pv.name}
+    skip = left_out(rf, pv)
     rules = []
-    for res, count in pv.node_resources().items():
+    for res, count in ({} if "GPUNodeCapacityOffPlan" in skip else pv.node_resources()).items():
         r = q(ksm_name(res))
         rules.append(_rule(
             rf, "GPUNodeCapacityOffPlan",
@@ -357,11 +515,15 @@ def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
             "the pool's MIG resources are missing there.",
         ))
     for alert, ds in (("GPUDevicePluginNotReady", DEVICE_PLUGIN_DS), ("DCGMExporterNotReady", DCGM_EXPORTER_DS)):
+        if alert in skip:
+            continue
         rules.append(_rule(
             rf, alert, f"{nodes} unless on(node) ({_ready_pods(rf, ds)})", th.not_ready_for, pool,
             f"No ready {ds} pod on node {{{{ $labels.node }}}} (pool {pv.name})",
             f"The {ds} DaemonSet has no ready pod on node {{{{ $labels.node }}}} of pool {pv.name}.",
         ))
+    if "GPUMemoryNearlyFull" in skip:  # no DCGM exporter on the pool: no GPU metric at all
+        return rules
     mem = th.memory_percent
     rules.append(_rule(
         rf, "GPUMemoryNearlyFull",
@@ -371,10 +533,15 @@ def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
         f"Framebuffer memory above {mem:g}% for {th.memory_for} on pool {pv.name} "
         f"(pod {{{{ $labels.exported_namespace }}}}/{{{{ $labels.exported_pod }}}}).",
     ))
+    # hardware XIDs in the exporter's window, kept for XID_WINDOW (see HARDWARE_XIDS): the
+    # alert resolves an hour after the last one, and a tenant's own XID never fires it
     rules.append(_rule(
-        rf, "GPUXidError", f"(DCGM_FI_DEV_XID_ERRORS {on_pool}) != 0", "0m", pool,
-        "XID {{ $value }} on GPU {{ $labels.gpu }} of node {{ $labels.node }}",
-        f"The NVIDIA driver reported XID {{{{ $value }}}} on pool {pv.name}.",
+        rf, "GPUXidError",
+        f"(max_over_time({XID_COUNT}{{xid=~{alternation(HARDWARE_XIDS)}}}[{XID_WINDOW}]) {on_pool}) > 0",
+        "0m", pool,
+        "XID {{ $labels.xid }} on GPU {{ $labels.gpu }} of node {{ $labels.node }}",
+        f"The NVIDIA driver reported hardware XID {{{{ $labels.xid }}}} ({{{{ $value }}}} in one "
+        f"exporter window) on pool {pv.name} within the last {XID_WINDOW}.",
     ))
     rules.append(_rule(
         rf, "GPURowRemapFailure", f"(DCGM_FI_DEV_ROW_REMAP_FAILURE {on_pool}) > 0", "0m", pool,
@@ -414,7 +581,7 @@ def tier_rules(rf: ResolvedFleet, tier: Tier, grants: list[tuple[str, str, int]]
             if price is not None else "")
     sel = f"{tier_gpu_selector(rf, tier)}, exported_namespace=~{nss}"
     qsel = f"namespace=~{nss}, resourcequota={q(quota_object(tier))}, resource={q(quota_key(res))}"
-    return [
+    underused = [] if "GPUTierUnderused" in left_out(rf, pv) else [
         _rule(
             rf, "GPUTierUnderused",
             f"avg by (exported_namespace) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{sel}}} and on(node) {pool_nodes(pv)})"
@@ -423,7 +590,9 @@ def tier_rules(rf: ResolvedFleet, tier: Tier, grants: list[tuple[str, str, int]]
             f"{{{{ $labels.exported_namespace }}}} uses its {tier.name} GPUs at {{{{ $value | humanize }}}}%",
             f"Pods of {{{{ $labels.exported_namespace }}}} hold {tier.name} devices on pool {pv.name} but kept "
             f"them under {th.underused_percent:g}% busy for {th.underused_for}.{cost}",
-        ),
+        )]
+    return [
+        *underused,
         _rule(
             rf, "GPUQuotaNearlyExhausted",
             f"kube_resourcequota{{{qsel}, type=\"used\"}} / ignoring(type) "
@@ -667,6 +836,10 @@ def runbook(rf: ResolvedFleet, rule_files: Sequence[Artifact]) -> str:
             lines += ["Generated for:", "", *(f"- {w}" for w in where[a.name]), ""]
         else:
             lines += ["Not generated for this fleet.", ""]
+        skipped = [(pv.name, why) for pv in rf.pools for alert, why in left_out(rf, pv).items()
+                   if alert == a.name]
+        if skipped:
+            lines += ["Left out:", "", *(f"- pool {cell(p)}: {cell(why)}" for p, why in skipped), ""]
     return "\n".join(lines)
 
 

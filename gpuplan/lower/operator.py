@@ -41,7 +41,7 @@ from gpuplan.identity import DEFAULT_CONFIG, cluster_mig_strategy
 from gpuplan.lower.common import VALUES_PATH, object_annotations, operator_namespace_path
 from gpuplan.identity import MIG_ALL_DISABLED_CONFIG as ALL_DISABLED, mig_manager_needed
 from gpuplan.identity import MIG_PARTED_CONFIGMAP as MIG_CONFIGMAP
-from gpuplan.lower.monitoring import service_monitor_values
+from gpuplan.lower.monitoring import dcgm_exporter_values, service_monitor_values
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.identity import CHART_DEFAULT_DRIVER
 
@@ -123,6 +123,8 @@ def values(rf: ResolvedFleet) -> dict[str, Any]:
             "enabled": op.dcgm_exporter.enabled,
             "serviceMonitor": {"enabled": op.dcgm_exporter.enabled and op.dcgm_exporter.service_monitor,
                                **service_monitor_values(rf)},
+            # with monitoring: the counters file with the XID count, NVIDIA_RESOURCE_NAMES
+            **dcgm_exporter_values(rf),
         },
     }
 

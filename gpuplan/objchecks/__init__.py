@@ -30,7 +30,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 }
 KINDS = frozenset({"NodePool", "NodeFeatureRule", "Namespace", "ResourceQuota", "ValidatingAdmissionPolicy",
                    "ValidatingAdmissionPolicyBinding", "ResourceClaimTemplate"})
-
+# Checks over the whole tree: the AppProject admits what every target made, so these
+# read the files the build streams (``TreeObjects``) rather than a few targets'
+# objects, and run in `build` and `check` (`validate` lowers no tree).
+TREE_FAMILIES = ("gpuplan.objchecks.charts",)
 
 def _active(rf: "ResolvedFleet") -> list[str]:
     from gpuplan.objchecks.dra import needed
@@ -49,6 +52,40 @@ def targets(rf: "ResolvedFleet") -> dict[str, tuple[str, ...]]:
 def collect(artifacts: Iterable["Artifact"]) -> list[dict[str, Any]]:
     """The objects the checks read, in artifact order; the rest is dropped as it passes."""
     return [d for a in artifacts for d in a.documents or () if isinstance(d, dict) and d.get("kind") in KINDS]
+
+
+class TreeObjects:
+    """What the tree checks read, kept as the build streams each file past
+    (``keep``); everything else is dropped at once. Made before the build frees the
+    spec's positions: the lines the checks report at are looked up here."""
+
+    def __init__(self, rf: "ResolvedFleet") -> None:
+        from gpuplan.objchecks.charts import ANCHORS, keep_document
+        from gpuplan.spec.validate import format_path
+
+        self._keep = keep_document
+        self.docs: list[dict[str, Any]] = []
+        positions = {p: rf.doc.locate(p) for p in ANCHORS}
+        file = rf.doc.file
+
+        def diag(code: Any, message: str, path: tuple, *, hint: str | None = None) -> Diagnostic:
+            line, col = positions.get(path, (None, None))
+            return code.diag(message, file=file, line=line, col=col, path=format_path(path) or None, hint=hint)
+
+        self.diag = diag
+
+    def keep(self, path: str, documents: Iterable[Any]) -> None:
+        for d in documents:
+            kept = self._keep(path, d)
+            if kept is not None:
+                self.docs.append(kept)
+
+
+def check_tree(rf: "ResolvedFleet", objects: TreeObjects) -> list[Diagnostic]:
+    from gpuplan.objchecks import charts
+    from gpuplan.rules import drop_disabled
+
+    return drop_disabled(rf, list(charts.check(rf, objects.docs, diag=objects.diag)) if charts.needed(rf) else [])
 
 
 def check_objects(rf: "ResolvedFleet", docs: dict[str, list[dict[str, Any]]]) -> list[Diagnostic]:

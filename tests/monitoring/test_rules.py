@@ -171,6 +171,37 @@ def gauge_cases(metric: str, bad: int) -> Callable:
     return cases
 
 
+def xid_labels(node: str, xid: str | None, gpu: str = "0") -> dict[str, str]:
+    """DCGM_EXP_XID_ERRORS_COUNT's labels: one series per XID code seen in the exporter's window,
+    or one without ``xid`` (value 0) when there was none (NVIDIA/dcgm-exporter 691c927
+    internal/pkg/collector/expcollector.go lines 73-105, xid_collector.go lines 68-70)."""
+    out = {**dcgm_labels(node, gpu), "window_size_in_ms": "300000"}
+    if xid is not None:
+        out["xid"] = xid
+    return out
+
+
+def xid_cases(rf, rule, pv) -> tuple[Case, Case]:
+    lab = xid_labels("n1", "79")
+    node = series("kube_node_labels", node_labels("n1", pv.name), "1x60")
+    # XID 79 in the exporter's 5-minute window from minute 5; the sticky gauge says 79 too
+    fire = {"series": [node, series("DCGM_EXP_XID_ERRORS_COUNT", xid_labels("n1", None), "0x60"),
+                       series("DCGM_EXP_XID_ERRORS_COUNT", lab, "_x5 1x5"),
+                       series("DCGM_FI_DEV_XID_ERRORS", dcgm_labels("n1"), "0x5 79x55")],
+            "eval": "10m", "alerts": [expected_alert(rule, lab, 1)]}
+    quiet = {"series": [node,
+                        # a tenant's XID 43 (GPU stopped processing) in the window
+                        series("DCGM_EXP_XID_ERRORS_COUNT", xid_labels("n1", "43"), "_x5 2x5"),
+                        # the gauge still holds an old hardware XID: not alerted on
+                        series("DCGM_FI_DEV_XID_ERRORS", dcgm_labels("n1", "1"), "48x60"),
+                        series("DCGM_EXP_XID_ERRORS_COUNT", xid_labels("n1", None, "1"), "0x60"),
+                        # a hardware XID on another pool
+                        series("kube_node_labels", node_labels("x1", OTHER_POOL), "1x60"),
+                        series("DCGM_EXP_XID_ERRORS_COUNT", xid_labels("x1", "48"), "_x5 1x5")],
+             "eval": "10m", "alerts": []}
+    return fire, quiet
+
+
 def ecc_cases(rf, rule, pv) -> tuple[Case, Case]:
     lab = dcgm_labels("n1")
     node = series("kube_node_labels", node_labels("n1", pv.name), "1x90")
@@ -249,7 +280,7 @@ POOL_CASES: dict[str, Callable] = {
     "GPUDevicePluginNotReady": daemonset_cases("nvidia-device-plugin-daemonset"),
     "DCGMExporterNotReady": daemonset_cases("nvidia-dcgm-exporter"),
     "GPUMemoryNearlyFull": memory_cases,
-    "GPUXidError": gauge_cases("DCGM_FI_DEV_XID_ERRORS", 48),
+    "GPUXidError": xid_cases,
     "GPURowRemapFailure": gauge_cases("DCGM_FI_DEV_ROW_REMAP_FAILURE", 1),
     "GPUUncorrectableECCError": ecc_cases,
     "GPUTierUnderused": tier_cases,

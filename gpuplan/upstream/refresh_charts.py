@@ -1,0 +1,200 @@
+"""Refresh the pinned lists of objects the Helm charts gpuplan installs render.
+
+    python -m gpuplan.upstream.refresh_charts kueue GIT_DIR
+    python -m gpuplan.upstream.refresh_charts gpu-operator GIT_DIR
+
+``GIT_DIR``: a clone (or bare mirror) of the chart's repository that has the tag in
+:data:`CHARTS`. The chart's templates are read at that tag (``git show``): every
+document's ``kind``, ``apiVersion`` and ``metadata.namespace``, and the ``{{ if }}``
+blocks around it. A condition over ``.Values`` (``.Values.a.b``, ``not``, ``and``) is
+kept as ``when`` and evaluated by the check against the chart's defaults (kept as
+``defaults``) and the values gpuplan writes; anything else (``.Capabilities``,
+``empty``, ``has``) is kept as text in ``unparsed`` and assumed true. Subcharts
+are read with their dependency ``condition``, their values under their name.
+``crds/`` files are CustomResourceDefinitions. Where ``helm`` is on ``PATH`` the
+result can be compared with ``helm template`` (docs/charts.md). Output:
+``charts/<chart>-<version>.json``.
+
+Stage: foundation (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent / "charts"
+RELEASE_NS = "<release>"
+
+# chart -> where it lives upstream; version: the chart version gpuplan pins
+CHARTS: dict[str, dict[str, Any]] = {
+    "kueue": {"repository": "kubernetes-sigs/kueue", "tag": "v0.19.2", "version": "0.19.2",
+              "path": "charts/kueue", "subcharts": {}},
+    "gpu-operator": {"repository": "NVIDIA/gpu-operator", "tag": "v26.7.0", "version": "v26.7.0",
+                     "path": "deployments/gpu-operator",
+                     "subcharts": {"node-feature-discovery": "nfd.enabled"}},
+}
+
+# namespaced kinds the charts render (everything else they render is cluster-scoped)
+NAMESPACED = frozenset({
+    "ConfigMap", "Secret", "Service", "ServiceAccount", "Deployment", "DaemonSet", "Job", "Role",
+    "RoleBinding", "PodDisruptionBudget", "NetworkPolicy", "Ingress", "ServiceMonitor", "PodMonitor",
+    "Certificate", "Issuer",
+})
+
+_IF = re.compile(r"^\{\{-?\s*(if|with|range)\s+(.*?)\s*-?\}\}\s*$")
+_END = re.compile(r"^\{\{-?\s*end\s*-?\}\}\s*$")
+_ELSE = re.compile(r"^\{\{-?\s*else")
+_REF = re.compile(r"^\(?\s*(not\s+)?\.Values\.([A-Za-z0-9_.-]+)\s*\)?$")
+
+
+def _git(git_dir: str, *args: str) -> str:
+    return subprocess.run(["git", "-C", git_dir, *args], check=True, capture_output=True, text=True).stdout
+
+
+def parse_condition(expr: str) -> tuple[list[list[Any]], list[str]]:
+    """``when`` ([values path, truthy]) and the parts that are not a plain values test."""
+    expr = expr.strip()
+    parts = [expr]
+    m = re.match(r"^and\s+(.*)$", expr)
+    if m:
+        parts = re.findall(r"\([^()]*(?:\([^()]*\)[^()]*)*\)|\S+", m.group(1))
+    when: list[list[Any]] = []
+    raw: list[str] = []
+    for p in parts:
+        r = _REF.match(p.strip())
+        if r:
+            when.append([r.group(2), not r.group(1)])
+        else:
+            raw.append(p.strip())
+    return when, raw
+
+
+def scan_template(text: str) -> list[dict[str, Any]]:
+    """Documents of one template: kind, apiVersion, namespace expression, conditions."""
+    stack: list[str | None] = []
+    out: list[dict[str, Any]] = []
+    cur: dict[str, Any] = {}
+    for line in text.splitlines():
+        s = line.strip()
+        if m := _IF.match(s):
+            stack.append(m.group(2) if m.group(1) == "if" else None)
+            continue
+        if _END.match(s):
+            if stack:
+                stack.pop()
+            continue
+        if _ELSE.match(s) and stack:
+            stack[-1] = None  # an else branch: condition unknown
+            continue
+        if s == "---":
+            cur = {}
+            continue
+        if line.startswith("apiVersion:"):
+            cur["apiVersion"] = line.split(":", 1)[1].strip().strip("'\"")
+        elif line.startswith("kind:"):
+            cur = {**cur, "kind": line.split(":", 1)[1].strip(), "conds": [c for c in stack if c]}
+            out.append(cur)
+        elif re.match(r"^  namespace:", line) and out and out[-1] is cur:
+            cur["namespace"] = line.split(":", 1)[1].strip().strip("'\"")
+    return out
+
+
+def _namespace(expr: str | None, cluster: bool) -> str | None:
+    if cluster:
+        return None
+    if expr is None or "Release.Namespace" in expr or "node-feature-discovery.namespace" in expr:
+        return RELEASE_NS
+    return expr
+
+
+def _lookup(values: dict[str, Any], path: str) -> Any:
+    cur: Any = values
+    for k in path.split("."):
+        if not isinstance(cur, dict) or k not in cur:
+            return None
+        cur = cur[k]
+    return cur
+
+
+def read_chart(git_dir: str, tag: str, path: str, prefix: str = "", extra_when: list | None = None,
+               parent_values: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    files = _git(git_dir, "ls-tree", "-r", "--name-only", tag, path).split()
+    values = yaml.safe_load(_git(git_dir, "show", f"{tag}:{path}/values.yaml")) or {}
+    objects: list[dict[str, Any]] = []
+    defaults: dict[str, Any] = {}
+    for f in sorted(files):
+        rel = f[len(path) + 1:]
+        if rel.startswith("charts/") or not f.endswith((".yaml", ".yml")) or "/tests/" in f:
+            continue
+        if rel.startswith("crds/"):
+            objects.append({"kind": "CustomResourceDefinition", "group": "apiextensions.k8s.io",
+                            "namespace": None, "clusterScoped": True, "template": f"{prefix}{rel}",
+                            "when": list(extra_when or [])})
+            continue
+        if not rel.startswith("templates/"):
+            continue
+        for d in scan_template(_git(git_dir, "show", f"{tag}:{f}")):
+            kind = d["kind"]
+            group = d.get("apiVersion", "v1").rpartition("/")[0]
+            cluster = kind not in NAMESPACED
+            when, raw = [], []
+            for c in d["conds"]:
+                w, r = parse_condition(c)
+                when += [[prefix + p, t] for p, t in w]
+                raw += r
+            for p, _ in when:
+                local = p[len(prefix):]
+                v = _lookup((parent_values or {}).get(prefix.rstrip("."), {}) if prefix else {}, local)
+                defaults[p] = v if v is not None else _lookup(values, local)
+            obj: dict[str, Any] = {"kind": kind, "group": group,
+                                   "namespace": _namespace(d.get("namespace"), cluster),
+                                   "clusterScoped": cluster, "template": f"{prefix}{rel}",
+                                   "when": list(extra_when or []) + when}
+            if raw:
+                obj["unparsed"] = raw
+            objects.append(obj)
+    return objects, defaults | ({"__values__": values} if not prefix else {})
+
+
+def refresh(chart: str, git_dir: str) -> Path:
+    c = CHARTS[chart]
+    commit = _git(git_dir, "rev-parse", c["tag"] + "^{commit}").strip()
+    objects, defaults = read_chart(git_dir, c["tag"], c["path"])
+    values = defaults.pop("__values__")
+    for sub, cond in c["subcharts"].items():
+        cp, _ = cond.rsplit(".", 1)[0], None
+        defaults[cond] = _lookup(values, cond)
+        o, d = read_chart(git_dir, c["tag"], f"{c['path']}/charts/{sub}", prefix=f"{sub}.",
+                          extra_when=[[cond, True]], parent_values=values)
+        objects += o
+        defaults.update(d)
+    data = {
+        "chart": chart, "version": c["version"], "repository": c["repository"], "tag": c["tag"],
+        "commit": commit, "path": c["path"], "releaseNamespace": RELEASE_NS,
+        "method": "templates read at the tag (gpuplan.upstream.refresh_charts); when: values tests "
+                  "evaluated against defaults + gpuplan's values; unparsed: assumed true",
+        "defaults": dict(sorted(defaults.items())),
+        "objects": objects,
+    }
+    HERE.mkdir(exist_ok=True)
+    out = HERE / f"{chart}-{c['version']}.json"
+    out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in CHARTS:
+        print(__doc__, file=sys.stderr)
+        return 2
+    print(refresh(argv[0], argv[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
