@@ -299,6 +299,18 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
     return QueueLedger(root, children, queued, tuple(pairs), tuple(queues), tuple(flavors))
 
 
+def queued_namespaces(ledger: "QueueLedger", tenant: "Tenant") -> list[str]:
+    """The namespaces of ``tenant`` that get the LocalQueue: those granted a queued tier.
+    Kueue gives every Job without a queue label the LocalQueue ``default``, so in a
+    namespace that only runs unqueued tiers it would hold their Jobs in a queue that
+    has none of their resources, never to be admitted."""
+    qp = ledger.queue(tenant.name)
+    if qp is None:
+        return []
+    queued = set(ledger.queued_tiers)
+    return [ns for ns in qp.namespaces if queued & set(tenant.quotas.get(ns, {}))]
+
+
 def namespace_ceilings(rf: "ResolvedFleet", tenant: "Tenant") -> dict[tuple[str, str], int] | None:
     """(pool, resource) -> the most Kueue may admit for the tenant's queue (any of its
     namespaces); None when the tenant has no queue. The ResourceQuotas of a queued tenant

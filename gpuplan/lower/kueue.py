@@ -31,7 +31,7 @@ from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import LOCAL_QUEUE, POOL_LABEL, TENANT_LABEL, TIER_LABEL, kueue_app_name, pool_node_taints
 from gpuplan.lower.gitops import FLUX_HELM_API, FLUX_SOURCE_API, argo_chart_application, gitops_namespace
 from gpuplan.lower.common import ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_OPERATOR_DIR, engine, object_annotations
-from gpuplan.queues import QueueLedger, cohort_name, queue_ledger
+from gpuplan.queues import QueueLedger, cohort_name, queue_ledger, queued_namespaces
 from gpuplan.resolve import ResolvedFleet
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -280,15 +280,9 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
         yield Artifact("kueue/workloadpriorityclasses.yaml",
                        documents=tuple(workload_priority_class(rf, t) for t in rf.fleet.spec.tiers),
                        description="Kueue WorkloadPriorityClasses, one per tier")
-    queued = set(ledger.queued_tiers)
     tenants = {tn.name: tn for tn in rf.fleet.spec.tenants}
     for qp in ledger.queues:
-        # Only namespaces granted a queued tier: Kueue gives every Job there without a
-        # queue label the LocalQueue `default`, so in a namespace that only runs
-        # unqueued tiers it would hold their Jobs in a queue that has none of their
-        # resources, never to be admitted.
-        grants = tenants[qp.tenant].quotas
-        namespaces = [ns for ns in qp.namespaces if queued & set(grants.get(ns, {}))]
+        namespaces = queued_namespaces(ledger, tenants[qp.tenant])  # only those granted a queued tier
         if namespaces:
             yield Artifact(f"tenants/{qp.tenant}/localqueues.yaml",
                            documents=tuple(local_queue(rf, qp.tenant, ns) for ns in namespaces),

@@ -11,7 +11,7 @@ from typing import Any, Iterator, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import POOL_LABEL, contract_spec, contract_job, contract_pod, contract_pod_spec
-from gpuplan.queues import QueueLedger, flavor_name, gang_shape
+from gpuplan.queues import QueueLedger, flavor_name, gang_shape, queued_namespaces
 from gpuplan.resolve import ResolvedFleet
 
 
@@ -106,6 +106,7 @@ def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> Iterator[Arti
             "tenant.md.j2", fleet=rf.fleet.metadata.name, tenant=tn.name, namespaces=list(tn.namespaces),
             queue=qp.name if qp else None, cohort=qp.cohort if qp else None, weight=qp.weight if qp else 0,
             fair_sharing=bool(q and q.fair_sharing), local_queue=LOCAL_QUEUE, queue_label=QUEUE_LABEL,
+            queue_namespaces=queued_namespaces(ledger, tn) if qp else [],
             priority_label=PRIORITY_LABEL, tiers=_tier_sections(rf, ledger, tn, specs),
             pool_label=POOL_LABEL, policy=_policy_name(rf),
         )

@@ -282,3 +282,13 @@ def test_every_local_queue_is_in_its_cluster_queues_namespace_selector(trees):
         selector = cqs[lq["spec"]["clusterQueue"]]
         labels = ns_labels[lq["metadata"]["namespace"]]
         assert all(labels.get(k) == v for k, v in selector.items()), lq["metadata"]
+
+
+def test_tenant_page_names_only_the_namespaces_that_have_the_local_queue(trees):
+    """vision-serve is granted no queued tier, so it gets no LocalQueue, and the page says so."""
+    c = trees["argocd"]
+    queues = {d["metadata"]["namespace"] for d in docs(c.files["tenants/vision/localqueues.yaml"])}
+    page = c.files["tenants/vision/README.md"].decode()
+    sentence = next(line for line in page.splitlines() if "the LocalQueue `default`" in line)
+    assert queues == {"vision-train"}
+    assert "`vision-train`" in sentence and "vision-serve" not in sentence and "Every namespace" not in sentence
