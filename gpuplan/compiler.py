@@ -119,12 +119,21 @@ def object_docs(rf: ResolvedFleet) -> dict[str, list[dict]]:
     return docs
 
 
-def planned_quotas(rf: ResolvedFleet) -> list[dict]:
-    """The ResourceQuotas the tree writes (``gpuplan verify-cluster`` compares the live ones)."""
+def planned_objects(rf: ResolvedFleet, targets: tuple[str, ...], kinds: frozenset[str]) -> list[dict]:
+    """The objects of ``kinds`` the tree's ``targets`` write (``gpuplan verify-cluster``
+    compares the live ones)."""
     from gpuplan.lower import iter_artifacts
 
-    return [d for a in iter_artifacts(rf, only=("gpuplan.lower.tenancy",)) for d in a.documents or ()
-            if d.get("kind") == "ResourceQuota"]
+    return [d for a in iter_artifacts(rf, only=targets) for d in a.documents or () if d.get("kind") in kinds]
+
+
+def planned_quotas(rf: ResolvedFleet) -> list[dict]:
+    return planned_objects(rf, ("gpuplan.lower.tenancy",), frozenset({"ResourceQuota"}))
+
+
+# what verify-cluster checks besides nodes and quotas
+PLANNED_ADMISSION_AND_QUEUES = (("gpuplan.lower.admission", "gpuplan.lower.kueue"), frozenset({
+    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Topology", "ResourceFlavor"}))
 
 
 def placement_docs(rf: ResolvedFleet) -> list[dict]:

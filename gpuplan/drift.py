@@ -136,7 +136,31 @@ E_WRONG_TYPE = Code(
     good='{"metadata": {"name": "gpu-01", "labels": {"gpuplan.dev/pool": "train"}}}',
 )
 
-CODES = (E_LIVE_INPUT, E_NODE_MISSING, E_NODE_LABEL, E_NODE_TAINT, E_CAPACITY, E_MIG_STATE,
+E_POLICY_MISSING = Code(
+    "GP883", "admission policy or binding missing", Severity.ERROR,
+    "A ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding gpuplan wrote is not in the cluster: "
+    "without the binding the policy holds no pod to its tier's contract (a policy without a binding "
+    "enforces nothing; kubernetes/kubernetes pkg/apis/admissionregistration/types.go).",
+    bad="kubectl get validatingadmissionpolicybindings  # gpuplan-...-gpu-pods-gpuplan-training absent",
+    good="the generated tree synced: every policy and its binding present",
+)
+E_POLICY_UNBOUND = Code(
+    "GP884", "admission binding differs from the plan", Severity.ERROR,
+    "A ValidatingAdmissionPolicyBinding gpuplan wrote names another policy, or other validationActions, "
+    "than the plan: the policy it should bind is not enforced as planned (`Deny`).",
+    bad="spec: {policyName: other, validationActions: [Audit]}",
+    good="spec: {policyName: gpuplan-...-gpu-pods-gpuplan-training, validationActions: [Deny]}",
+)
+E_TOPOLOGY_LABEL = Code(
+    "GP885", "node lacks a Kueue topology label", Severity.ERROR,
+    "A node of a pool whose Kueue ResourceFlavor is topology-aware (`topologyName`) lacks a label of a "
+    "topology level: Kueue counts only nodes that carry a label for every level of the Topology "
+    "(kubernetes-sigs/kueue v0.19.2 pkg/util/tas/node.go:21-33), so this node's GPUs are never "
+    "admitted to.",
+    bad="labels: {gpuplan.dev/pool: train}  # no topology.example.com/rack",
+    good="labels: {gpuplan.dev/pool: train, topology.example.com/rack: r1, kubernetes.io/hostname: n1}",
+)
+CODES = (E_POLICY_MISSING, E_POLICY_UNBOUND, E_TOPOLOGY_LABEL, E_LIVE_INPUT, E_NODE_MISSING, E_NODE_LABEL, E_NODE_TAINT, E_CAPACITY, E_MIG_STATE,
          E_QUOTA_MISSING, E_QUOTA_DIFFERS, W_UNPLANNED_NODE, W_UNPLANNED_RESOURCE,
          E_DUPLICATE_KEY, E_NUMBER, E_WRONG_TYPE)
 
@@ -407,6 +431,14 @@ class _Checker:
             for f in ("capacity", "allocatable"):
                 self.string_map(status, f, f"{path}.status", (str, int))
 
+    def binding(self, item: dict, path: str) -> None:
+        spec = self.obj(item, "spec", path)
+        if spec is not None:
+            self.opt_str(spec, "policyName", f"{path}.spec")
+            actions = spec.get("validationActions")
+            if actions is not None and not (isinstance(actions, list) and all(isinstance(a, str) for a in actions)):
+                self.bad(f"{path}.spec.validationActions", "a list of strings", actions)
+
     def quota(self, item: dict, path: str) -> None:
         spec = self.obj(item, "spec", path)
         if spec is not None:
@@ -418,8 +450,11 @@ class _Checker:
 class Live:
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     quotas: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bindings: dict[str, dict[str, Any]] = field(default_factory=dict)
     saw_nodes: bool = False
     saw_quotas: bool = False
+    saw_admission: bool = False
     values: int = 0  # counted over all inputs, against MAX_LIVE_VALUES
     items: int = 0  # likewise, against MAX_LIVE_ITEMS
 
@@ -512,6 +547,8 @@ def _parse_one(live: Live, name: str, text: str | bytes) -> None:
             check.node(item, path)
         elif kind == "ResourceQuota":
             check.quota(item, path)
+        elif kind == "ValidatingAdmissionPolicyBinding":
+            check.binding(item, path)
         accepted.append((kind, item))
     if check.errors:
         more = []
@@ -527,6 +564,14 @@ def _parse_one(live: Live, name: str, text: str | bytes) -> None:
         elif kind == "ResourceQuota":
             live.saw_quotas = True
             live.quotas[(meta.get("namespace") or "", meta["name"])] = item
+        elif kind == "ValidatingAdmissionPolicy":
+            live.saw_admission = True
+            live.policies[meta["name"]] = item
+        elif kind == "ValidatingAdmissionPolicyBinding":
+            live.saw_admission = True
+            live.bindings[meta["name"]] = item
+    if list_kind in ("ValidatingAdmissionPolicyList", "ValidatingAdmissionPolicyBindingList"):
+        live.saw_admission = True
     if list_kind == "NodeList":
         live.saw_nodes = True
     if list_kind == "ResourceQuotaList":
@@ -691,9 +736,11 @@ class _Kept:
         return self.kept
 
 
-def verify(rf: ResolvedFleet, live: Live, quotas: list[dict[str, Any]]) -> Verified:
-    """``quotas``: the ResourceQuota objects the plan writes (the driver lowers them:
-    ``gpuplan.compiler.planned_quotas``), compared with the live ones."""
+def verify(rf: ResolvedFleet, live: Live, quotas: list[dict[str, Any]],
+           planned: list[dict[str, Any]] = ()) -> Verified:
+    """``quotas``: the ResourceQuota objects the plan writes; ``planned``: its admission
+    policies and bindings and its Kueue Topology and ResourceFlavors (the driver lowers
+    them: ``gpuplan.compiler.planned_objects``), compared with the live ones."""
     diags = _Kept()
     results = []
     claimed: dict[str, list[str]] = {}
@@ -729,4 +776,57 @@ def verify(rf: ResolvedFleet, live: Live, quotas: list[dict[str, Any]]) -> Verif
                               "does not have", ("spec", "pools"), key=True))
     if live.saw_quotas:
         diags.add(*_check_quotas(rf, live, quotas))
+    if live.saw_admission:
+        diags.add(*_check_admission(rf, live, planned))
+    if live.saw_nodes:
+        diags.add(*_check_topology(rf, live, planned))
     return Verified(diags.done(), results)
+
+
+def _check_admission(rf: ResolvedFleet, live: Live, planned: Iterable[dict[str, Any]]) -> list[Diagnostic]:
+    out = []
+    at = ("spec", "tiers")  # the policies exist because of the tiers
+    for obj in planned:
+        kind, name = obj.get("kind"), obj["metadata"]["name"]
+        if kind == "ValidatingAdmissionPolicy" and name not in live.policies:
+            out.append(rf.diag(E_POLICY_MISSING, f"ValidatingAdmissionPolicy {name} is not in the cluster", at,
+                               key=True, hint="sync the generated tree (cluster/admission-policy.yaml)"))
+        elif kind == "ValidatingAdmissionPolicyBinding":
+            got = live.bindings.get(name)
+            if got is None:
+                out.append(rf.diag(E_POLICY_MISSING, f"ValidatingAdmissionPolicyBinding {name} is not in the "
+                                   "cluster: its policy enforces nothing", at, key=True,
+                                   hint="sync the generated tree (cluster/admission-policy.yaml)"))
+                continue
+            want, have = obj["spec"], got.get("spec") or {}
+            if (have.get("policyName"), have.get("validationActions")) != (want.get("policyName"),
+                                                                            want.get("validationActions")):
+                out.append(rf.diag(E_POLICY_UNBOUND, f"ValidatingAdmissionPolicyBinding {name} binds "
+                                   f"{show(have.get('policyName'))} with {show(have.get('validationActions'))}, "
+                                   f"planned {want.get('policyName')} with {want.get('validationActions')}",
+                                   at, key=True))
+    return out
+
+
+def _check_topology(rf: ResolvedFleet, live: Live, planned: Iterable[dict[str, Any]]) -> list[Diagnostic]:
+    planned = list(planned)
+    levels = {o["metadata"]["name"]: [lv["nodeLabel"] for lv in o["spec"]["levels"]]
+              for o in planned if o.get("kind") == "Topology"}
+    out = []
+    at = ("spec", "queueing", "topologyLevels")
+    for flavor in (o for o in planned if o.get("kind") == "ResourceFlavor"):
+        want = levels.get(flavor["spec"].get("topologyName") or "")
+        if not want:
+            continue
+        selector = flavor["spec"].get("nodeLabels") or {}
+        for name in sorted(live.nodes):
+            labels = live.nodes[name]["metadata"].get("labels") or {}
+            if any(labels.get(k) != v for k, v in selector.items()):
+                continue
+            missing = [lv for lv in want if lv not in labels]
+            if missing:
+                out.append(rf.diag(E_TOPOLOGY_LABEL, f"node {show(name)} of flavor {flavor['metadata']['name']} "
+                                   f"lacks the topology label{'s' if len(missing) > 1 else ''} "
+                                   f"{', '.join(missing)}: Kueue admits nothing to its GPUs", at, key=True,
+                                   hint="label the node for every topology level (or its NodePool template)"))
+    return out

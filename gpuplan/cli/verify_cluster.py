@@ -13,7 +13,7 @@ from gpuplan.exitcodes import ExitCode
 @click.command("verify-cluster")
 @click.argument("fleet", type=click.Path(readable=False))  # the loader refuses a directory (GP013)
 @click.option("--live", "live", multiple=True, required=True, metavar="FILE",
-              help="JSON from `kubectl get nodes,resourcequotas -A -o json`; `-` reads stdin. Repeatable; "
+              help="JSON from `kubectl get nodes,resourcequotas,validatingadmissionpolicies,validatingadmissionpolicybindings -A -o json`; `-` reads stdin. Repeatable; "
               "regular files and stdin only, 64 MiB in all.")
 @format_option
 @strict_option
@@ -26,11 +26,12 @@ def verify_cluster(ctx: click.Context, fleet: str, live: tuple[str, ...], fmt: s
 
     Reads recorded `kubectl get -o json` output, so it needs no cluster credentials:
 
-        kubectl get nodes,resourcequotas -A -o json | gpuplan verify-cluster fleet.yaml --live -
+        kubectl get nodes,resourcequotas,validatingadmissionpolicies,validatingadmissionpolicybindings -A -o json \\
+          | gpuplan verify-cluster fleet.yaml --live -
 
     Exit 0 when the cluster matches, 6 when it differs (with --strict, warnings count
     too), 1 when the spec or the input is invalid."""
-    from gpuplan.compiler import check_fleet, planned_quotas
+    from gpuplan.compiler import PLANNED_ADMISSION_AND_QUEUES, check_fleet, planned_objects, planned_quotas
     from gpuplan.diagnostics import has_errors
     from gpuplan.drift import MAX_LIVE_BYTES, Live, LiveInputError, parse_live, read_live, verify
 
@@ -51,7 +52,8 @@ def verify_cluster(ctx: click.Context, fleet: str, live: tuple[str, ...], fmt: s
         emit(exc.diags, fmt, verbose=verbose)
         ctx.exit(int(ExitCode.INVALID))
     assert checked.resolved is not None
-    result = verify(checked.resolved, parsed, planned_quotas(checked.resolved))
+    rf = checked.resolved
+    result = verify(rf, parsed, planned_quotas(rf), planned_objects(rf, *PLANNED_ADMISSION_AND_QUEUES))
     from gpuplan.diagnostics import normalise
 
     diags = normalise(result.diagnostics)
