@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Iterable
+from typing import Any, Iterable
 
 
 class Severity(str, Enum):
@@ -103,3 +103,20 @@ def escape(text: str | None) -> str:
     if not text:
         return text or ""
     return _CONTROL.sub(_esc, text).replace("##[", "##\\x5b")
+
+
+SHOWN_CHARS = 120  # a value from an input is shown in at most this many characters
+
+
+def show(value: Any) -> str:
+    """A value from an input someone else wrote (a cluster snapshot) as message text:
+    one line, shortened, no control character, lone surrogate or workflow command
+    (``##[``, ``::`` can then never start a line). The reporters escape again; this
+    makes the JSON and SARIF formats, which only JSON-encode, as safe as text and github."""
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > SHOWN_CHARS:
+        text = text[: SHOWN_CHARS - 3] + "..."
+    # lone surrogates (from "\ud800" escapes) cannot be written as UTF-8
+    return escape(text.encode("utf-8", "backslashreplace").decode("utf-8"))

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from gpuplan.codes import Code
-from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.diagnostics import Diagnostic, Severity, show
 from gpuplan.identity import mig_config_name
+from gpuplan.k8snames import is_dns_subdomain
 from gpuplan.resolve import PoolView, ResolvedFleet
 
 KARPENTER_NODEPOOL_LABEL = "karpenter.sh/nodepool"
@@ -174,7 +175,6 @@ MAX_LIVE_ITEMS = 100_000  # objects in `items`, all inputs together: 5x the larg
 MAX_NUMBER_CHARS = 32  # int64 is 19 digits; a float Go prints is at most 24 characters
 MAX_TYPE_ERRORS = 50  # GP882 findings listed before the rest are only counted
 MAX_KEPT = 1000  # drift findings kept per severity (the reporter shows 200); the rest are counted
-SHOWN_CHARS = 120  # a value from the input is shown in at most this many characters
 
 _HINT = "use `kubectl get nodes,resourcequotas -A -o json`"
 
@@ -184,21 +184,6 @@ class LiveInputError(Exception):
         super().__init__(diag.message)
         self.diag = diag
         self.diags = [diag, *more]
-
-
-def show(value: Any) -> str:
-    """A value from the cluster input as message text: one line, shortened, no
-    control character, lone surrogate or workflow command (``##[``, ``::``
-    can then never start a line). The reporters escape again; this makes the
-    JSON and SARIF formats, which only JSON-encode, as safe as text and github."""
-    from gpuplan.diagnostics import escape
-
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) > SHOWN_CHARS:
-        text = text[: SHOWN_CHARS - 3] + "..."
-    # lone surrogates (from "\ud800" escapes) cannot be written as UTF-8
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return escape(text)
 
 
 def display_name(name: str) -> str:
@@ -702,13 +687,12 @@ def _check_quotas(rf: ResolvedFleet, live: Live, planned: list[dict[str, Any]]) 
 
 def _taint_hint(name: str, taint: str) -> str:
     # pasted into a shell: only a name the API server would accept, quoted all the same
-    if len(name) <= 253 and _DNS_SUBDOMAIN.match(name):
+    if is_dns_subdomain(name):
         return f"kubectl taint node {shlex.quote(name)} {shlex.quote(taint)}"
     return (f"taint the node with `kubectl taint node NAME {shlex.quote(taint)}` (its name in the input "
             "is not a valid node name, so no command is given)")
 
 
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 
 class _Kept:

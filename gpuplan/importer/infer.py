@@ -14,35 +14,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuplan.diagnostics import Diagnostic
+from gpuplan.diagnostics import Diagnostic, show
 from gpuplan.importer import codes as C
 from gpuplan.importer import conventions as V
-from gpuplan.importer.read import Obj, show, yaml_payload as _yaml_payload  # noqa: F401 - show is the importer's
+from gpuplan.importer.read import Obj, yaml_payload
+from gpuplan.k8snames import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
-_LABEL_KEY_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 _KUBELET_VERSION = re.compile(r"v?1\.([0-9]{2})\.")
 _INT = re.compile(r"[0-9]+\Z")
 _AMI_ALIAS = re.compile(r"(al2023|bottlerocket)@(.+)\Z")
 
 
 
-def is_name(v: Any) -> bool:
-    return isinstance(v, str) and len(v) <= 63 and bool(_DNS_LABEL.match(v))
-
-
-def is_node_name(v: Any) -> bool:
-    return isinstance(v, str) and len(v) <= 253 and bool(_DNS_SUBDOMAIN.match(v))
-
-
 def is_label(k: Any, v: Any) -> bool:
-    if not (isinstance(k, str) and isinstance(v, str) and len(v) <= 63 and _LABEL_VALUE.match(v)):
-        return False
-    prefix, _, name = k.rpartition("/")
-    return bool(0 < len(name) <= 63 and _LABEL_KEY_NAME.match(name)
-                and (not prefix or (len(prefix) <= 253 and _DNS_SUBDOMAIN.match(prefix))))
+    return is_label_key(k) and is_label_value(v)
 
 
 @dataclass
@@ -133,14 +118,14 @@ def find_configs(objs: list[Obj], draft: Draft) -> Configs:
                     return o
         for o in cms:
             data = o.data.get("data")
-            if isinstance(data, dict) and data and all(test(_yaml_payload(v)) for v in data.values()):
+            if isinstance(data, dict) and data and all(test(yaml_payload(v)) for v in data.values()):
                 return o
         return None
 
     cfg.dp_cm = pick(dp_name, V.DEVICE_PLUGIN_CONFIGMAP, _is_dp_config)
     if cfg.dp_cm is not None:
         for k, v in sorted((cfg.dp_cm.data.get("data") or {}).items()):
-            parsed = _yaml_payload(v)
+            parsed = yaml_payload(v)
             if _is_dp_config(parsed):
                 cfg.dp[k] = parsed
             else:
@@ -152,7 +137,7 @@ def find_configs(objs: list[Obj], draft: Draft) -> Configs:
                       lambda v: isinstance(v, dict) and isinstance(v.get("mig-configs"), dict))
     if cfg.mig_cm is not None:
         for k, v in sorted((cfg.mig_cm.data.get("data") or {}).items()):
-            parsed = _yaml_payload(v)
+            parsed = yaml_payload(v)
             if isinstance(parsed, dict) and isinstance(parsed.get("mig-configs"), dict):
                 cfg.mig_key = k
                 for name, entries in parsed["mig-configs"].items():
@@ -325,7 +310,7 @@ def static_pools(nodes: list[Obj], karpenter: set[str], cfg: Configs, draft: Dra
         lb = n.labels
         if lb.get(V.KARPENTER_NODEPOOL_LABEL) in karpenter:
             continue  # launched by an imported NodePool: that pool's node
-        if not is_node_name(n.name):
+        if not is_dns_subdomain(n.name):
             draft.diagnostics.append(_diag(C.W_BAD_NAME, f"node name {show(n.name)} is not a DNS-1123 subdomain; "
                                            "node left out", n, "metadata", "name"))
             continue
@@ -337,7 +322,7 @@ def static_pools(nodes: list[Obj], karpenter: set[str], cfg: Configs, draft: Dra
                 hint="`gpuplan schema --markdown` lists the GPU models"))
             continue
         pool = lb.get(V.POOL_LABEL)
-        if pool is not None and not is_name(pool):
+        if pool is not None and not is_dns_label(pool):
             draft.diagnostics.append(_diag(C.W_BAD_NAME, f"node {show(n.name)}: pool label {show(pool)} is not a "
                                            "DNS-1123 label; grouped by GPU instead", n, "metadata", "labels", V.POOL_LABEL))
             pool = None
@@ -505,7 +490,7 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
 
     pools = []
     for np_ in sorted(nodepools, key=lambda o: o.name):
-        if not is_name(np_.name):
+        if not is_dns_label(np_.name):
             draft.diagnostics.append(_diag(C.W_BAD_NAME, f"NodePool {show(np_.name)} is not a DNS-1123 label; "
                                            "left out", np_, "metadata", "name"))
             continue
@@ -643,7 +628,7 @@ def _synthetic_tier_name(pool: str, profile: str | None) -> str:
 def tenant_name(ns: str, o: Obj | None) -> str:
     """A namespace's tenant: its gpuplan.dev/tenant label, else the namespace."""
     label = o.labels.get(V.TENANT_LABEL) if o else None
-    return label if label and is_name(label) else ns
+    return label if label and is_dns_label(label) else ns
 
 
 def dra_classes(objs: list[Obj]) -> dict[str, str]:
@@ -653,7 +638,7 @@ def dra_classes(objs: list[Obj]) -> dict[str, str]:
         if o.kind == "DeviceClass" and o.api_group == "resource.k8s.io":
             tier = o.labels.get(V.TIER_LABEL) or (o.name[len(V.PRIORITY_CLASS_PREFIX):]
                                                   if o.name.startswith(V.PRIORITY_CLASS_PREFIX) else None)
-            if is_name(tier):
+            if is_dns_label(tier):
                 out[o.name] = tier
     return out
 
@@ -686,8 +671,8 @@ def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft, kq: Any 
         pc = pcs.get(pc_name)
         label = pc.labels.get(V.TIER_LABEL) if pc is not None else None
         name = label or (pc_name[len(V.PRIORITY_CLASS_PREFIX):] if pc_name.startswith(V.PRIORITY_CLASS_PREFIX)
-                         and is_name(pc_name[len(V.PRIORITY_CLASS_PREFIX):]) else pc_name)
-        if not is_name(name) or name in tiers:
+                         and is_dns_label(pc_name[len(V.PRIORITY_CLASS_PREFIX):]) else pc_name)
+        if not is_dns_label(name) or name in tiers:
             draft.diagnostics.append(_diag(C.W_BAD_NAME, f"PriorityClass {show(pc_name)} cannot name a tier "
                                            f"({show(name)} is not a DNS-1123 label or is taken); left out",
                                            pc, "metadata", "name"))
@@ -865,7 +850,7 @@ def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft, kq: Any 
 
     tenants: dict[str, dict] = {}
     for ns in sorted(set(grants) | {n for n, o in nss.items() if o.labels.get(V.TENANT_LABEL)}):
-        if not is_name(ns):
+        if not is_dns_label(ns):
             draft.diagnostics.append(_diag(C.W_BAD_NAME, f"namespace {show(ns)} is not a DNS-1123 label; left out",
                                            nss.get(ns)))
             continue
@@ -983,7 +968,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
 
     # the fleet's name: what gpuplan labelled its objects with, else --name
     part_of = [o.labels[V.PART_OF_LABEL] for o in objs if o.labels.get(V.MANAGED_BY_LABEL) == V.MANAGED_BY_VALUE
-               and is_name(o.labels.get(V.PART_OF_LABEL))]
+               and is_dns_label(o.labels.get(V.PART_OF_LABEL))]
     fleet_name = name or _majority_str(part_of) or "imported"
     notes = draft.notes
     spec: dict[str, Any] = {"apiVersion": "gpuplan.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": fleet_name}}

@@ -16,9 +16,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuplan.diagnostics import show
 from gpuplan.importer import codes as C
 from gpuplan.importer import conventions as V
-from gpuplan.importer.read import Obj, show, yaml_payload
+from gpuplan.importer.read import Obj, yaml_payload
 
 _INT = re.compile(r"[0-9]{1,9}\Z")
 

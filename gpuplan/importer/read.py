@@ -150,19 +150,6 @@ def read_inputs(args: Iterable[str], *, stdin: bytes | None = None) -> Input:
     return out
 
 
-def show(value: Any) -> str:
-    """A value from the cluster as message or comment text: one line, at most
-    120 characters, control characters escaped (as verify-cluster shows them)."""
-    import json
-
-    from gpuplan.diagnostics import escape
-
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) > 120:
-        text = text[:117] + "..."
-    return escape(text.encode("utf-8", "backslashreplace").decode("utf-8"))
-
-
 def yaml_payload(text: Any) -> Any:
     """A ConfigMap value parsed by the bounded reader (None when it is not YAML)."""
     if not isinstance(text, str):

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuplan.diagnostics import Diagnostic
+from gpuplan.diagnostics import Diagnostic, show
 from gpuplan.importer import codes as C
 from gpuplan.importer import conventions as V
-from gpuplan.importer.infer import Draft, show
+from gpuplan.importer.infer import Draft
 from gpuplan.importer.read import Obj
 
 # id -> what gpuplan does on purpose (printed with the count of differences it explains)

@@ -19,14 +19,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from gpuplan.k8snames import DNS_LABEL, DNS_SUBDOMAIN, LABEL_VALUE, QUALIFIED_NAME
 from gpuplan.spec import examples
 
 API_VERSION = "gpuplan.dev/v1alpha1"
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
-_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 _PROFILE = re.compile(r"([0-9]+c\.)?[0-9]+g\.[0-9]+gb([+-][a-z.]+(,[a-z.]+)*)?\Z")
 _DURATION = re.compile(r"(([0-9]+(s|m|h))+|Never)\Z")
 _DURATION_PART = re.compile(r"([0-9]+)(s|m|h)")
@@ -34,7 +31,7 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 
 
 def _dns_label(v: str) -> str:
-    if len(v) > 63 or not _DNS_LABEL.match(v):
+    if len(v) > 63 or not DNS_LABEL.match(v):
         raise PydanticCustomError(
             "dns1123_label",
             "'{value}' is not a valid name: use at most 63 lowercase letters, digits and '-', "
@@ -45,7 +42,7 @@ def _dns_label(v: str) -> str:
 
 
 def _dns_subdomain(v: str) -> str:
-    if len(v) > 253 or not _DNS_SUBDOMAIN.match(v):
+    if len(v) > 253 or not DNS_SUBDOMAIN.match(v):
         raise PydanticCustomError(
             "dns1123_subdomain",
             "'{value}' is not a valid node name: use lowercase letters, digits, '-' and '.' "
@@ -57,9 +54,9 @@ def _dns_subdomain(v: str) -> str:
 
 def _label_key(v: str) -> str:
     prefix, _, name = v.rpartition("/")
-    ok = 0 < len(name) <= 63 and _LABEL_NAME.match(name)
+    ok = 0 < len(name) <= 63 and QUALIFIED_NAME.match(name)
     if prefix:
-        ok = ok and len(prefix) <= 253 and _DNS_SUBDOMAIN.match(prefix)
+        ok = ok and len(prefix) <= 253 and DNS_SUBDOMAIN.match(prefix)
     if not ok:
         raise PydanticCustomError(
             "label_key", "'{value}' is not a valid Kubernetes label key", {"value": v}
@@ -68,7 +65,7 @@ def _label_key(v: str) -> str:
 
 
 def _label_value(v: str) -> str:
-    if len(v) > 63 or not _LABEL_VALUE.match(v):
+    if len(v) > 63 or not LABEL_VALUE.match(v):
         raise PydanticCustomError(
             "label_value",
             "'{value}' is not a valid Kubernetes label value (at most 63 characters: "

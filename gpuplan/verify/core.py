@@ -27,9 +27,9 @@ import re
 from fractions import Fraction
 from typing import Any, Callable, Iterator
 
-
+from gpuplan.k8snames import DNS_LABEL, DNS_SUBDOMAIN, LABEL_VALUE
 # GP846 lives in gpuplan.verify.schemas (a module the code registry lists)
-from gpuplan.verify.schemas import E_CORE_VALIDATION  # noqa: E402, F401 - verify/__init__ uses core.E_CORE_VALIDATION
+from gpuplan.verify.schemas import E_CORE_VALIDATION  # noqa: F401 - verify/__init__ uses core.E_CORE_VALIDATION
 
 Finding = tuple[tuple, str, "str | None"]
 
@@ -46,10 +46,7 @@ def drop_nulls(v: Any) -> Any:
 
 # --- k8s.io/apimachinery/pkg/util/validation/validation.go -------------------------------
 
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _CONFIGMAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 # a label key (short DNS prefix, short name) and value that is certainly valid: the fast path
 _FAST_LABEL = re.compile(r"(?=[^=]{1,120}=)(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
@@ -60,7 +57,7 @@ _FAST_LABEL = re.compile(r"(?=[^=]{1,120}=)(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:
 def is_dns1123_label(s: str) -> str | None:
     if len(s) > 63:
         return "must be no more than 63 characters"
-    if not _DNS1123_LABEL.fullmatch(s):
+    if not DNS_LABEL.match(s):
         return "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must " \
                "start and end with an alphanumeric character"
     return None
@@ -69,7 +66,7 @@ def is_dns1123_label(s: str) -> str | None:
 def is_dns1123_subdomain(s: str) -> str | None:
     if len(s) > 253:
         return "must be no more than 253 characters"
-    if not _DNS1123_SUBDOMAIN.fullmatch(s):
+    if not DNS_SUBDOMAIN.match(s):
         return "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', " \
                "and must start and end with an alphanumeric character"
     return None
@@ -445,7 +442,7 @@ def _label_value(v: Any) -> str | None:
         return "must be a string"
     if len(v) > 63:
         return "must be no more than 63 characters"
-    if not _LABEL_VALUE.fullmatch(v):
+    if not LABEL_VALUE.match(v):
         return "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', " \
                "and must start and end with an alphanumeric character"
     return None
@@ -531,7 +528,7 @@ def validate_named(obj: dict, old: dict | None) -> list[Finding]:
     meta = obj.get("metadata") or {}
     name = meta.get("name")
     # every object passes here: the usual name and labels match one regex each
-    if isinstance(name, str) and not (len(name) <= 63 and _DNS1123_LABEL.fullmatch(name)):
+    if isinstance(name, str) and not (len(name) <= 63 and DNS_LABEL.match(name)):
         why = name_fn(name)
         if why:
             out.append((("metadata", "name"), f"metadata.name: {name!r}: {why}", None))
