@@ -123,8 +123,8 @@ def test_cluster_strategy(build, pools, expected):
 
 def test_config_names_stay_label_values():
     from gpuplan.identity import content_name
-    from gpuplan.spec.models import _LABEL_VALUE
+    from gpuplan.k8snames import LABEL_VALUE
 
     for prefix in ("a", "p" * 63, "gpuplan-" + "x" * 63, "ab-" * 21):
         name = content_name(prefix, {"k": prefix})
-        assert len(name) <= 63 and _LABEL_VALUE.match(name), name
+        assert len(name) <= 63 and LABEL_VALUE.match(name), name
