@@ -372,3 +372,69 @@ def queues_data(ledger: QueueLedger) -> dict:
                      "maxOversubscription": f.max_oversubscription, "resourceQuota": f.resource_quota}
                     for f in ledger.flavors],
     }
+
+
+# --- who may create the pods of a queued tier ------------------------------------------
+
+# The user each controller acts as (a ServiceAccount of its install manifests; the
+# kube-controller-manager's own controllers with --use-service-account-credentials, as
+# kubeadm and EKS run it). Pods of a queued tier's class are admitted only from these, or
+# held by Kueue's own scheduling gate (docs/placement.md "Kueue").
+JOB_CONTROLLER = "system:serviceaccount:kube-system:job-controller"
+INTEGRATION_CONTROLLERS: dict[str, tuple[str, ...]] = {
+    "batch/job": (JOB_CONTROLLER,),
+    # JobSet creates Jobs (the Job controller their pods): kubernetes-sigs/jobset config/components/rbac
+    "jobset.x-k8s.io/jobset": ("system:serviceaccount:jobset-system:jobset-controller-manager", JOB_CONTROLLER),
+    # TrainJob creates JobSets: kubeflow/trainer manifests/base/rbac
+    "trainer.kubeflow.org/trainjob": ("system:serviceaccount:kubeflow-system:kubeflow-trainer-controller-manager",
+                                      "system:serviceaccount:jobset-system:jobset-controller-manager", JOB_CONTROLLER),
+    # the v1 training operator creates the pods itself: kubeflow/training-operator manifests/base/rbac
+    **{f"kubeflow.org/{k}": ("system:serviceaccount:kubeflow:training-operator",)
+       for k in ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob", "mpijob")},
+}
+KUEUE_GATE = "kueue.x-k8s.io/admission"  # kueue v0.19.2 pkg/controller/jobs/pod/constants SchedulingGateName
+
+
+def queue_controllers(rf: "ResolvedFleet") -> tuple[str, ...]:
+    """Users that may create pods (and child Jobs) of queued tiers: ``queueing.controllers``,
+    else the defaults of the enabled integrations."""
+    q = rf.fleet.spec.queueing
+    if q is None:
+        return ()
+    if q.controllers is not None:
+        return tuple(sorted(set(q.controllers)))
+    return tuple(sorted({u for i in q.integrations for u in INTEGRATION_CONTROLLERS.get(i, ())}))
+
+
+def kueue_user(rf: "ResolvedFleet") -> str:
+    """Kueue's controller (the chart's ServiceAccount ``kueue-controller-manager``): the one
+    user that may release a queued workload (unsuspend it, lift its gate)."""
+    q = rf.fleet.spec.queueing
+    assert q is not None
+    return f"system:serviceaccount:{q.kueue.namespace}:kueue-controller-manager"
+
+
+def namespace_grants(rf: "ResolvedFleet") -> dict[str, frozenset[str]]:
+    """namespace -> the tiers its pods may use: the tiers its quota grants (units > 0) and,
+    in a namespace with the tenant's LocalQueue, every queued tier the tenant's ClusterQueue
+    covers (a tier it may only borrow included: Kueue admits its jobs there). One answer for
+    the admission policies, the quotas, the namespace labels and both proofs."""
+    cached = rf.__dict__.get("_namespace_grants")
+    if cached is not None:
+        return cached
+    out: dict[str, set[str]] = {}
+    for tn in rf.fleet.spec.tenants:
+        for ns in tn.namespaces:
+            out.setdefault(ns, set()).update(t for t, u in tn.quotas.get(ns, {}).items() if u > 0)
+    ledger = queue_ledger(rf) if rf.fleet.spec.queueing is not None else None
+    if ledger is not None:
+        for tn in rf.fleet.spec.tenants:
+            qp = ledger.queue(tn.name)
+            if qp is None:
+                continue
+            covered = {t for q in qp.quotas for t in q.tiers}
+            for ns in queued_namespaces(ledger, tn):
+                out.setdefault(ns, set()).update(covered)
+    frozen = {ns: frozenset(ts) for ns, ts in out.items()}
+    rf.__dict__["_namespace_grants"] = frozen
+    return frozen

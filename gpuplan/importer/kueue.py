@@ -289,6 +289,8 @@ def assign(k: Kueue, tiers: dict[str, dict], ns_tiers: Any, draft: Any) -> None:
                     "spec", "resourceGroups"))
             for i, (ns, tn) in enumerate(cands):
                 share = r.nominal // len(cands) + (1 if i < r.nominal % len(cands) else 0)
+                if not share:
+                    continue  # a tier the queue may only borrow: labelled on the namespace, granted nothing
                 g = k.grants.setdefault(ns, {})
                 g[tn] = g.get(tn, 0) + share
             owner = next((tn for _, tn in cands), here[0])  # a limit names one tier of the flavor

@@ -1,24 +1,34 @@
-"""cluster/admission-policy.yaml: the ValidatingAdmissionPolicies that hold tiers to their
-pools and namespaces, each with its binding (docs/placement.md): one for namespaces, one
-per tier PriorityClass (``matchConditions`` on the class).
+"""cluster/admission-policy.yaml: the ValidatingAdmissionPolicies that keep every pod,
+not only a tier's contract pod, inside the tenancy boundary (docs/placement.md "Threat
+model"), each with its binding.
 
 ``admissionregistration.k8s.io/v1`` ValidatingAdmissionPolicy is GA (on by default) from
 Kubernetes 1.30 (KEP-3488, kubernetes/kubernetes CHANGELOG-1.30). Pods are checked, not
 mutated: MutatingAdmissionPolicy is beta and off by default until 1.36 (KEP-3962), and a
-pod spec that states its pool is one its owner can read, diff and reason about; a
-mutation would make the same manifest schedule differently with and without the policy.
+pod spec that states its pool is one its owner can read, diff and reason about.
 
-What a CREATEd pod must satisfy (each one validation, one message):
+**Grants are namespace names, never labels.** A label can be copied onto any namespace
+and outlives a removed tenant (its quotas are pruned, the Namespace is kept); the name
+is set by the API server and so is ``kubernetes.io/metadata.name`` (NamespaceDefaultLabelName,
+kept equal to the name by the API server since 1.21). So a tier's class is refused by a
+policy whose *binding* selects every namespace whose name is not granted the tier.
 
-- it requests an advertised GPU resource only in a namespace gpuplan manages (label
-  ``gpuplan.dev/tenant``) — the binding leaves out the GPU Operator's namespace (its
-  validator pods request a GPU) and ``cluster.admission.unmanagedNamespaces``;
-- in a managed namespace, a GPU pod names the PriorityClass of a tier, and only of a tier
-  the namespace was granted (label ``tier.gpuplan.dev/<tier>``): a namespace cannot take
-  another tier's class, nor escape a ``preemption: Never`` tier with a higher class;
-- a pod of a tier's class selects the tier's pool (``nodeSelector``
-  ``gpuplan.dev/pool``), tolerates the pool's binding taint, and requests at most the
-  tier's ``maxGPUsPerPod`` of its resource.
+Every pod (and every pod template of the workload kinds tenants submit: Deployment,
+ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, and the Kueue integrations that carry
+pod templates), outside the GPU Operator's namespace and
+``cluster.admission.unmanagedNamespaces``:
+
+- requests a GPU resource (an advertised name, or any implicit DRA name
+  ``deviceclass.resource.kubernetes.io/<class>``, KEP-5004) only under a tier's class;
+- tolerates the pool binding taint ``gpuplan.dev/pool`` (by key, or by a keyless
+  ``Exists``) only under a tier's class: pods that are not tier pods stay off GPU nodes;
+- sets no ``NVIDIA_VISIBLE_DEVICES`` (with the device plugin's ``envvar`` strategy the
+  container toolkit would expose the GPUs it names);
+- under a tier's class: selects the tier's pool and tolerates its binding taint, requests
+  no GPU resource but the tier's, at most ``maxGPUsPerPod`` of it (the pod's effective
+  request: containers and restartable init containers add up, each other init container
+  with the sidecars beside it), and, for a queued tier, comes from a Kueue-managed
+  workload (docs/placement.md "Kueue").
 
 Quantities are read with ``int()`` (extended resources are whole numbers; anything else
 fails evaluation and ``failurePolicy: Fail`` denies the pod); ``sum()`` is the Kubernetes
@@ -32,8 +42,8 @@ import json
 from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
+from gpuplan.identity import POOL_LABEL, POOL_TAINT_KEY, QUEUE_LABEL, content_name
 from gpuplan.lower.common import metadata, obj
-from gpuplan.identity import POOL_LABEL, POOL_TAINT_KEY, TENANT_LABEL, content_name
 from gpuplan.resolve import ResolvedFleet
 
 API = "admissionregistration.k8s.io/v1"
@@ -42,6 +52,33 @@ VAP_MIN_VERSION = (1, 30)
 # MutatingAdmissionPolicy: alpha 1.32, beta (off by default) 1.34, GA 1.36 (KEP-3962) - not used.
 MAP_GA_VERSION = (1, 36)
 PATH = "cluster/admission-policy.yaml"
+NAME_LABEL = "kubernetes.io/metadata.name"
+# KEP-5004: every DeviceClass has this extended resource name (1.34 alpha, 1.36 beta)
+IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
+VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
+
+# kind -> (API group, resource, CEL from the object to its list of pod specs)
+WORKLOADS: dict[str, tuple[str, str, str]] = {
+    "Pod": ("", "pods", "[object.spec]"),
+    "Deployment": ("apps", "deployments", "[object.spec.template.spec]"),
+    "ReplicaSet": ("apps", "replicasets", "[object.spec.template.spec]"),
+    "StatefulSet": ("apps", "statefulsets", "[object.spec.template.spec]"),
+    "DaemonSet": ("apps", "daemonsets", "[object.spec.template.spec]"),
+    "Job": ("batch", "jobs", "[object.spec.template.spec]"),
+    "CronJob": ("batch", "cronjobs", "[object.spec.jobTemplate.spec.template.spec]"),
+}
+# Kueue integrations whose objects carry pod templates, and where (apis of their CRDs)
+INTEGRATION_WORKLOADS: dict[str, tuple[str, tuple[str, str, str]]] = {
+    "jobset.x-k8s.io/jobset": ("JobSet", ("jobset.x-k8s.io", "jobsets",
+                                          "object.spec.replicatedJobs.map(r, r.template.spec.template.spec)")),
+    **{f"kubeflow.org/{k.lower()}": (k, ("kubeflow.org", f"{k.lower()}s",
+                                         f"object.spec.{f}.map(r, object.spec.{f}[r].template.spec)"))
+       for k, f in (("PyTorchJob", "pytorchReplicaSpecs"), ("TFJob", "tfReplicaSpecs"),
+                    ("XGBoostJob", "xgbReplicaSpecs"), ("PaddleJob", "paddleReplicaSpecs"),
+                    ("JAXJob", "jaxReplicaSpecs"), ("MPIJob", "mpiReplicaSpecs"))},
+}
+# kinds whose spec.suspend (Kubeflow: spec.runPolicy.suspend) Kueue holds until admission
+SUSPENDED_BY_SPEC = ("Job", "JobSet")
 
 
 def policy_name(rf: ResolvedFleet) -> str:
@@ -68,11 +105,24 @@ def _lit(v: Any) -> str:
     return json.dumps(v, ensure_ascii=True)
 
 
-def _quantity(c: str, res: str) -> str:
-    r = _lit(res)
-    return (f"(has({c}.resources) && has({c}.resources.limits) && {r} in {c}.resources.limits ? "
-            f"int({c}.resources.limits[{r}]) : (has({c}.resources) && has({c}.resources.requests) && "
-            f"{r} in {c}.resources.requests ? int({c}.resources.requests[{r}]) : 0))")
+def workloads(rf: ResolvedFleet) -> dict[str, tuple[str, str, str]]:
+    """The kinds whose pod specs the policies read, this fleet's Kueue integrations included."""
+    q = rf.fleet.spec.queueing
+    out = dict(WORKLOADS)
+    for i in (q.integrations if q is not None else ()):
+        if i in INTEGRATION_WORKLOADS:
+            kind, rule = INTEGRATION_WORKLOADS[i]
+            out[kind] = rule
+    return out
+
+
+def specs_expression(rf: ResolvedFleet) -> str:
+    """CEL: the pod specs of the object under review (one for a Pod, each template of a workload)."""
+    kinds = workloads(rf)
+    out = kinds["Pod"][2]
+    for kind in sorted(k for k in kinds if k != "Pod"):
+        out = f"object.kind == {_lit(kind)} ? {kinds[kind][2]} : ({out})"
+    return out
 
 
 def class_tiers(rf: ResolvedFleet) -> dict[str, list]:
@@ -86,106 +136,243 @@ def class_tiers(rf: ResolvedFleet) -> dict[str, list]:
     return out
 
 
-def _variables(names: Sequence[str], rf: ResolvedFleet) -> list[dict[str, str]]:
-    gpu = _lit(list(rf.gpu_resources))
-    every = {
-        "containers": "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])",
-        "gpu": f"variables.containers.exists(c, has(c.resources) && ("
-               f"(has(c.resources.limits) && c.resources.limits.exists(k, k in {gpu})) || "
-               f"(has(c.resources.requests) && c.resources.requests.exists(k, k in {gpu}))))",
-        "nsLabels": "has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {}",
-        "managed": f"{_lit(TENANT_LABEL)} in variables.nsLabels",
-        "pc": "has(object.spec.priorityClassName) ? object.spec.priorityClassName : ''",
-        "selector": "has(object.spec.nodeSelector) ? object.spec.nodeSelector : {}",
-        "tolerations": "has(object.spec.tolerations) ? object.spec.tolerations : []",
-    }
-    return [{"name": n, "expression": every[n]} for n in names]
+def class_namespaces(rf: ResolvedFleet, tiers: list) -> list[str]:
+    """The namespaces granted any of ``tiers`` (:func:`gpuplan.queues.namespace_grants`)."""
+    from gpuplan.queues import namespace_grants
+
+    index = rf.__dict__.get("_granted_namespaces")
+    if index is None:  # tier -> namespaces, once per fleet
+        index = rf.__dict__["_granted_namespaces"] = {}
+        for ns, tiers_ in namespace_grants(rf).items():
+            for t in tiers_:
+                index.setdefault(t, set()).add(ns)
+    return sorted(set().union(*(index.get(t.name, ()) for t in tiers)))
+
+
+# --- CEL pieces, over one pod spec ``s`` ------------------------------------------------------
+
+
+def _containers(s: str) -> str:
+    return f"({s}.containers + (has({s}.initContainers) ? {s}.initContainers : []))"
+
+
+def _keys(c: str) -> str:
+    return (f"((has({c}.resources) && has({c}.resources.limits) ? {c}.resources.limits.map(k, k) : []) + "
+            f"(has({c}.resources) && has({c}.resources.requests) ? {c}.resources.requests.map(k, k) : []))")
+
+
+def _gpu_key(k: str, rf: ResolvedFleet) -> str:
+    return f"({k} in {_lit(list(rf.gpu_resources))} || {k}.startsWith({_lit(IMPLICIT_DRA_PREFIX)}))"
+
+
+def uses_gpu(rf: ResolvedFleet, s: str) -> str:
+    return f"{_containers(s)}.exists(c, {_keys('c')}.exists(k, {_gpu_key('k', rf)}))"
+
+
+def _pc(s: str) -> str:
+    return f"(has({s}.priorityClassName) ? {s}.priorityClassName : '')"
+
+
+def tolerates_pool(s: str) -> str:
+    """A toleration that tolerates some pool's binding taint (NoSchedule): by key, or keyless Exists
+    (k8s.io/api core/v1 toleration.go ToleratesTaint)."""
+    return (f"(has({s}.tolerations) && {s}.tolerations.exists(t, "
+            f"(!has(t.effect) || t.effect == '' || t.effect == 'NoSchedule') && "
+            f"(has(t.key) && t.key != '' ? t.key == {_lit(POOL_TAINT_KEY)} : "
+            f"(has(t.operator) && t.operator == 'Exists'))))")
+
+
+def _quantity(c: str, res: str) -> str:
+    r = _lit(res)
+    return (f"(has({c}.resources) && has({c}.resources.limits) && {r} in {c}.resources.limits ? "
+            f"int({c}.resources.limits[{r}]) : (has({c}.resources) && has({c}.resources.requests) && "
+            f"{r} in {c}.resources.requests ? int({c}.resources.requests[{r}]) : 0))")
+
+
+def _at_most(s: str, res: str, n: int) -> str:
+    """The pod's effective request of ``res`` is at most ``n`` (k8s.io/component-helpers
+    resource/helpers.go PodRequests: containers and restartable init containers add up; an
+    init container runs beside the sidecars started before it - here beside all of them, a
+    bound that is never lower)."""
+    q = _quantity("c", res)
+    side = f"{s}.initContainers.filter(c, has(c.restartPolicy) && c.restartPolicy == 'Always')"
+    sidecars = f"(has({s}.initContainers) ? {side}.map(c, {q}).sum() : 0)"
+    return (f"{s}.containers.map(c, {q}).sum() + {sidecars} <= {n} && "
+            f"(!has({s}.initContainers) || {s}.initContainers.all(c, "
+            f"(has(c.restartPolicy) && c.restartPolicy == 'Always') || {q} + {sidecars} <= {n}))")
+
+
+def class_condition(rf: ResolvedFleet, pc: str) -> str:
+    """matchCondition: the object has a pod spec of class ``pc`` (the placement proof
+    recognises this exact expression, docs/placement.md "The proof")."""
+    return f"({specs_expression(rf)}).exists(s, has(s.priorityClassName) && s.priorityClassName == {_lit(pc)})"
+
+
+CHANGED = {"name": "changed",
+           "expression": "request.operation != 'UPDATE' || !has(oldObject.spec) || object.spec != oldObject.spec"}
+
+
+def _specs(rf: ResolvedFleet) -> dict[str, str]:
+    return {"name": "specs", "expression": specs_expression(rf)}
+
+
+# --- the policies ------------------------------------------------------------------------------
 
 
 def namespace_validations(rf: ResolvedFleet) -> list[dict[str, str]]:
-    classes = class_tiers(rf)
+    """What every pod spec outside the exempt namespaces must satisfy."""
+    classes = _lit(sorted(class_tiers(rf)))
+    env = _lit(VISIBLE_DEVICES_ENV)
     return [
-        {"expression": "!variables.gpu || variables.managed",
-         "message": "GPU resources may be requested only in namespaces gpuplan manages (label "
-                    f"{TENANT_LABEL}); see the tenant page of the namespace's tenant",
+        {"expression": f"variables.specs.all(s, !({uses_gpu(rf, 's')}) || {_pc('s')} in {classes})",
+         "message": "GPU resources only under the PriorityClass of a gpuplan tier granted to this namespace "
+                    "(see the tenant page of the namespace's tenant)",
          "reason": "Forbidden"},
-        {"expression": f"!variables.gpu || !variables.managed || variables.pc in {_lit(sorted(classes))}",
-         "message": f"a GPU pod in a gpuplan namespace must name the PriorityClass of one of its tiers: "
-                    f"{', '.join(sorted(classes))}",
+        {"expression": f"variables.specs.all(s, !{tolerates_pool('s')} || {_pc('s')} in {classes})",
+         "message": f"only pods of a gpuplan tier may tolerate the GPU pools' taint {POOL_TAINT_KEY} "
+                    "(a toleration with that key, or a keyless Exists)",
+         "reason": "Forbidden"},
+        {"expression": f"variables.specs.all(s, !{_containers('s')}.exists(c, has(c.env) && "
+                       f"c.env.exists(e, e.name == {env})))",
+         "message": f"{VISIBLE_DEVICES_ENV} is set by the device plugin, not by a pod",
          "reason": "Forbidden"},
     ]
 
 
-def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str, str]]:
-    """What a pod of PriorityClass ``pc`` must satisfy (its policy matches only those pods)."""
-    from gpuplan.identity import tier_namespace_label
+def _queued_validations(rf: ResolvedFleet, pc: str) -> list[dict[str, str]]:
+    """A queued tier's pods come from workloads Kueue holds: its pods from the controllers
+    of Kueue-managed kinds (or gated by Kueue), its suspendable workloads labelled for a
+    queue and suspended at creation, released only by Kueue (docs/placement.md "Kueue")."""
+    from gpuplan.queues import KUEUE_GATE, kueue_user, queue_controllers
 
-    labels = sorted({tier_namespace_label(t.name) for t in tiers})
-    pools = sorted({t.pool for t in tiers})
+    q = rf.fleet.spec.queueing
+    assert q is not None
+    ctrl = _lit(list(queue_controllers(rf)))
+    kueue = _lit(kueue_user(rf))
+    user = "request.userInfo.username"
+    ql = _lit(QUEUE_LABEL)
+    labelled = f"(has(object.metadata.labels) && {ql} in object.metadata.labels)"
+    gated_by_kueue = any(i in q.integrations for i in ("pod", "deployment", "statefulset"))
+
+    def gated(o: str) -> str:
+        return f"(has({o}.spec.schedulingGates) && {o}.spec.schedulingGates.exists(g, g.name == {_lit(KUEUE_GATE)}))"
+
+    kinds = workloads(rf)
+    suspendable = sorted(k for k in kinds if k in SUSPENDED_BY_SPEC or k in
+                         {v[0] for i, v in INTEGRATION_WORKLOADS.items() if i.startswith("kubeflow.org/")})
+
+    def suspended(o: str) -> str:
+        spec = f"(has({o}.spec.suspend) && {o}.spec.suspend == true)"
+        flow = f"(has({o}.spec.runPolicy) && has({o}.spec.runPolicy.suspend) && {o}.spec.runPolicy.suspend == true)"
+        return f"({o}.kind in {_lit(list(SUSPENDED_BY_SPEC))} ? {spec} : {flow})"
+
+    pod_ok = f"{user} in {ctrl}" + (f" || ({labelled} && {gated('object')})" if gated_by_kueue else "")
+    unmanaged = [k for k in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")
+                 if not ((k in ("Deployment", "ReplicaSet") and "deployment" in q.integrations)
+                         or (k == "StatefulSet" and "statefulset" in q.integrations))]
     out = [
-        {"expression": f"{_lit(labels)}.exists(l, l in variables.nsLabels && variables.nsLabels[l] == 'true')",
-         "message": f"PriorityClass {pc} is only for namespaces granted tier {' or '.join(t.name for t in tiers)}",
+        {"expression": f"object.kind != 'Pod' || request.operation != 'CREATE' || {pod_ok}",
+         "message": f"pods of queued PriorityClass {pc} are created by the controller of a Kueue-managed "
+                    f"workload (label a Job {QUEUE_LABEL}: <queue>), not directly",
          "reason": "Forbidden"},
-        {"expression": f"{_lit(POOL_LABEL)} in variables.selector && "
-                       f"variables.selector[{_lit(POOL_LABEL)}] in {_lit(pools)} && "
-                       f"variables.tolerations.exists(t, has(t.key) && t.key == {_lit(POOL_TAINT_KEY)} && "
+        {"expression": f"object.kind != 'Pod' || request.operation != 'UPDATE' || !{gated('oldObject')} || "
+                       f"{gated('object')} || {user} == {kueue}",
+         "message": f"only Kueue lifts its admission gate from a pod of queued PriorityClass {pc}",
+         "reason": "Forbidden"},
+        {"expression": f"!(object.kind in {_lit(suspendable)}) || request.operation != 'CREATE' || "
+                       f"{user} in {ctrl} || ({labelled} && {suspended('object')})",
+         "message": f"a workload of queued PriorityClass {pc} names its queue (label {QUEUE_LABEL}) and is "
+                    "created suspended; Kueue starts it on admission",
+         "reason": "Forbidden"},
+        {"expression": f"!(object.kind in {_lit(suspendable)}) || request.operation != 'UPDATE' || "
+                       f"!{suspended('oldObject')} || {suspended('object')} || {user} in {ctrl} || {user} == {kueue}",
+         "message": f"only Kueue starts a suspended workload of queued PriorityClass {pc}",
+         "reason": "Forbidden"},
+        {"expression": "object.kind != 'CronJob' || (has(object.spec.jobTemplate.metadata) && "
+                       f"has(object.spec.jobTemplate.metadata.labels) && {ql} in object.spec.jobTemplate.metadata.labels)",
+         "message": f"a CronJob of queued PriorityClass {pc} labels its jobs {QUEUE_LABEL}: <queue>",
+         "reason": "Forbidden"},
+    ]
+    if unmanaged:
+        out.append({"expression": f"!(object.kind in {_lit(unmanaged)})",
+                    "message": f"PriorityClass {pc} is a queued tier's: its pods run as Kueue-managed jobs, "
+                               f"not as a {'/'.join(unmanaged)}",
+                    "reason": "Forbidden"})
+    return out
+
+
+def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str, str]]:
+    """What a pod spec of PriorityClass ``pc`` must satisfy (its policy matches only objects
+    with such a spec; each validation reads the specs of that class)."""
+    from gpuplan.queues import queued_tiers
+
+    pools = sorted({t.pool for t in tiers})
+    allowed = sorted({rf.tier_resource(t) for t in tiers})
+    from gpuplan.dra import is_dra
+
+    dra = any(is_dra(rf, rf.pool_by_name[t.pool]) for t in tiers)
+    mine = f"variables.specs.filter(s, {_pc('s')} == {_lit(pc)})"
+    sel = "s.nodeSelector"
+    out = [
+        {"expression": f"{mine}.all(s, has({sel}) && {_lit(POOL_LABEL)} in {sel} && "
+                       f"{sel}[{_lit(POOL_LABEL)}] in {_lit(pools)} && has(s.tolerations) && "
+                       f"s.tolerations.exists(t, has(t.key) && t.key == {_lit(POOL_TAINT_KEY)} && "
                        f"((has(t.operator) && t.operator == 'Exists') || "
-                       f"(has(t.value) && t.value == variables.selector[{_lit(POOL_LABEL)}])))",
+                       f"(has(t.value) && t.value == {sel}[{_lit(POOL_LABEL)}]))))",
          "message": f"pods of PriorityClass {pc} must select their pool with nodeSelector "
                     f"{POOL_LABEL}: {' or '.join(pools)} and tolerate its taint {POOL_TAINT_KEY}",
+         "reason": "Invalid"},
+        {"expression": f"{mine}.all(s, {_containers('s')}.all(c, {_keys('c')}.all(k, "
+                       f"!{_gpu_key('k', rf)} || k in {_lit(allowed)})))",
+         "message": f"pods of PriorityClass {pc} may request only {' or '.join(allowed)} of the GPU resources",
+         "reason": "Forbidden"},
+        {"expression": f"{mine}.all(s, {_containers('s')}.exists(c, {_keys('c')}.exists(k, k in {_lit(allowed)}))"
+                       + (" || (has(s.resourceClaims) && size(s.resourceClaims) > 0))" if dra else ")"),
+         "message": f"pods of PriorityClass {pc} request {' or '.join(allowed)}"
+                    + (" (or claim it)" if dra else "") + ": a tier's class is for pods that use its GPUs",
          "reason": "Invalid"},
     ]
     for t in tiers:
         if t.max_gpus_per_pod is None:
             continue
-        q = _quantity("c", rf.tier_resource(t))
-        # containers run together (their sum), init containers one at a time (each)
+        res = rf.tier_resource(t)
         out.append({
-            "expression": f"object.spec.containers.map(c, {q}).sum() <= {t.max_gpus_per_pod} && "
-                          f"variables.containers.all(c, {q} <= {t.max_gpus_per_pod})",
+            "expression": f"{mine}.all(s, {_at_most('s', res, t.max_gpus_per_pod)})",
             "message": f"pods of PriorityClass {pc} may request at most {t.max_gpus_per_pod} "
-                       f"{rf.tier_resource(t)} (tier {t.name} maxGPUsPerPod)",
+                       f"{res} (tier {t.name} maxGPUsPerPod; sidecars count)",
             "reason": "Invalid"})
+    if any(t.name in set(queued_tiers(rf)) for t in tiers):
+        out += _queued_validations(rf, pc)
     return out
 
 
-def class_policy_name(rf: ResolvedFleet, pc: str) -> str:
-    name = f"{policy_name(rf)}-{pc}"
-    return name if len(name) <= 253 else content_name(f"{policy_name(rf)}-class", pc, limit=253)
+def class_policy_name(rf: ResolvedFleet, pc: str, suffix: str = "") -> str:
+    name = f"{policy_name(rf)}-{pc}{suffix}"
+    return name if len(name) <= 253 else content_name(f"{policy_name(rf)}-class", pc + suffix, limit=253)
 
 
-def _policy(rf: ResolvedFleet, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _rules(rf: ResolvedFleet) -> list[dict[str, Any]]:
+    by_group: dict[str, list[str]] = {}
+    for group, resource, _ in workloads(rf).values():
+        by_group.setdefault(group, []).append(resource)
+    return [{"apiGroups": [g], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": sorted(r)}
+            for g, r in sorted(by_group.items())]
+
+
+def _policy(rf: ResolvedFleet, name: str, spec: dict[str, Any], rules: list[dict[str, Any]] | None = None
+            ) -> dict[str, Any]:
     from gpuplan.lower.common import object_annotations
 
     meta = metadata(rf, name, annotations=object_annotations(rf, "ValidatingAdmissionPolicy"))
     return obj(API, "ValidatingAdmissionPolicy", meta, spec={
         "failurePolicy": "Fail",
-        "matchConstraints": {"resourceRules": [
-            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
-        ]},
+        "matchConstraints": {"resourceRules": rules if rules is not None else _rules(rf)},
         **spec,
     })
 
 
-def policies(rf: ResolvedFleet) -> list[dict[str, Any]]:
-    """The namespace policy, then one policy per tier PriorityClass: its ``matchConditions``
-    select the pods of that class, so the API server (and the proof) evaluates a class's
-    rules only on its pods."""
-    out = [_policy(rf, policy_name(rf), {
-        "variables": _variables(("containers", "gpu", "nsLabels", "managed", "pc"), rf),
-        "validations": namespace_validations(rf),
-    })]
-    for pc, tiers in sorted(class_tiers(rf).items()):
-        out.append(_policy(rf, class_policy_name(rf, pc), {
-            "matchConditions": [{"name": "tier-class", "expression":
-                                 f"has(object.spec.priorityClassName) && object.spec.priorityClassName == {_lit(pc)}"}],
-            "variables": _variables(("containers", "nsLabels", "selector", "tolerations"), rf),
-            "validations": class_validations(rf, pc, tiers),
-        }))
-    return out
-
-
-def binding(rf: ResolvedFleet, policy: dict[str, Any]) -> dict[str, Any]:
+def _binding(rf: ResolvedFleet, policy: dict[str, Any], outside: list[str]) -> dict[str, Any]:
+    """The policy's binding: every namespace whose name is not in ``outside``."""
     from gpuplan.lower.common import object_annotations
 
     name = policy["metadata"]["name"]
@@ -194,21 +381,78 @@ def binding(rf: ResolvedFleet, policy: dict[str, Any]) -> dict[str, Any]:
         "policyName": name,
         "validationActions": ["Deny"],
         "matchResources": {"namespaceSelector": {"matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": exempt_namespaces(rf)},
+            {"key": NAME_LABEL, "operator": "NotIn", "values": sorted(set(outside))},
         ]}},
     })
 
 
+def _claims_policy(rf: ResolvedFleet) -> list[dict[str, Any]]:
+    """ResourceClaims and their templates name a GPU DeviceClass only in namespaces granted a
+    DRA tier (there each class's quota key holds it to the grant: lower/dra.py quota_hard)."""
+    from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
+    from gpuplan.k8s_features_dra import RESOURCE_API
+
+    if not any_dra(rf):
+        return []
+    claims = tier_claims(rf)
+    classes = _lit(sorted({*CHART_CLASSES, *(c.class_name for c in claims)}))
+    granted = class_namespaces(rf, [rf.tier_by_name[c.tier] for c in claims])
+    reqs = ("(has(object.spec.devices) && has(object.spec.devices.requests) ? object.spec.devices.requests : [])")
+    tmpl = ("(has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) ? "
+            "object.spec.spec.devices.requests : [])")
+    names = ("(has(r.exactly) ? [r.exactly.deviceClassName] : []) + "
+             "(has(r.firstAvailable) ? r.firstAvailable.map(x, x.deviceClassName) : []) + "
+             "(has(r.deviceClassName) ? [r.deviceClassName] : [])")
+    p = _policy(rf, class_policy_name(rf, "claims"), {
+        "variables": [{"name": "requests",
+                       "expression": f"object.kind == 'ResourceClaimTemplate' ? {tmpl} : {reqs}"}],
+        "validations": [{
+            "expression": f"variables.requests.all(r, ({names}).all(n, !(n in {classes})))",
+            "message": "GPU DeviceClasses may be claimed only in namespaces granted a DRA tier",
+            "reason": "Forbidden"}],
+    }, rules=[{"apiGroups": [RESOURCE_API.split("/")[0]], "apiVersions": ["*"], "operations": ["CREATE"],
+               "resources": ["resourceclaims", "resourceclaimtemplates"]}])
+    return [p, _binding(rf, p, [*granted, *exempt_namespaces(rf)])]
+
+
 def objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
-    """Every policy, each followed by its binding."""
-    out = []
-    for p in policies(rf):
-        out += [p, binding(rf, p)]
-    return out
+    """The namespace policy, then per tier PriorityClass its rules and its grant (bound to the
+    namespaces not granted), then the claims policy; each followed by its binding."""
+    exempt = exempt_namespaces(rf)
+    first = _policy(rf, policy_name(rf), {
+        "matchConditions": [CHANGED],
+        "variables": [_specs(rf)],
+        "validations": namespace_validations(rf),
+    })
+    out = [first, _binding(rf, first, exempt)]
+    for pc, tiers in sorted(class_tiers(rf).items()):
+        cond = {"name": "tier-class", "expression": class_condition(rf, pc)}
+        rules = _policy(rf, class_policy_name(rf, pc), {
+            "matchConditions": [CHANGED, cond],
+            "variables": [_specs(rf)],
+            "validations": class_validations(rf, pc, tiers),
+        })
+        granted = class_namespaces(rf, tiers)
+        shown = ", ".join(granted[:5]) + (f" and {len(granted) - 5} more" if len(granted) > 5 else "")
+        grant = _policy(rf, class_policy_name(rf, pc, "-grant"), {
+            "matchConditions": [CHANGED, cond],
+            "validations": [{
+                "expression": "false",
+                "message": f"PriorityClass {pc} (tier {' or '.join(t.name for t in tiers)}) is granted only to "
+                           f"namespaces {shown or '(none)'}",
+                "reason": "Forbidden"}],
+        })
+        out += [rules, _binding(rf, rules, exempt), grant, _binding(rf, grant, [*granted, *exempt])]
+    return out + _claims_policy(rf)
+
+
+def policies(rf: ResolvedFleet) -> list[dict[str, Any]]:
+    """The policies of :func:`objects`, without their bindings."""
+    return [d for d in objects(rf) if d["kind"] == "ValidatingAdmissionPolicy"]
 
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     if not enabled(rf):
         return []
     return [Artifact(PATH, documents=tuple(objects(rf)),
-                     description="ValidatingAdmissionPolicy: tiers only on their pool and in granted namespaces")]
+                     description="ValidatingAdmissionPolicies: the tenancy boundary of every pod")]

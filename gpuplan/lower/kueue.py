@@ -117,7 +117,9 @@ def cluster_queue(rf: ResolvedFleet, ledger: QueueLedger, qp) -> dict[str, Any]:
     q = rf.fleet.spec.queueing
     spec: dict[str, Any] = {
         "cohortName": qp.cohort,
-        "namespaceSelector": {"matchLabels": {TENANT_LABEL: qp.tenant}},
+        # by name (set by the API server), not by a label anyone who can label a namespace could copy
+        "namespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(qp.namespaces)}]},
         "queueingStrategy": "BestEffortFIFO",
         "resourceGroups": _resource_groups(ledger, qp),
         # reclaim lent quota from borrowers of any priority: a tenant always gets its grant back

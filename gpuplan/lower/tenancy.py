@@ -39,6 +39,7 @@ from gpuplan.spec.models import Tenant, Tier
 from gpuplan.identity import OTHER_PRIORITIES_QUOTA, QUOTA_NAME, priority_class_name, quota_key, tier_namespace_label
 
 SCHEDULING_API = "scheduling.k8s.io/v1"
+POD_SECURITY_LABEL = "pod-security.kubernetes.io/enforce"
 
 
 # --- PriorityClasses ---------------------------------------------------------------
@@ -84,41 +85,49 @@ def _hard(totals: dict[str, int]) -> dict[str, str]:
     return {quota_key(r): str(totals[r]) for r in sorted(totals)}
 
 
-def _queued_grants(rf: ResolvedFleet, tenant: Tenant, ns: str) -> tuple[list[tuple[Tier, str, int]], dict[str, int]] | None:
-    """With Kueue (docs/kueue.md), a queued tier's quota is its ClusterQueue's, shared by
-    every namespace of the tenant and able to borrow: the namespace's ResourceQuota allows
-    what Kueue may admit (nominal + borrowable), so it never refuses a pod Kueue admitted.
-    Returns (grants with those ceilings, totals per resource), or None without a queue."""
-    from gpuplan.queues import namespace_ceilings
+def _ceilings(rf: ResolvedFleet, tenant: Tenant) -> dict[tuple[str, str], int]:
+    """(pool, resource) -> the most Kueue may admit for the tenant's queue; empty without one."""
+    if rf.fleet.spec.queueing is None:
+        return {}
+    from gpuplan.queues import namespace_ceilings, queued_tiers
 
-    ceilings = namespace_ceilings(rf, tenant)
-    if ceilings is None:
-        return None
-    grants = []
-    totals = {r: 0 for r in rf.gpu_resources}
-    shared: set[tuple[str, str]] = set()  # non-enforced tiers on one flavor share its ceiling once
-    for tier, res, units in _grants(rf, tenant, ns):
-        if (tier.pool, res) in ceilings:
-            units = ceilings[(tier.pool, res)]
-            if not tier.enforce_priority:
-                units = 0 if (tier.pool, res) in shared else units
-                shared.add((tier.pool, res))
-        else:
-            totals[res] = totals.get(res, 0) + units
-        grants.append((tier, res, units))
-    for (_, res), units in ceilings.items():
-        totals[res] = totals.get(res, 0) + units
-    return grants, totals
+    out = namespace_ceilings(rf, tenant) or {}
+    return out if queued_tiers(rf) else {}
 
 
 def namespace_quotas(rf: ResolvedFleet, tenant: Tenant, ns: str) -> list[dict[str, Any]]:
+    """The namespace's quotas. A tier is *held to its class* when it sets ``enforcePriority``
+    or Kueue queues it: a ResourceQuota scoped to its PriorityClass holds it (to its grant;
+    a queued tier to what Kueue may admit, nominal + borrowable, which only Kueue-held
+    workloads reach: the admission policy admits a queued class's pods from them alone),
+    and ``gpuplan-other-priorities`` holds every other class to the other tiers' grants.
+    So no pod outside Kueue spends a borrow ceiling, and a namespace gets a ceiling only for
+    the queued tiers granted to it."""
+    from gpuplan.queues import queued_tiers
+
+    from gpuplan.queues import namespace_grants
+
     grants = _grants(rf, tenant, ns)
+    ceilings = _ceilings(rf, tenant)
+    queued = set(queued_tiers(rf)) if ceilings else set()
+    allowed = namespace_grants(rf).get(ns, frozenset())
+    listed = {t.name for t, _, _ in grants}
+    for name in sorted(allowed & queued - listed, key=lambda n: rf.tier_index[n]):
+        tier = rf.tier_by_name[name]  # a tier the namespace's queue may borrow, granted no units
+        grants.append((tier, rf.tier_resource(tier), 0))
+    held: list[tuple[Tier, str, int]] = []  # (tier, resource, what its class quota allows)
     totals = {r: 0 for r in rf.gpu_resources}
-    for _, res, units in grants:
+    flavors: set[tuple[str, str]] = set()
+    for tier, res, units in grants:
+        if tier.name in queued and tier.name in allowed and (tier.pool, res) in ceilings:
+            held.append((tier, res, ceilings[(tier.pool, res)]))
+            if (tier.pool, res) not in flavors:  # tiers on one flavor share its ceiling
+                flavors.add((tier.pool, res))
+                totals[res] = totals.get(res, 0) + ceilings[(tier.pool, res)]
+            continue
         totals[res] = totals.get(res, 0) + units
-    queued = _queued_grants(rf, tenant, ns) if rf.fleet.spec.queueing is not None else None
-    if queued is not None:
-        grants, totals = queued
+        if tier.enforce_priority:
+            held.append((tier, res, units))
     ann = object_annotations(rf, "ResourceQuota")
     extra = {TENANT_LABEL: tenant.name}
     from gpuplan.lower.dra import quota_hard as dra_quota_hard
@@ -126,10 +135,9 @@ def namespace_quotas(rf: ResolvedFleet, tenant: Tenant, ns: str) -> list[dict[st
     hard = {**_hard(totals), **dra_quota_hard(rf, tenant, ns)}
     out = [obj("v1", "ResourceQuota", metadata(rf, QUOTA_NAME, namespace=ns, extra_labels=extra, annotations=ann),
                spec={"hard": dict(sorted(hard.items()))})]
-    enforced = [(t, r, u) for t, r, u in grants if t.enforce_priority]
-    if not enforced:
+    if not held:
         return out
-    for tier, res, units in enforced:
+    for tier, res, units in held:
         meta = metadata(rf, f"gpuplan-tier-{tier.name}", namespace=ns,
                         extra_labels={**extra, TIER_LABEL: tier.name}, annotations=ann)
         out.append(obj("v1", "ResourceQuota", meta, spec={
@@ -138,14 +146,13 @@ def namespace_quotas(rf: ResolvedFleet, tenant: Tenant, ns: str) -> list[dict[st
                 {"scopeName": "PriorityClass", "operator": "In", "values": [priority_class_name(tier)]},
             ]},
         }))
-    others: dict[str, int] = {}
-    for _, res, _ in enforced:
-        others[res] = 0
+    held_names = {t.name for t, _, _ in held}
+    others: dict[str, int] = {res: 0 for _, res, _ in held}
     for tier, res, units in grants:
-        if not tier.enforce_priority and res in others:
+        if tier.name not in held_names and res in others:
             others[res] += units
     pcs: list[str] = []
-    for tier, _, _ in enforced:
+    for tier, _, _ in held:
         if priority_class_name(tier) not in pcs:
             pcs.append(priority_class_name(tier))
     meta = metadata(rf, OTHER_PRIORITIES_QUOTA, namespace=ns, extra_labels=extra, annotations=ann)
@@ -162,10 +169,14 @@ def namespace_quotas(rf: ResolvedFleet, tenant: Tenant, ns: str) -> list[dict[st
 
 
 def namespace(rf: ResolvedFleet, tenant: Tenant, ns: str) -> dict[str, Any]:
+    from gpuplan.queues import namespace_grants
+
     labels: dict[str, str] = {TENANT_LABEL: tenant.name}
-    for tier, _, units in _grants(rf, tenant, ns):
-        if units > 0:
-            labels[tier_namespace_label(tier.name)] = "true"
+    for tier in sorted(namespace_grants(rf).get(ns, ()), key=lambda n: rf.tier_index[n]):
+        labels[tier_namespace_label(tier)] = "true"
+    # Pod Security admission (built in, on since 1.25): baseline refuses privileged
+    # containers, hostPath and host namespaces, each of which reaches every GPU of a node
+    labels[POD_SECURITY_LABEL] = tenant.pod_security
     for key in sorted(tenant.labels):
         if key not in labels and not key.startswith("app.kubernetes.io/"):
             labels[key] = tenant.labels[key]

@@ -65,7 +65,30 @@ I_TOO_LARGE = Code(
     bad="200 tiers x 1,000 namespaces",
     good="20 tiers x 60 namespaces",
 )
-CODES = (E_OTHER_POOL, E_DENIED_GRANTED, W_ADMITTED_UNGRANTED, E_TWIN_POOLS, E_CLASS_CONFLICT, I_TOO_LARGE)
+E_BOUNDARY = Code(
+    "GP527", "a pod outside the tier contract gets GPU capacity", Severity.ERROR,
+    "The boundary proof put every pod shape a tenant or a stranger could write (every class, every GPU "
+    "resource and implicit DRA name, sidecars, selectors and tolerations, no GPU at all; in every namespace "
+    "state: granted, granted other tiers, unmanaged, labels copied, tenant removed) through the generated "
+    "admission policies, quotas and pools: this one is admitted and can use GPU capacity outside its "
+    "namespace's grants (another pool, an ungranted resource, no quota, above the grant or maxGPUsPerPod, "
+    "or a GPU node without requesting a GPU). docs/placement.md has the threat model.",
+    bad="cluster:\n  admission: {enabled: true, unmanagedNamespaces: [ml-sandbox]}  # and the policy edited by hand",
+    good="the admission policies and quotas exactly as gpuplan writes them",
+    pain="a pod in 'default' that tolerates everything lands on a GPU node and sees every GPU through "
+         "NVIDIA_VISIBLE_DEVICES",
+)
+E_SHARED_CLASS = Code(
+    "GP528", "tiers share a PriorityClass across pools or quotas", Severity.ERROR,
+    "Tiers that adopt one `priorityClassName` share one class: pods of that class are admitted on every "
+    "one of their pools and charged to every quota scoped to the class. On different pools, a namespace "
+    "granted one tier runs on the other's pool; with `enforcePriority` (or Kueue queueing), each tier's "
+    "class-scoped quota counts the other tier's pods, so a namespace can use neither fully.",
+    bad="tiers:\n  - {name: a, pool: p, priorityClassName: high}\n  - {name: b, pool: q, priorityClassName: high}",
+    good="tiers:\n  - {name: a, pool: p, priorityClassName: high}\n  - {name: b, pool: q, priorityClassName: high-q}",
+)
+CODES = (E_OTHER_POOL, E_DENIED_GRANTED, W_ADMITTED_UNGRANTED, E_TWIN_POOLS, E_CLASS_CONFLICT, I_TOO_LARGE,
+         E_BOUNDARY, E_SHARED_CLASS)
 
 
 def proves(rf: ResolvedFleet) -> bool:
@@ -102,6 +125,25 @@ def _classes(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                           f"tier {t.name!r} names PriorityClass {pc!r} with priority {t.priority}/{t.preemption}, "
                           f"tier {other.name!r} with {other.priority}/{other.preemption}",  # type: ignore[attr-defined]
                           ("spec", "tiers", i, "priorityClassName"))
+        elif j != i:
+            why = _shared_class_problem(rf, other, t)
+            if why:
+                yield rf.diag(E_SHARED_CLASS, f"tiers {other.name!r} and {t.name!r} share PriorityClass {pc!r}: {why}",  # type: ignore[attr-defined]
+                              ("spec", "tiers", i, "priorityClassName"),
+                              hint="give each tier its own priorityClassName (or leave it out: gpuplan-<tier>)")
+
+
+def _shared_class_problem(rf: ResolvedFleet, a: Any, b: Any) -> str | None:
+    from gpuplan.queues import queued_tiers
+
+    if a.pool != b.pool:
+        return f"they are on pools {a.pool!r} and {b.pool!r}, so a namespace granted one runs on both"
+    held = set(queued_tiers(rf))
+    for t in (a, b):
+        if t.enforce_priority or t.name in held:
+            return (f"tier {t.name!r} is held to its class ({'enforcePriority' if t.enforce_priority else 'queued'}), "
+                    "so its quota would count the other tier's pods")
+    return None
 
 
 def _proof(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Iterator[Diagnostic]:
@@ -126,4 +168,21 @@ def _proof(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Iterator[Diagnostic
         elif not v.granted and v.admitted:
             yield rf.diag(W_ADMITTED_UNGRANTED, f"tier {v.tier!r}: its pod is admitted in namespace "
                           f"{v.namespace!r}, which is not granted the tier", path,
-                          hint="gpuplan's admission policy needs kubernetesVersion >= 1.30")
+                          hint="gpuplan's admission policy needs kubernetesVersion >= 1.30 and "
+                               "cluster.admission.enabled")
+    if not any(d.get("kind") == "ValidatingAdmissionPolicy" for d in docs):
+        return  # no policy: GP522 says what is open; there is no boundary to prove
+    from gpuplan.placement.boundary import boundary
+
+    found = boundary(rf, docs).breaches
+    for b in found[:MAX_BREACHES]:
+        yield rf.diag(E_BOUNDARY, f"in namespace {b.namespace!r}, a pod of {b.pod} is admitted and {b.escape}",
+                      ("spec", "tenants"),
+                      hint="keep gpuplan's admission policies and quotas as generated; docs/placement.md "
+                           "lists what each one stops")
+    if len(found) > MAX_BREACHES:
+        yield rf.diag(E_BOUNDARY, f"and {len(found) - MAX_BREACHES} more pods break the tenancy boundary "
+                      "(`gpuplan plan` lists them)", ("spec", "tenants"))
+
+
+MAX_BREACHES = 10

@@ -60,7 +60,7 @@ class PoolNodes:
         return (tuple(sorted(self.labels.items())), tuple(sorted(self.taints)), tuple(sorted(self.resources.items())))
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     """One tier's contract pod in one namespace."""
 
@@ -169,19 +169,35 @@ def tolerates(tol: dict[str, Any], key: str, value: str, effect: str) -> bool:
     return op == "Equal" and tol.get("value", "") == value and bool(tol.get("key", ""))
 
 
+def _container_requests(c: dict[str, Any]) -> dict[str, int]:
+    r = c.get("resources", {})
+    return {k: int(v) for k, v in {**r.get("limits", {}), **r.get("requests", {})}.items() if "/" in k}
+
+
 def requests(pod: dict[str, Any]) -> dict[str, int]:
-    """Extended resources the pod requests: containers add up, init containers by max
-    (limits stand for requests where requests are left out)."""
-    def one(c):
-        r = c.get("resources", {})
-        return {k: int(v) for k, v in {**r.get("limits", {}), **r.get("requests", {})}.items() if "/" in k}
+    """Extended resources the pod requests, as the scheduler and quota count them
+    (k8s.io/component-helpers@v0.33.0 resource/helpers.go ``PodRequests``): containers and
+    restartable init containers (sidecars, ``restartPolicy: Always``) add up; each other
+    init container counts with the sidecars declared before it; the larger wins. Limits
+    stand for requests where requests are left out."""
     total: dict[str, int] = {}
     for c in pod["spec"].get("containers", []):
-        for k, v in one(c).items():
+        for k, v in _container_requests(c).items():
             total[k] = total.get(k, 0) + v
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
     for c in pod["spec"].get("initContainers", []):
-        for k, v in one(c).items():
-            total[k] = max(total.get(k, 0), v)
+        own = _container_requests(c)
+        if c.get("restartPolicy") == "Always":
+            for k, v in own.items():
+                sidecars[k] = sidecars.get(k, 0) + v
+            continue
+        for k in set(own) | set(sidecars):
+            init_peak[k] = max(init_peak.get(k, 0), own.get(k, 0) + sidecars.get(k, 0))
+    for k, v in sidecars.items():
+        total[k] = total.get(k, 0) + v
+    for k, v in init_peak.items():
+        total[k] = max(total.get(k, 0), v)
     return total
 
 
@@ -251,25 +267,163 @@ def ert_enabled(rf: ResolvedFleet) -> bool:
     return c.extended_resource_toleration if c.extended_resource_toleration is not None else c.aws is not None
 
 
-def admit(rf: ResolvedFleet, pod: dict[str, Any], ns_obj: dict[str, Any], docs: list[dict[str, Any]]
-          ) -> tuple[dict[str, Any], list[str]]:
+class Cluster:
+    """The admission chain of the generated objects (ValidatingAdmissionPolicies and their
+    bindings, ResourceQuotas per namespace), with the namespaces each binding selects
+    worked out once.
+
+    gpuplan's bindings select namespaces by name (a single ``NotIn`` on
+    ``kubernetes.io/metadata.name``); for those, which bindings select a namespace is a set
+    lookup. Any other selector is evaluated as written."""
+
+    def __init__(self, rf: ResolvedFleet, docs: Iterable[dict[str, Any]]) -> None:
+        from gpuplan.placement.cel import reads_namespace
+
+        self.rf = rf
+        self.policies: dict[str, dict[str, Any]] = {}
+        self.bindings: list[dict[str, Any]] = []
+        self.quotas: dict[str, list[dict[str, Any]]] = {}
+        for d in docs:
+            kind = d.get("kind")
+            if kind == "ValidatingAdmissionPolicy":
+                self.policies[d["metadata"]["name"]] = d
+            elif kind == "ValidatingAdmissionPolicyBinding":
+                self.bindings.append(d)
+            elif kind == "ResourceQuota":
+                self.quotas.setdefault(d["metadata"].get("namespace", ""), []).append(d)
+        self.bindings = [b for b in self.bindings if b["spec"]["policyName"] in self.policies]
+        self._by_name: list[frozenset[str] | None] = [_name_exclusions(b) for b in self.bindings]
+        self._reads_ns = {n: reads_namespace(p) for n, p in self.policies.items()}
+        self._class_of = {n: _class_condition(p) for n, p in self.policies.items()}
+        self.reads_labels = any(self._reads_ns.values())
+        self._per_namespace = [n for n, r in self._reads_ns.items() if r]
+        self._bound: dict[str, list[int]] = {n: [] for n in self.policies}
+        for i, b in enumerate(self.bindings):
+            self._bound[b["spec"]["policyName"]].append(i)
+
+    def selected(self, ns_obj: dict[str, Any]) -> tuple[bool, ...]:
+        """Per binding, whether it selects the namespace."""
+        name = ns_obj["metadata"]["name"]
+        return tuple((name not in ex) if ex is not None else
+                     _selects(b["spec"].get("matchResources", {}).get("namespaceSelector", {}), ns_obj)
+                     for b, ex in zip(self.bindings, self._by_name))
+
+    def shape(self, ns_obj: dict[str, Any]) -> str:
+        """What the admission of a pod can depend on in a namespace: the bindings that select
+        it, its quotas' specs, and its labels only where a policy reads the namespace
+        (gpuplan's do not: they bind grants to names)."""
+        import json
+
+        labels = {k: v for k, v in ns_obj["metadata"].get("labels", {}).items() if k != "kubernetes.io/metadata.name"} \
+            if self.reads_labels else {}
+        quotas = [(q["metadata"]["name"], q["spec"]) for q in self.quotas.get(ns_obj["metadata"]["name"], [])]
+        return json.dumps([labels, self.selected(ns_obj), quotas], sort_keys=True)
+
+    def verdicts(self, pod: dict[str, Any], request: dict[str, Any] | None = None) -> dict[str, list[str]]:
+        """Per policy that applies to the pod and reads no namespace, the messages it refuses
+        the pod with (empty: passes) - the same in every namespace its bindings select."""
+        from gpuplan.placement.cel import evaluate_policy, object_key
+
+        classes = _classes(pod)
+        key = object_key(pod, request)
+        out: dict[str, list[str]] = {}
+        for name, policy in self.policies.items():
+            pc = self._class_of[name]
+            if (self._reads_ns[name] or (pc is not None and classes is not None and pc not in classes)
+                    or not _matches(policy, pod, request)):
+                continue  # read per namespace; its matchCondition is false (another class); another kind
+            out[name] = evaluate_policy(policy, pod, None, request, key=key)
+        return out
+
+    def policy_denials(self, pod: dict[str, Any], ns_obj: dict[str, Any], selected: tuple[bool, ...],
+                       request: dict[str, Any] | None = None, verdicts: dict[str, list[str]] | None = None
+                       ) -> list[str]:
+        from gpuplan.placement.cel import evaluate_policy
+
+        if verdicts is None:
+            verdicts = self.verdicts(pod, request)
+        out: list[str] = []
+        # only the policies that refuse the pod (or read the namespace) matter: look up their bindings
+        for name in self._per_namespace:
+            if any(selected[i] for i in self._bound[name]) and _matches(self.policies[name], pod, request):
+                msgs = evaluate_policy(self.policies[name], pod, ns_obj, request)
+                out += [f"ValidatingAdmissionPolicy {name}: {m}" for m in msgs]
+        for name, msgs in verdicts.items():
+            if msgs:
+                out += [f"ValidatingAdmissionPolicy {name}: {m}" for m in msgs
+                        for i in self._bound[name] if selected[i]]
+        return out
+
+    def denials(self, pod: dict[str, Any], ns_obj: dict[str, Any], request: dict[str, Any] | None = None,
+                selected: tuple[bool, ...] | None = None, verdicts: dict[str, list[str]] | None = None
+                ) -> list[str]:
+        """Validating policies (where their bindings select the namespace), then quota."""
+        sel = self.selected(ns_obj) if selected is None else selected
+        out = self.policy_denials(pod, ns_obj, sel, request, verdicts)
+        return out + quota_denials(pod, self.quotas.get(ns_obj["metadata"]["name"], []))
+
+
+def _matches(policy: dict[str, Any], obj: dict[str, Any], request: dict[str, Any] | None) -> bool:
+    """The policy's matchConstraints.resourceRules take the object's kind and the operation
+    (resources named by the kind's lower-case plural, as every kind gpuplan guards is)."""
+    group = obj.get("apiVersion", "v1").rpartition("/")[0]
+    resource = obj.get("kind", "").lower() + "s"
+    op = (request or {}).get("operation", "CREATE")
+    for r in policy["spec"].get("matchConstraints", {}).get("resourceRules", []):
+        if (group in r.get("apiGroups", []) or "*" in r.get("apiGroups", [])) \
+                and (resource in r.get("resources", []) or "*" in r.get("resources", [])) \
+                and (op in r.get("operations", []) or "*" in r.get("operations", [])):
+            return True
+    return False
+
+
+def _name_exclusions(b: dict[str, Any]) -> frozenset[str] | None:
+    sel = b["spec"].get("matchResources", {}).get("namespaceSelector", {})
+    exprs = sel.get("matchExpressions", [])
+    if sel.get("matchLabels") or len(exprs) != 1:
+        return None
+    e = exprs[0]
+    if e["key"] != "kubernetes.io/metadata.name" or e["operator"] != "NotIn":
+        return None
+    return frozenset(e["values"])
+
+
+_CLASS_CONDITION = None
+
+
+def _class_condition(policy: dict[str, Any]) -> str | None:
+    """The class a policy applies to, when one of its matchConditions is gpuplan's
+    ``(<pod specs>).exists(s, has(s.priorityClassName) && s.priorityClassName == "<class>")``:
+    false for a pod of any other class, so the proof skips it for those pods (a test holds
+    the shortcut to the full evaluation)."""
+    import json
+    import re
+
+    global _CLASS_CONDITION
+    if _CLASS_CONDITION is None:
+        _CLASS_CONDITION = re.compile(
+            r'\)\.exists\(s, has\(s\.priorityClassName\) && s\.priorityClassName == ("(?:[^"\\]|\\.)*")\)$')
+    for mc in policy["spec"].get("matchConditions", []):
+        m = _CLASS_CONDITION.search(mc["expression"])
+        if m and mc["expression"].startswith("("):
+            return json.loads(m.group(1))
+    return None
+
+
+def _classes(pod: dict[str, Any]) -> set[str] | None:
+    """The PriorityClasses of a Pod's one spec (None for other kinds: no shortcut)."""
+    if pod.get("kind") != "Pod":
+        return None
+    return {pod["spec"].get("priorityClassName", "")}
+
+
+def admit(rf: ResolvedFleet, pod: dict[str, Any], ns_obj: dict[str, Any], docs: list[dict[str, Any]],
+          request: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """Admission as the API server runs it: mutating plugins, then validating policies,
     then quota. Returns the admitted pod and the denials."""
-    from gpuplan.placement.cel import evaluate_policy
-
     if ert_enabled(rf):
         pod = extended_resource_toleration(pod)
-    ns = ns_obj["metadata"]["name"]
-    denied: list[str] = []
-    policies = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ValidatingAdmissionPolicy"}
-    for b in (d for d in docs if d.get("kind") == "ValidatingAdmissionPolicyBinding"):
-        p = policies.get(b["spec"]["policyName"])
-        if p is None or not _selects(b["spec"].get("matchResources", {}).get("namespaceSelector", {}), ns_obj):
-            continue
-        denied += [f"ValidatingAdmissionPolicy {p['metadata']['name']}: {m}" for m in evaluate_policy(p, pod, ns_obj)]
-    quotas = [d for d in docs if d.get("kind") == "ResourceQuota" and d["metadata"].get("namespace") == ns]
-    denied += quota_denials(pod, quotas)
-    return pod, denied
+    return pod, Cluster(rf, docs).denials(pod, ns_obj, request)
 
 
 def _selects(sel: dict[str, Any], ns_obj: dict[str, Any]) -> bool:
@@ -294,78 +448,60 @@ def namespace_object(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "metadata": md}
 
 
-# Tier x namespace pairs the proof evaluates inside validate/build: it simulates every
-# contract pod in every namespace, so larger fleets are not proved there (GP525 says
-# so) - docs/placement.md "Limits".
-MAX_PAIRS = 1500
+# Tier x namespace-shape pairs the proof evaluates inside validate/build: above this,
+# validate and build skip it (GP525 says so) - docs/placement.md "Limits".
+MAX_PAIRS = 2_000_000
 
 
 def pairs(rf: ResolvedFleet) -> int:
     return len(rf.fleet.spec.tiers) * (1 + sum(len(tn.namespaces) for tn in rf.fleet.spec.tenants))
 
 
-def _shape(ns_obj: dict[str, Any], docs_by_ns: dict[str, list], bindings: list) -> str:
-    """What the admission of a pod can depend on in a namespace: its labels (not its name,
-    nor which tenant: gpuplan's policies test the tenant label for presence only, and read
-    no names, tests/placement checks both), which bindings select it, its quotas' specs."""
-    import json
-
-    from gpuplan.identity import TENANT_LABEL
-
-    labels = {k: ("*" if k == TENANT_LABEL else v) for k, v in ns_obj["metadata"].get("labels", {}).items()
-              if k != "kubernetes.io/metadata.name"}
-    selected = [_selects(b["spec"].get("matchResources", {}).get("namespaceSelector", {}), ns_obj) for b in bindings]
-    quotas = [(q["metadata"]["name"], q["spec"]) for q in docs_by_ns.get(ns_obj["metadata"]["name"], [])]
-    return json.dumps([labels, selected, quotas], sort_keys=True)
+def cluster_namespaces(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The generated namespaces as stored, and one gpuplan does not manage (``default``)."""
+    out = [namespace_object(d) for d in docs if d.get("kind") == "Namespace"]
+    out.append(namespace_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": UNMANAGED_NAMESPACE}}))
+    return out
 
 
 def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
     """Every tier's contract pod in every namespace. Admission is simulated once per
-    namespace shape (:func:`_shape`), placement once per tier (the pod is the same in
-    every namespace), so a fleet of thousands of namespaces is proved in seconds."""
+    namespace shape (:meth:`Cluster.shape`), placement once per tier (the pod is the same
+    in every namespace), so a fleet of thousands of namespaces is proved in seconds."""
     from gpuplan.dra import is_dra
     from gpuplan.identity import contract_pod
 
     pools = pools_from_objects(rf, docs)
     order = {p.name: i for i, p in enumerate(karpenter_order(pools))}
-    namespaces = [namespace_object(d) for d in docs if d.get("kind") == "Namespace"]
-    namespaces.append(namespace_object({"apiVersion": "v1", "kind": "Namespace",
-                                        "metadata": {"name": UNMANAGED_NAMESPACE}}))
-    quotas: dict[str, list] = {}
-    for d in docs:
-        if d.get("kind") == "ResourceQuota":
-            quotas.setdefault(d["metadata"].get("namespace", ""), []).append(d)
-    admission_docs = [d for d in docs if d.get("kind") in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")]
-    bindings = [d for d in admission_docs if d["kind"] == "ValidatingAdmissionPolicyBinding"]
+    cluster = Cluster(rf, docs)
+    namespaces = cluster_namespaces(docs)
     shapes: dict[str, list[dict[str, Any]]] = {}
     for ns_obj in namespaces:
-        shapes.setdefault(_shape(ns_obj, quotas, bindings), []).append(ns_obj)
-    granted: dict[str, set[str]] = {}
-    for tn in rf.fleet.spec.tenants:
-        for ns in tn.namespaces:
-            granted.setdefault(ns, set()).update(t for t, u in tn.quotas.get(ns, {}).items() if u > 0)
+        shapes.setdefault(cluster.shape(ns_obj), []).append(ns_obj)
+    groups = list(shapes.values())
+    selected = [cluster.selected(g[0]) for g in groups]
+    group_of = {ns["metadata"]["name"]: i for i, g in enumerate(groups) for ns in g}
+    names = [n["metadata"]["name"] for n in namespaces]
+    from gpuplan.queues import namespace_grants
+
+    granted = namespace_grants(rf)
     verdicts = []
     for tier in rf.fleet.spec.tiers:
         res = rf.tier_resource(tier)
         if res is None or tier.pool not in rf.pool_by_name or is_dra(rf, rf.pool_by_name[tier.pool]):
             continue  # DRA pools: claims, not extended resources (not simulated)
-        landing: list[str] | None = None
-        by_ns: dict[str, Verdict] = {}
-        for group in shapes.values():
-            rep = group[0]
-            ns = rep["metadata"]["name"]
-            pod = contract_pod(rf, tier, ns)
-            del pod["metadata"]["namespace"]  # read by no policy: one evaluation for every namespace
-            pod, denied = admit(rf, pod, rep,
-                                [*admission_docs, *quotas.get(ns, [])])
-            if landing is None:  # the admitted pod is the same in every namespace
-                landing = [p.name for p in pools if fits(pod, p)]
-                landing.sort(key=lambda n: (n not in order, order.get(n, 0), n))
-            for ns_obj in group:
-                name = ns_obj["metadata"]["name"]
-                by_ns[name] = Verdict(tier.name, name, tier.name in granted.get(name, ()), list(denied),
-                                      list(landing), tier.pool)
-        verdicts += [by_ns[n["metadata"]["name"]] for n in namespaces]
+        pod = contract_pod(rf, tier, "")
+        del pod["metadata"]["namespace"]  # read by no policy: one evaluation for every namespace
+        if ert_enabled(rf):
+            pod = extended_resource_toleration(pod)
+        landing = [p.name for p in pools if fits(pod, p)]
+        landing.sort(key=lambda n: (n not in order, order.get(n, 0), n))
+        request = contract_request(rf, tier)
+        pod_verdicts = cluster.verdicts(pod, request)
+        denied = [cluster.denials(pod, g[0], request, sel, pod_verdicts) for g, sel in zip(groups, selected)]
+        # one shape's verdicts share their lists (nothing changes them)
+        verdicts += [Verdict(tier.name, n, tier.name in granted.get(n, ()), denied[group_of[n]], landing, tier.pool)
+                     for n in names]
     seen: dict[tuple, str] = {}
     twins = []
     for p in pools:
@@ -373,6 +509,18 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
         if other != p.name:
             twins.append((other, p.name))
     return Proof(pools, verdicts, twins)
+
+
+def contract_request(rf: ResolvedFleet, tier) -> dict[str, Any] | None:
+    """Who creates the tier's contract pod: a tenant, or for a queued tier the Job
+    controller of the tier's example Job (Kueue admitted the Job)."""
+    from gpuplan.queues import JOB_CONTROLLER, queue_controllers, queued_tiers
+
+    if tier.name in queued_tiers(rf):
+        ctrl = queue_controllers(rf)
+        user = JOB_CONTROLLER if JOB_CONTROLLER in ctrl else (ctrl[0] if ctrl else "tenant")
+        return {"operation": "CREATE", "userInfo": {"username": user}}
+    return None
 
 
 def proof(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
@@ -395,9 +543,20 @@ def matrix_rows(p: Proof) -> tuple[list[str], list[list[str]]]:
     for tier, row in p.matrix():
         vs = by_tier[tier]
         rows.append([tier, *(row[x.name] for x in p.pools),
-                     ", ".join(v.namespace for v in vs if v.admitted) or "-",
-                     ", ".join(v.namespace for v in vs if not v.admitted) or "-"])
+                     _some([v.namespace for v in vs if v.admitted]),
+                     _some([v.namespace for v in vs if not v.admitted])])
     return head, rows
+
+
+SHOWN_NAMESPACES = 6
+
+
+def _some(names: list[str]) -> str:
+    """A few names and a count: a fleet of thousands of namespaces keeps one line per tier."""
+    if not names:
+        return "-"
+    more = len(names) - SHOWN_NAMESPACES
+    return ", ".join(names[:SHOWN_NAMESPACES]) + (f" and {more} more" if more > 0 else "")
 
 
 def with_placement(rf: ResolvedFleet, report: "CapacityReport", docs: list[dict[str, Any]]) -> "CapacityReport":

@@ -39,7 +39,7 @@ _VARIABLE = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
 def _deps(expression: str, var_deps: dict[str, set[str]]) -> set[str]:
     """What an expression reads: the object, the namespace, through variables too."""
     out = set()
-    if _OBJECT.search(expression):
+    if _OBJECT.search(expression) or "oldObject" in expression or "request" in expression:
         out.add("object")
     if "namespaceObject" in expression:
         out.add("namespace")
@@ -48,51 +48,113 @@ def _deps(expression: str, var_deps: dict[str, set[str]]) -> set[str]:
     return out
 
 
-def evaluate_policy(policy: dict[str, Any], obj: dict[str, Any], namespace: dict[str, Any] | None) -> list[str]:
-    """The messages of the validations that ``obj`` fails (empty: admitted).
+# The request of an object's creation by a user who is no controller (the proof's default).
+TENANT_REQUEST = {"operation": "CREATE", "userInfo": {"username": "tenant"}}
+
+
+def reads_namespace(policy: dict[str, Any]) -> bool:
+    """Whether any expression of the policy reads the namespace object (else its verdict is
+    the same in every namespace its binding selects)."""
+    s = policy["spec"]
+    exprs = [*(m["expression"] for m in s.get("matchConditions", [])), *(v["expression"] for v in s.get("variables", [])),
+             *(v["expression"] for v in s.get("validations", []))]
+    return any("namespaceObject" in e for e in exprs)
+
+
+def object_key(obj: dict[str, Any], request: dict[str, Any] | None = None, old: dict[str, Any] | None = None) -> str:
+    """What the memo knows an object's evaluations by (pass it to evaluate the same object
+    against many policies)."""
+    return json.dumps([obj, old, request or TENANT_REQUEST], sort_keys=True)
+
+
+_PLANS: dict[int, tuple[dict[str, Any], list[tuple[str, str, set[str], frozenset[str]]]]] = {}
+_NAMES = re.compile(r"\b(object|oldObject|request|namespaceObject)\b")
+
+
+def _names(expression: str) -> frozenset[str]:
+    """The top-level names an expression reads, and the variables (``variables.<name>``): the
+    activation handed to the engine carries only these (converting a pod costs more than
+    evaluating most expressions)."""
+    return frozenset(_NAMES.findall(expression)) | {"variables." + v for v in _VARIABLE.findall(expression)}
+
+
+def _plan(policy: dict[str, Any]) -> list[tuple[str, str, set[str], frozenset[str]]]:
+    """(part, expression, what it reads) for every expression of the policy, in order; kept
+    per policy object, so the regular expressions run once per policy, not per pod."""
+    hit = _PLANS.get(id(policy))
+    if hit is not None and hit[0] is policy:
+        return hit[1]
+    var_deps: dict[str, set[str]] = {}
+    out = []
+    s = policy["spec"]
+    for mc in s.get("matchConditions", []):
+        out.append(("match", mc["expression"], _deps(mc["expression"], var_deps), _names(mc["expression"])))
+    for v in s.get("variables", []):
+        var_deps[v["name"]] = _deps(v["expression"], var_deps)
+        out.append(("variable:" + v["name"], v["expression"], var_deps[v["name"]], _names(v["expression"])))
+    for v in s.get("validations", []):
+        out.append(("validation", v["expression"], _deps(v["expression"], var_deps), _names(v["expression"])))
+    if len(_PLANS) > 10000:
+        _PLANS.clear()
+    _PLANS[id(policy)] = (policy, out)
+    return out
+
+
+def evaluate_policy(policy: dict[str, Any], obj: dict[str, Any], namespace: dict[str, Any] | None,
+                    request: dict[str, Any] | None = None, old: dict[str, Any] | None = None,
+                    key: str | None = None) -> list[str]:
+    """The messages of the validations that ``obj`` fails (empty: admitted); ``request``: the
+    admission request's ``operation`` and ``userInfo`` (default: a CREATE by a tenant).
 
     Each expression is evaluated once per value of what it reads (a pod's variables
     once for every namespace it is tried in): same expression, same inputs, same result."""
     from gpuplan.verify import cel
 
-    base = {"object": obj, "oldObject": None, "namespaceObject": namespace}
-    keys = {"object": json.dumps(obj, sort_keys=True), "namespace": json.dumps(namespace, sort_keys=True)}
-    var_deps: dict[str, set[str]] = {}
+    request = request or TENANT_REQUEST
+    base = {"object": obj, "oldObject": old, "namespaceObject": namespace, "request": request}
+    keys = {"object": key if key is not None else object_key(obj, request, old),
+            "namespace": json.dumps(namespace, sort_keys=True) if namespace is not None else "null"}
     vars_: dict[str, Any] = {}
 
-    def run(expression: str, act: dict[str, Any]) -> Any:
-        deps = _deps(expression, var_deps)
-        key = (expression, keys["object"] if "object" in deps else None,
-               keys["namespace"] if "namespace" in deps else None)
-        if key not in _MEMO:
-            if len(_MEMO) > 20000:
-                _MEMO.clear()
-            try:
-                _MEMO[key] = cel.run(program(expression), act)
-            except CelError:
-                raise
-            except Exception as exc:  # a CEL evaluation error (missing key, bad int())
-                _MEMO[key] = exc
-        return _MEMO[key]
+    def run(expression: str, deps: set[str], act: dict[str, Any]) -> Any:
+        k = (expression, keys["object"] if "object" in deps else None,
+             keys["namespace"] if "namespace" in deps else None)
+        hit = _MEMO.get(k, _MEMO)
+        if hit is not _MEMO:
+            return hit
+        if len(_MEMO) > 50000:
+            _MEMO.clear()
+        try:
+            r = cel.run(program(expression), act)
+        except CelError:
+            raise
+        except Exception as exc:  # a CEL evaluation error (missing key, bad int())
+            r = exc
+        _MEMO[k] = r
+        return r
 
     failed = policy["spec"].get("failurePolicy", "Fail") == "Fail"
-    for mc in policy["spec"].get("matchConditions", []):
-        # every condition true: the policy applies; one false: it does not; an error
-        # (none false) follows failurePolicy (validating/dispatcher.go, matchconditions)
-        r = run(mc["expression"], base)
-        if isinstance(r, Exception):
-            return [f"matchCondition {mc['name']} failed"] if failed else []
-        if r is False:
-            return []
-    for v in policy["spec"].get("variables", []):
-        act = {**base, "variables": {k: x for k, x in vars_.items() if not isinstance(x, Exception)}}
-        vars_[v["name"]] = run(v["expression"], act)
-        var_deps[v["name"]] = _deps(v["expression"], var_deps)
-    act = {**base, "variables": {k: x for k, x in vars_.items() if not isinstance(x, Exception)}}
+    validations = iter(policy["spec"].get("validations", []))
     out = []
-    for val in policy["spec"].get("validations", []):
-        result = run(val["expression"], act)
-        ok = (not failed) if isinstance(result, Exception) else (result is True)
-        if not ok:
-            out.append(val.get("message", val["expression"]))
+    for part, expression, deps, names in _plan(policy):
+        act = {k: v for k, v in base.items() if k in names}
+        wanted = {n[len("variables."):] for n in names if n.startswith("variables.")}
+        if wanted:
+            act["variables"] = {k: x for k, x in vars_.items() if k in wanted and not isinstance(x, Exception)}
+        if part == "match":
+            # every condition true: the policy applies; one false: it does not; an error
+            # (none false) follows failurePolicy (validating/dispatcher.go, matchconditions)
+            r = run(expression, deps, act)
+            if isinstance(r, Exception):
+                return ["matchCondition failed"] if failed else []
+            if r is False:
+                return []
+            continue
+        if part.startswith("variable:"):
+            vars_[part[len("variable:"):]] = run(expression, deps, act)
+            continue
+        val = next(validations)
+        result = run(expression, deps, act)
+        if not ((not failed) if isinstance(result, Exception) else (result is True)):
+            out.append(val.get("message", expression))
     return out

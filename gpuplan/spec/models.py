@@ -664,6 +664,12 @@ class Tenant(Model):
         default={}, description="namespace -> tier -> units of the tier's resource (one ResourceQuota per namespace)."
     )
     labels: dict[LabelKey, LabelValue] = Field(default={}, description="Labels for the tenant's namespaces.")
+    pod_security: Literal["privileged", "baseline", "restricted"] = Field(
+        default="baseline",
+        description="Pod Security Standard the tenant's namespaces enforce (label "
+        "`pod-security.kubernetes.io/enforce`): `baseline` refuses privileged containers, which would see every "
+        "device of a GPU node.",
+    )
     queueing: TenantQueueing | None = Field(
         default=None, description="The tenant's Kueue ClusterQueue: borrowing, lending and fair-sharing weight."
     )
@@ -839,6 +845,14 @@ class Queueing(Model):
     integrations: list[Literal[KUEUE_INTEGRATIONS]] = Field(  # type: ignore[valid-type]
         default=["batch/job", "jobset.x-k8s.io/jobset"], min_length=1,
         description="Workload kinds Kueue manages (its `integrations.frameworks`).",
+    )
+    controllers: list[Annotated[str, Field(min_length=1, max_length=253)]] | None = Field(
+        default=None,
+        description="Users (as the API server names them) of the controllers that create the pods and child Jobs "
+        "of Kueue-managed workloads: only they may create pods of a queued tier's PriorityClass outside Kueue's "
+        "own gate (docs/placement.md). Default: the Job controller, and the JobSet controller and Kubeflow "
+        "training operator where those integrations are on.",
+        examples=[["system:serviceaccount:kube-system:job-controller"]],
     )
     topology_levels: list[LabelKey] | None = Field(
         default=None,

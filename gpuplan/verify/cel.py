@@ -631,7 +631,7 @@ def _short(exc: Exception) -> str:
 # --- one expression outside a CRD (the DRA proof's DeviceClass selectors) --------------------
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def expression(text: str) -> Any:
     """Compile one CEL expression that is not a CRD rule. Raises ValueError
     when it does not compile, or when it calls a function that is neither

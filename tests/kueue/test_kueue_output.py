@@ -271,17 +271,22 @@ def test_hierarchical_cohorts(tmp_path):
 
 def test_every_local_queue_is_in_its_cluster_queues_namespace_selector(trees):
     """Kueue admits from a LocalQueue only when its namespace matches the ClusterQueue's
-    namespaceSelector: the tenant label gpuplan puts on the tenant's Namespaces."""
+    namespaceSelector: the tenant's namespaces by name (kubernetes.io/metadata.name, set by
+    the API server), so a namespace that copies the tenant label joins no queue."""
+    from gpuplan.placement import _selects, namespace_object
+
     c = trees["argocd"]
-    ns_labels = {o["metadata"]["name"]: o["metadata"]["labels"] for o in _by_kind(c, "Namespace")}
-    cqs = {o["metadata"]["name"]: o["spec"]["namespaceSelector"]["matchLabels"] for o in _by_kind(c, "ClusterQueue")}
+    nss = {o["metadata"]["name"]: namespace_object(o) for o in _by_kind(c, "Namespace")}
+    cqs = {o["metadata"]["name"]: o["spec"]["namespaceSelector"] for o in _by_kind(c, "ClusterQueue")}
     lqs = _by_kind(c, "LocalQueue")
     # one per namespace granted a queued tier (vision-serve runs only the unqueued inference tier)
     assert len(lqs) == 3
     for lq in lqs:
         selector = cqs[lq["spec"]["clusterQueue"]]
-        labels = ns_labels[lq["metadata"]["namespace"]]
-        assert all(labels.get(k) == v for k, v in selector.items()), lq["metadata"]
+        assert _selects(selector, nss[lq["metadata"]["namespace"]]), lq["metadata"]
+        copied = namespace_object({"metadata": {"name": "copycat", "labels": dict(nss[lq["metadata"]["namespace"]]
+                                                                                 ["metadata"]["labels"])}})
+        assert not _selects(selector, copied)
 
 
 def test_tenant_page_names_only_the_namespaces_that_have_the_local_queue(trees):

@@ -136,19 +136,37 @@ def test_units_agree_across_the_cohort(tmp_path):
                     assert advertised.get(r["name"], 0) > 0
 
 
-def test_resource_quotas_allow_what_kueue_may_admit(tmp_path):
-    """A pod Kueue admitted must not be refused by the namespace's ResourceQuota: the
-    quota of a queued resource is the queue's most admissible, in every namespace."""
+def test_resource_quotas_allow_what_kueue_may_admit_to_kueue_held_pods_only(tmp_path):
+    """A pod Kueue admitted must not be refused by the namespace's ResourceQuota, and no pod
+    outside Kueue may spend what Kueue could lend: a queued tier's class-scoped quota is the
+    queue's most admissible, only in namespaces granted the tier; every other class is held
+    to its grants (gpuplan-other-priorities); a namespace without a queued tier gets no ceiling."""
     from gpuplan.compiler import compile_fleet
     from tests.outputkit import REPO, docs
 
     c = compile_fleet(REPO / "examples" / "kueue.yaml", out_dir=tmp_path / "generated")
-    ledger = c.resolved.capacity.queues
+    rf = c.resolved
+    ledger = rf.capacity.queues
+    quotas = {(d["metadata"]["namespace"], d["metadata"]["name"]): d["spec"]
+              for qp in ledger.queues for d in docs(c.files[f"tenants/{qp.tenant}/resourcequotas.yaml"])}
     for qp in ledger.queues:
-        most = sum(q.potential for q in qp.quotas if q.resource == "nvidia.com/gpu")
-        for d in docs(c.files[f"tenants/{qp.tenant}/resourcequotas.yaml"]):
-            if d["metadata"]["name"] == "gpuplan-gpus":
-                assert d["spec"]["hard"]["requests.nvidia.com/gpu"] == str(most)
+        tn = next(t for t in rf.fleet.spec.tenants if t.name == qp.tenant)
+        for ns in tn.namespaces:
+            granted = {t for t, u in tn.quotas.get(ns, {}).items() if u > 0 and t in ledger.queued_tiers}
+            for t in granted:
+                tier = rf.tier_by_name[t]
+                spec = quotas[(ns, f"gpuplan-tier-{t}")]
+                assert spec["hard"] == {"requests.nvidia.com/gpu": str(qp.quota(tier.pool, "nvidia.com/gpu").potential)}
+                assert spec["scopeSelector"]["matchExpressions"] == [
+                    {"scopeName": "PriorityClass", "operator": "In", "values": [f"gpuplan-{t}"]}]
+            if granted:
+                other = quotas[(ns, "gpuplan-other-priorities")]
+                assert other["hard"]["requests.nvidia.com/gpu"] == "0"
+    # vision-serve has no queued tier: its quota is its grant (8 MIG slices), no GPU ceiling
+    assert quotas[("vision-serve", "gpuplan-gpus")]["hard"]["requests.nvidia.com/gpu"] == "0"
+    assert quotas[("vision-serve", "gpuplan-gpus")]["hard"]["requests.nvidia.com/mig-3g.40gb"] == "8"
+    # vision-train: training and batch share the train-h100 ceiling (32), burst-training its own (32)
+    assert quotas[("vision-train", "gpuplan-gpus")]["hard"]["requests.nvidia.com/gpu"] == "64"
     # the example's tenants: grants 28 / 32 / 4 GPUs, admissible 64 / 48 / 20
     assert [sum(q.potential for q in qp.quotas) for qp in ledger.queues] == [64, 48, 20]
 

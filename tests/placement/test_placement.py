@@ -49,9 +49,16 @@ def test_each_tier_lands_only_on_its_pool_and_is_admitted_exactly_where_granted(
     for t in rf.fleet.spec.tiers:
         if rf.tier_resource(t) is not None and not is_dra(rf, rf.pool_by_name[t.pool]):
             assert t.name in proved
+    from gpuplan.queues import queue_ledger, queued_namespaces
+
+    ledger = queue_ledger(rf) if rf.fleet.spec.queueing else None
     for v in proof.verdicts:
         granted = any(v.namespace in tn.namespaces and tn.quotas.get(v.namespace, {}).get(v.tier, 0) > 0
                       for tn in rf.fleet.spec.tenants)
+        # a queue's namespace may also run the tiers its ClusterQueue can only borrow
+        granted = granted or any(v.namespace in queued_namespaces(ledger, tn) and any(
+            v.tier in q.tiers for q in ledger.queue(tn.name).quotas) for tn in rf.fleet.spec.tenants
+            if ledger is not None and ledger.queue(tn.name) is not None)
         assert v.granted == granted
         assert v.admitted == granted, (v.tier, v.namespace, v.denied_by)
         assert v.pools == [v.expected_pool], (v.tier, v.namespace, v.pools)
@@ -152,16 +159,19 @@ def test_pod_with_another_tiers_class_is_refused(aws):
     rf = aws[0]
     # ads-serve has serving-small and serving-l40s, not serving-large (value 300000)
     pod = contract_pod(rf, _tier(rf, "serving-large"), "ads-serve")
-    assert any("only for namespaces granted tier serving-large" in m for m in _denials(aws, pod, "ads-serve"))
+    assert any("(tier serving-large) is granted only to namespaces search-serve" in m
+               for m in _denials(aws, pod, "ads-serve"))
 
 
 def test_a_class_outside_the_tiers_cannot_escape_them(aws):
     rf = aws[0]
     pod = contract_pod(rf, _tier(rf, "serving-l40s"), "ads-serve")
     pod["spec"]["priorityClassName"] = "system-cluster-critical"
-    assert any("must name the PriorityClass of one of its tiers" in m for m in _denials(aws, pod, "ads-serve"))
+    assert any("GPU resources only under the PriorityClass of a gpuplan tier" in m
+               for m in _denials(aws, pod, "ads-serve"))
     del pod["spec"]["priorityClassName"]
-    assert any("must name the PriorityClass of one of its tiers" in m for m in _denials(aws, pod, "ads-serve"))
+    assert any("GPU resources only under the PriorityClass of a gpuplan tier" in m
+               for m in _denials(aws, pod, "ads-serve"))
 
 
 def test_over_max_gpus_per_pod_is_refused_summed_over_containers(aws):
@@ -184,9 +194,9 @@ def test_over_max_gpus_per_pod_is_refused_summed_over_containers(aws):
 def test_gpu_pod_in_an_unmanaged_namespace_is_refused_and_exempt_ones_are_not_checked(aws):
     rf = aws[0]
     pod = contract_pod(rf, _tier(rf, "serving-l40s"), "default")
-    assert any("only in namespaces gpuplan manages" in m for m in _denials(aws, pod, "default"))
+    assert any("is granted only to namespaces" in m for m in _denials(aws, pod, "default"))
     pod["spec"].pop("priorityClassName")
-    assert any("only in namespaces gpuplan manages" in m for m in _denials(aws, pod, "default"))
+    assert any("GPU resources only under the PriorityClass" in m for m in _denials(aws, pod, "default"))
     # the GPU Operator's validator pods request a GPU: the binding leaves its namespace out
     assert _denials(aws, pod, "gpu-operator") == []
     cpu = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
@@ -312,17 +322,17 @@ def test_refused_in_granted_namespace_is_found(tmp_path, monkeypatch):
 
     real = objchecks.collect
 
-    def unlabelled(artifacts):
+    def ungranted(artifacts):  # the grant's binding now also selects the namespaces granted serve
         docs = real(artifacts)
         for d in docs:
-            if d["kind"] == "Namespace":
-                d["metadata"]["labels"].pop("tier.gpuplan.dev/serve", None)
+            if d["kind"] == "ValidatingAdmissionPolicyBinding" and d["metadata"]["name"].endswith("gpuplan-serve-grant"):
+                d["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"] = ["gpu-operator"]
         return docs
 
-    monkeypatch.setattr(objchecks, "collect", unlabelled)
+    monkeypatch.setattr(objchecks, "collect", ungranted)
     c = _rf_text(tmp_path, BASE)
-    d = only(c.diagnostics, "GP521")
-    assert "serve" in d.message and "only for namespaces granted tier serve" in d.message
+    d = [x for x in c.diagnostics if x.code == "GP521"][0]
+    assert "serve" in d.message and "(tier serve) is granted only to namespaces" in d.message
 
 
 def test_twin_pools_are_found(tmp_path):

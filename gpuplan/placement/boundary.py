@@ -1,0 +1,353 @@
+"""The tenancy boundary, proved against every pod someone could write - not only the
+contract pod (docs/placement.md "Threat model").
+
+Over the generated objects, as :mod:`gpuplan.placement` reads them, this enumerates the
+pods a tenant or a stranger could create and the namespaces they could create them in:
+
+- namespace states: each generated namespace (once per shape), one gpuplan does not
+  manage (``default``), one that copied a tenant namespace's labels, and one of a removed
+  tenant (labels kept, quotas pruned) - the last two without quota;
+- classes: each tier's PriorityClass, none (the cluster default), and a high class of
+  the cluster's own (``system-cluster-critical``);
+- per class: the tier's own pod; one unit of every GPU resource gpuplan advertises and
+  of the implicit DRA names (``deviceclass.resource.kubernetes.io/<class>``); more than
+  ``maxGPUsPerPod`` in the containers, and in a sidecar; no GPU at all (with and
+  without ``NVIDIA_VISIBLE_DEVICES``) on its pool, on every other pool, and with a keyless
+  ``Exists`` toleration; for a queued tier's class, created by a tenant directly, by the
+  controller of a Kueue-managed workload, and held by Kueue's gate;
+- ResourceClaims of every GPU DeviceClass (DRA fleets).
+
+Each goes through the API server's admission as gpuplan models it (ExtendedResourceToleration,
+the policies by their bindings, ResourceQuota) and, where admitted, through node fit. A
+*breach* is an admitted pod that can use GPU capacity outside its namespace's grants:
+on a pool other than its tier's, a resource its tier does not hand out, uncharged by any
+quota, above what the namespace was granted (a queued tier's borrow ceiling counts only
+for Kueue-held workloads), above ``maxGPUsPerPod``, or any GPU node for a pod that is no
+tier's. Admission is evaluated once per pod and namespace shape; the CEL once per pod.
+
+Stage: check-objects (docs/architecture.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.resolve import ResolvedFleet
+
+SYSTEM_CLASS = "system-cluster-critical"
+COPIED_NAMESPACE = "copied-labels"
+REMOVED_NAMESPACE = "removed-tenant"
+IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+@dataclass(frozen=True)
+class Breach:
+    namespace: str
+    pod: str  # what the pod is, in words
+    escape: str  # what it gets
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who can run on a pool: a class, the namespaces that admit its pods, the quota each allows."""
+
+    pool: str
+    priority_class: str
+    namespaces: tuple[tuple[str, int], ...]  # (namespace, units its quotas let the class hold)
+    resource: str
+
+
+@dataclass
+class Boundary:
+    checked: int = 0  # pod x namespace-shape pairs
+    pods: int = 0
+    namespace_shapes: int = 0
+    breaches: list[Breach] = field(default_factory=list)
+    access: list[Access] = field(default_factory=list)
+
+
+def _pod(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": spec}
+
+
+def _container(res: dict[str, int], env: bool = False, name: str = "main") -> dict[str, Any]:
+    c: dict[str, Any] = {"name": name, "image": "registry.example/cuda:12"}
+    if res:
+        q = {k: str(v) for k, v in res.items()}
+        c["resources"] = {"requests": dict(q), "limits": dict(q)}
+    if env:
+        c["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    return c
+
+
+def _spec(pc: str, placement: tuple[str | None, list[dict[str, Any]]], res: dict[str, int], *,
+          sidecar: dict[str, int] | None = None, env: bool = False, gated: bool = False) -> dict[str, Any]:
+    selector, tols = placement
+    s: dict[str, Any] = {"containers": [_container(res, env)]}
+    if pc:
+        s["priorityClassName"] = pc
+    if selector is not None:
+        s["nodeSelector"] = {"gpuplan.dev/pool": selector}
+    if tols:
+        s["tolerations"] = tols
+    if sidecar:
+        s["initContainers"] = [{**_container(sidecar, name="sidecar"), "restartPolicy": "Always"}]
+    if gated:
+        from gpuplan.queues import KUEUE_GATE
+
+        s["schedulingGates"] = [{"name": KUEUE_GATE}]
+    return s
+
+
+def _tolerations(taints) -> list[dict[str, Any]]:
+    return [{"key": k, "operator": "Equal", "value": v, "effect": e} if v else
+            {"key": k, "operator": "Exists", "effect": e} for k, v, e in taints]
+
+
+def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
+    from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
+    from gpuplan.identity import QUEUE_LABEL, priority_class_name
+    from gpuplan.placement import (
+        Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, pools_from_objects, requests,
+    )
+    from gpuplan.queues import JOB_CONTROLLER, namespace_ceilings, namespace_grants, queue_controllers, queued_tiers
+
+    pools = pools_from_objects(rf, docs)
+    by_pool = {p.name: p for p in pools}
+    cluster = Cluster(rf, docs)
+    out = Boundary()
+
+    # --- namespace states ---------------------------------------------------------------
+    generated = cluster_namespaces(docs)
+    managed = [n for n in generated if n["metadata"]["name"] != "default"]
+    states = list(generated)
+    if managed:
+        labels = {k: v for k, v in managed[0]["metadata"].get("labels", {}).items() if k != "kubernetes.io/metadata.name"}
+        for name in (COPIED_NAMESPACE, REMOVED_NAMESPACE):
+            states.append({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": name, "labels": {**labels, "kubernetes.io/metadata.name": name}}})
+    exempt = set(rf.fleet.spec.cluster.admission.unmanaged_namespaces) | {rf.fleet.spec.cluster.gpu_operator.namespace}
+    shapes: dict[str, list[dict[str, Any]]] = {}
+    for ns_obj in states:
+        if ns_obj["metadata"]["name"] not in exempt:
+            shapes.setdefault(cluster.shape(ns_obj), []).append(ns_obj)
+    out.namespace_shapes = len(shapes)
+    groups = list(shapes.values())
+    selected = [cluster.selected(g[0]) for g in groups]
+
+    # --- what the spec grants ------------------------------------------------------------
+    tenant_of: dict[str, Any] = {}
+    for tn in rf.fleet.spec.tenants:
+        for ns in tn.namespaces:
+            tenant_of[ns] = tn
+    queued = set(queued_tiers(rf))
+    tiers_of: dict[str, list] = {}
+    for t in rf.fleet.spec.tiers:
+        if rf.tier_resource(t) is not None and t.pool in rf.pool_by_name:
+            tiers_of.setdefault(priority_class_name(t), []).append(t)
+    held = {t.name for t in rf.fleet.spec.tiers if t.enforce_priority or t.name in queued}
+
+    def allowance(ns: str, pc: str, res: str, kueue_held: bool) -> int | None:
+        """Units of ``res`` the spec lets pods of ``pc`` hold in ``ns`` (None: not granted)."""
+        tn = tenant_of.get(ns)
+        if tn is None:
+            return None
+        grants = tn.quotas.get(ns, {})
+        allowed = namespace_grants(rf).get(ns, frozenset())
+        mine = [t for t in tiers_of.get(pc, ()) if t.name in allowed and rf.tier_resource(t) == res]
+        if not mine:
+            return None
+        t = mine[0]
+        if t.name in queued and kueue_held:
+            ceil = (namespace_ceilings(rf, tn) or {}).get((t.pool, res))
+            if ceil is not None:
+                return ceil
+        if t.name in held:
+            return sum(grants.get(x.name, 0) for x in mine)
+        # tiers not held to their class share the namespace's units of the resource
+        return sum(u for name, u in grants.items() if name not in held and name in rf.tier_by_name
+                   and rf.tier_resource(rf.tier_by_name[name]) == res)
+
+    gpu_names = set(rf.gpu_resources)
+
+    def gpu(req: dict[str, int]) -> dict[str, int]:
+        return {k: v for k, v in req.items() if v > 0 and (k in gpu_names or k.startswith(IMPLICIT_DRA_PREFIX))}
+
+    def cap(ns: str, pc: str, res: str) -> int | None:
+        """The most the namespace's quotas let pods of ``pc`` hold of ``res`` (None: uncharged)."""
+        from gpuplan.placement import _scope_matches
+
+        caps = []
+        for q in cluster.quotas.get(ns, []):
+            scope = (q["spec"].get("scopeSelector") or {}).get("matchExpressions", [])
+            hard = q["spec"].get("hard", {}).get(f"requests.{res}")
+            if hard is not None and all(_scope_matches(e, pc) for e in scope):
+                caps.append(int(hard))
+        return min(caps) if caps else None
+
+    # --- the pods ------------------------------------------------------------------------
+    implicit = [f"{IMPLICIT_DRA_PREFIX}{c}" for c in
+                sorted({*CHART_CLASSES, *(c.class_name for c in tier_claims(rf))} if any_dra(rf) else {"gpu.nvidia.com"})]
+    resources = [*rf.gpu_resources, *implicit]
+    keyless = (None, [{"operator": "Exists"}])
+    pool_place = {p.name: (p.name, _tolerations(p.taints)) for p in pools}
+    ctrl = queue_controllers(rf)
+    pod_gate = rf.fleet.spec.queueing is not None and any(
+        i in rf.fleet.spec.queueing.integrations for i in ("pod", "deployment", "statefulset"))
+    tenant_req = {"operation": "CREATE", "userInfo": {"username": "tenant"}}
+    ctrl_req = {"operation": "CREATE", "userInfo": {"username": JOB_CONTROLLER if JOB_CONTROLLER in ctrl else
+                                                    (ctrl[0] if ctrl else "tenant")}}
+    attacks: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = []  # (words, pod, request, kueue-held)
+
+    def add(words: str, spec: dict[str, Any], req: dict[str, Any] = tenant_req, kueue_held: bool = False,
+            labels: dict[str, str] | None = None) -> None:
+        pod = _pod(spec)
+        if labels:
+            pod["metadata"]["labels"] = labels
+        attacks.append((words, pod, req, kueue_held))
+
+    for pc in [*sorted(tiers_of), "", SYSTEM_CLASS]:
+        tiers = tiers_of.get(pc, [])
+        who = f"class {pc or '(none)'}"
+        own = [pool_place[t.pool] for t in tiers if t.pool in pool_place][:1]
+        places = own or [keyless]
+        reqs: list[tuple[str, dict[str, Any], bool, dict[str, str] | None, bool]] = [("", tenant_req, False, None, False)]
+        if any(t.name in queued for t in tiers):
+            reqs.append((f" created by {ctrl_req['userInfo']['username']}", ctrl_req, True, None, False))
+            if pod_gate:
+                reqs.append((" held by Kueue's gate", tenant_req, True, {QUEUE_LABEL: "default"}, True))
+        for rw, req, kh, labels, gated in reqs:
+            for place in places:
+                for res in resources:
+                    add(f"{who}{rw}: 1 {res}", _spec(pc, place, {res: 1}, gated=gated), req, kh, labels)
+                for t in tiers:
+                    if t.max_gpus_per_pod is not None:
+                        r = rf.tier_resource(t)
+                        n = t.max_gpus_per_pod
+                        add(f"{who}{rw}: {n + 1} {r}", _spec(pc, place, {r: n + 1}, gated=gated), req, kh, labels)
+                        add(f"{who}{rw}: {n} {r} and 1 in a sidecar",
+                            _spec(pc, place, {r: n}, sidecar={r: 1}, gated=gated), req, kh, labels)
+        for place in [*(pool_place.values() if not tiers else places), keyless]:
+            where = f"pool {place[0]}" if place[0] else "any node (keyless Exists)"
+            add(f"{who}: no GPU, on {where}", _spec(pc, place, {}))
+            if pc == "" and place[0]:
+                add(f"{who}: no GPU, NVIDIA_VISIBLE_DEVICES=all, on {where}", _spec(pc, place, {}, env=True))
+        if tiers:
+            # the tier's resource on another pool: the class policy compares the pool selector
+            # with a list of its pools, so one pool outside it stands for all (tests hold every
+            # other pool of the examples to the same verdict)
+            other = next((p for p in pools if p.name not in {t.pool for t in tiers}), None)
+            if other is not None:
+                add(f"{who}: 1 {rf.tier_resource(tiers[0])} on pool {other.name}",
+                    _spec(pc, pool_place[other.name], {rf.tier_resource(tiers[0]): 1}))
+    out.pods = len(attacks)
+
+    # --- admission and fit -----------------------------------------------------------------
+    ert = ert_enabled(rf)
+    access: dict[tuple[str, str, str], dict[str, int]] = {}
+    for words, pod, req, kueue_held in attacks:
+        admitted_pod = extended_resource_toleration(pod) if ert else pod
+        pc = pod["spec"].get("priorityClassName", "")
+        want = gpu(requests(admitted_pod))
+        landing: list[str] | None = None
+        verdicts = cluster.verdicts(admitted_pod, req)
+        for group, sel in zip(groups, selected):
+            out.checked += 1
+            if cluster.policy_denials(admitted_pod, group[0], sel, req, verdicts):
+                continue
+            if landing is None:
+                landing = [p.name for p in pools if fits(admitted_pod, p)]
+            for ns_obj in group:
+                ns = ns_obj["metadata"]["name"]
+                from gpuplan.placement import quota_denials
+
+                if quota_denials(admitted_pod, cluster.quotas.get(ns, [])):
+                    continue
+                for escape in _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, cap, by_pool):
+                    out.breaches.append(Breach(ns, words, escape))
+                if want and pc in tiers_of:
+                    for pool in landing:
+                        for res in want:
+                            c = cap(ns, pc, res)
+                            if c is not None:
+                                key = (pool, pc, res)
+                                access.setdefault(key, {})[ns] = max(access.get(key, {}).get(ns, 0), c)
+    out.breaches += _claim_breaches(rf, cluster, states, exempt, tenant_of)
+    out.access = [Access(pool, pc, tuple(sorted(nss.items())), res) for (pool, pc, res), nss in sorted(access.items())]
+    return out
+
+
+def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, cap, by_pool) -> list[str]:
+    """What an admitted pod gets that its namespace was not granted."""
+    gpu_pools = [p for p in landing if any(by_pool[p].resources.values())]
+    if not want:
+        return [f"runs on GPU pool {p} without requesting a GPU" for p in gpu_pools]
+    out = []
+    tiers = tiers_of.get(pc, [])
+    pools = {t.pool for t in tiers}
+    for p in landing:
+        if p not in pools:
+            out.append(f"lands on pool {p}, which is not its tier's")
+    for res, n in want.items():
+        granted = allowance(ns, pc, res, kueue_held)
+        if granted is None:
+            out.append(f"gets {res} in a namespace not granted it under class {pc or '(none)'}")
+            continue
+        c = cap(ns, pc, res)
+        if c is None:
+            out.append(f"gets {res} uncharged by any ResourceQuota")
+        elif c > granted:
+            out.append(f"can hold {c} {res} (quota) where the namespace is granted {granted}")
+        limits = [t.max_gpus_per_pod for t in tiers if rf.tier_resource(t) == res and t.max_gpus_per_pod is not None]
+        if limits and n > max(limits):
+            out.append(f"requests {n} {res}, above maxGPUsPerPod {max(limits)}")
+    return out
+
+
+def _claim_breaches(rf, cluster, states, exempt, tenant_of) -> list[Breach]:
+    """A ResourceClaim of every GPU DeviceClass in every namespace state: admitted only where
+    a DRA tier of that class is granted, and charged there to the class's quota key."""
+    from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
+    from gpuplan.k8s_features_dra import RESOURCE_API
+    from gpuplan.placement.cel import evaluate_policy
+
+    if not any_dra(rf):
+        return []
+    claims = {c.class_name: c for c in tier_claims(rf)}
+    out = []
+    for cls in sorted({*CHART_CLASSES, *claims}):
+        claim = {"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": "probe"},
+                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": cls}}]}}}
+        applies = [(b, cluster.policies[b["spec"]["policyName"]]) for b in cluster.bindings
+                   if any("resourceclaims" in r.get("resources", ())
+                          for r in cluster.policies[b["spec"]["policyName"]]["spec"]["matchConstraints"]["resourceRules"])]
+        for ns_obj in states:
+            ns = ns_obj["metadata"]["name"]
+            if ns in exempt:
+                continue
+            sel = cluster.selected(ns_obj)
+            denied = any(sel[cluster.bindings.index(b)] and evaluate_policy(p, claim, None)
+                         for b, p in applies)
+            if denied:
+                continue
+            tn = tenant_of.get(ns)
+            grant = (tn.quotas.get(ns, {}).get(claims[cls].tier, 0) if tn is not None and cls in claims else 0)
+            key = f"requests.{cls}.deviceclass.resource.k8s.io/devices"
+            hards = [int(q["spec"]["hard"][k]) for q in cluster.quotas.get(ns, []) for k in q["spec"].get("hard", {})
+                     if k in (key, key.removeprefix("requests."))]
+            if not hards:
+                out.append(Breach(ns, f"a ResourceClaim of DeviceClass {cls}", "claims devices uncharged by any quota"))
+            elif min(hards) > grant:
+                out.append(Breach(ns, f"a ResourceClaim of DeviceClass {cls}",
+                                  f"can claim {min(hards)} devices where the namespace is granted {grant}"))
+    return out
+
+
+
+def boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
+    """The boundary proof of the fleet over ``docs``, computed once (the object checks and
+    the capacity report share it)."""
+    cached = rf.__dict__.get("_boundary_proof")
+    if cached is None:
+        cached = rf.__dict__["_boundary_proof"] = prove_boundary(rf, docs)
+    return cached

@@ -1,0 +1,386 @@
+"""The tenancy boundary against pods that are not the contract pod: each escape a review
+found, decided by the emitted ValidatingAdmissionPolicies (their CEL evaluated by gpuplan's
+CEL engine), the emitted ResourceQuotas and the adversarial proof (GP527)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from gpuplan.compiler import check_fleet, placement_docs
+from gpuplan.identity import POOL_LABEL, contract_pod
+from gpuplan.placement import Cluster, cluster_namespaces, namespace_object, requests
+from gpuplan.placement.boundary import COPIED_NAMESPACE, REMOVED_NAMESPACE, prove_boundary
+from tests.rules.helpers import BASE, edit
+
+REPO = Path(__file__).parents[2]
+EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+TENANT = {"operation": "CREATE", "userInfo": {"username": "alice"}}
+JOBS = {"operation": "CREATE", "userInfo": {"username": "system:serviceaccount:kube-system:job-controller"}}
+
+
+def _rf(path):
+    c = check_fleet(path)
+    assert c.resolved is not None, c.diagnostics
+    return c.resolved
+
+
+def _rf_text(tmp_path, text, name="fleet.yaml"):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return check_fleet(p)
+
+
+class World:
+    """A fleet's generated admission objects and the namespaces a pod can be created in."""
+
+    def __init__(self, rf):
+        self.rf = rf
+        self.docs = placement_docs(rf)
+        self.cluster = Cluster(rf, self.docs)
+        self.ns = {n["metadata"]["name"]: n for n in cluster_namespaces(self.docs)}
+
+    def namespace(self, name, labels_of=None):
+        if name in self.ns:
+            return self.ns[name]
+        labels = dict(self.ns[labels_of]["metadata"]["labels"]) if labels_of else {}
+        return namespace_object({"metadata": {"name": name, "labels": labels}})
+
+    def denials(self, obj, ns, request=None, labels_of=None):
+        return self.cluster.denials(obj, self.namespace(ns, labels_of), request or TENANT)
+
+
+@pytest.fixture(scope="module")
+def kueue():
+    return World(_rf(REPO / "examples" / "kueue.yaml"))
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    return World(_rf(REPO / "examples" / "fleet.yaml"))
+
+
+def _pod(spec):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+
+
+def _contract(w, tier, ns=""):
+    pod = contract_pod(w.rf, w.rf.tier_by_name[tier], ns)
+    pod["metadata"].pop("namespace")
+    return pod
+
+
+# --- every example: no breach, every state covered ---------------------------------------------
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_no_pod_anyone_can_write_escapes_the_boundary(path):
+    rf = _rf(path)
+    b = prove_boundary(rf, placement_docs(rf))
+    assert b.breaches == []
+    assert b.pods > 10 * len(rf.fleet.spec.tiers) // 2
+    # the states a stranger can make: labels copied onto a new namespace, a removed tenant's namespace
+    assert b.checked == b.pods * b.namespace_shapes
+    assert b.access, "the boundary lists who can run where"
+    granted = {(a.priority_class, ns) for a in b.access for ns, _ in a.namespaces}
+    assert not any(ns in ("default", COPIED_NAMESPACE, REMOVED_NAMESPACE) for _, ns in granted)
+
+
+# --- 1. Kueue ceilings are spendable only through Kueue -------------------------------------------
+
+
+def test_a_queued_class_pod_outside_kueue_is_refused_and_a_kueue_job_is_not(kueue):
+    pod = _contract(kueue, "training")
+    assert any("created by the controller of a Kueue-managed workload" in m
+               for m in kueue.denials(pod, "vision-train", TENANT))
+    assert kueue.denials(pod, "vision-train", JOBS) == []
+
+
+def test_workloads_of_a_queued_class_must_be_held_by_kueue(kueue):
+    from gpuplan.identity import QUEUE_LABEL
+
+    spec = _contract(kueue, "training")["spec"]
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+           "spec": {"template": {"spec": copy.deepcopy(spec)}}}
+    assert any("names its queue" in m for m in kueue.denials(job, "vision-train"))
+    job["metadata"]["labels"] = {QUEUE_LABEL: "default"}
+    assert any("names its queue" in m for m in kueue.denials(job, "vision-train"))  # not suspended
+    job["spec"]["suspend"] = True
+    assert kueue.denials(job, "vision-train") == []
+    # the tenant cannot start it; Kueue can
+    started = copy.deepcopy(job)
+    started["spec"]["suspend"] = False
+    upd = {"operation": "UPDATE", "userInfo": {"username": "alice"}}
+    from gpuplan.placement.cel import evaluate_policy
+
+    pol = kueue.cluster.policies["gpuplan-kueue-lab-gpu-pods-gpuplan-training"]
+    assert any("only Kueue starts" in m for m in evaluate_policy(pol, started, None, upd, old=job))
+    kueue_upd = {"operation": "UPDATE", "userInfo": {"username": "system:serviceaccount:kueue-system:kueue-controller-manager"}}
+    assert evaluate_policy(pol, started, None, kueue_upd, old=job) == []
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+              "spec": {"template": {"spec": copy.deepcopy(spec)}}}
+    assert any("not as a Deployment" in m for m in kueue.denials(deploy, "vision-train"))
+
+
+def test_quotas_give_the_borrow_ceiling_to_the_queued_class_only(kueue):
+    q = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in kueue.docs if d["kind"] == "ResourceQuota"}
+    # before: vision-serve (no queued tier) held 64 nvidia.com/gpu, vision-train 64 for any class
+    assert q[("vision-serve", "gpuplan-gpus")]["spec"]["hard"]["requests.nvidia.com/gpu"] == "0"
+    other = q[("vision-train", "gpuplan-other-priorities")]["spec"]
+    assert other["hard"]["requests.nvidia.com/gpu"] == "0"
+    assert set(other["scopeSelector"]["matchExpressions"][0]["values"]) == {
+        "gpuplan-training", "gpuplan-batch", "gpuplan-burst-training"}
+    # a plain pod of another class with a GPU is charged to 0 there
+    pod = _contract(kueue, "training")
+    pod["spec"]["priorityClassName"] = "gpuplan-inference"
+    from gpuplan.placement import quota_denials
+
+    assert quota_denials(pod, [d for (ns, _), d in q.items() if ns == "vision-train"])
+
+
+def test_the_cluster_queue_selects_namespaces_by_name(kueue):
+    rf = kueue.rf
+    from gpuplan.lower.kueue import cluster_queue
+    from gpuplan.queues import queue_ledger
+
+    ledger = queue_ledger(rf)
+    cq = cluster_queue(rf, ledger, ledger.queue("vision"))
+    assert cq["spec"]["namespaceSelector"] == {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["vision-serve", "vision-train"]}]}
+
+
+# --- 2. pods that are no tier's stay off GPU pools -------------------------------------------------
+
+
+def test_a_pod_without_a_gpu_that_tolerates_everything_is_refused(fleet):
+    pod = _pod({"tolerations": [{"operator": "Exists"}], "nodeSelector": {POOL_LABEL: "train-a100"},
+                "containers": [{"name": "x", "image": "cuda"}]})
+    assert any("may tolerate the GPU pools' taint" in m for m in fleet.denials(pod, "default"))
+    pod["spec"]["tolerations"] = [{"key": POOL_LABEL, "operator": "Exists"}]
+    assert any("may tolerate the GPU pools' taint" in m for m in fleet.denials(pod, "default"))
+    pod["spec"]["tolerations"] = [{"key": POOL_LABEL, "operator": "Exists", "effect": "NoExecute"}]
+    assert fleet.denials(pod, "default") == []  # tolerates no NoSchedule taint: lands on no GPU pool
+    pod["spec"]["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    assert fleet.denials(pod, "default") == []
+
+
+def test_a_tier_pod_must_use_its_gpus_and_no_pod_sets_visible_devices(fleet):
+    pod = _contract(fleet, "training")
+    pod["spec"]["containers"][0].pop("resources")
+    assert any("a tier's class is for pods that use its GPUs" in m for m in fleet.denials(pod, "vision-train"))
+    pod = _contract(fleet, "training")
+    pod["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    assert any("NVIDIA_VISIBLE_DEVICES" in m for m in fleet.denials(pod, "vision-train"))
+
+
+# --- 3, 4. labels grant nothing: copied, or left behind by a removed tenant ------------------------
+
+
+def test_copied_labels_grant_nothing(fleet):
+    pod = _contract(fleet, "training")
+    assert fleet.denials(pod, "vision-train") == []
+    assert any("is granted only to namespaces" in m
+               for m in fleet.denials(pod, "self-service", labels_of="vision-train"))
+
+
+def test_a_removed_tenants_namespace_grants_nothing(tmp_path):
+    text = edit(BASE, "        alpha-ns: {training: 8, serve: 8, notebooks: 16}\n",
+                "        alpha-ns: {training: 8, serve: 8, notebooks: 16}\n"
+                "    - name: beta\n      namespaces: [beta-ns]\n      quotas:\n        beta-ns: {training: 4}\n")
+    before = World(_rf_text(tmp_path, text, "before.yaml").resolved)
+    after = World(_rf_text(tmp_path, BASE, "after.yaml").resolved)
+    kept = before.ns["beta-ns"]  # Argo CD keeps the Namespace (Prune=confirm) with its labels; quotas go
+    assert "tier.gpuplan.dev/training" in kept["metadata"]["labels"]
+    pod = _contract(after, "training")
+    assert before.denials(pod, "beta-ns") == []
+    assert any("is granted only to namespaces alpha-ns" in m
+               for m in after.cluster.denials(pod, kept, TENANT))
+
+
+# --- 5. a class pins its resource ------------------------------------------------------------------
+
+
+def test_a_tier_class_admits_only_its_own_resource(fleet):
+    pod = _contract(fleet, "inference-small", "vision-serve")  # nvidia.com/mig-1g.10gb
+    res = pod["spec"]["containers"][0]["resources"]
+    res["limits"] = res["requests"] = {"nvidia.com/gpu": "1"}
+    assert any("may request only nvidia.com/mig-1g.10gb" in m for m in fleet.denials(pod, "vision-serve"))
+
+
+# --- 6. DRA: implicit names and claims -----------------------------------------------------------------
+
+
+def test_implicit_dra_names_are_gpu_resources(fleet):
+    pod = _contract(fleet, "training")
+    res = pod["spec"]["containers"][0]["resources"]
+    res["limits"] = res["requests"] = {"deviceclass.resource.kubernetes.io/gpu.nvidia.com": "1"}
+    assert any("may request only nvidia.com/gpu" in m for m in fleet.denials(pod, "vision-train"))
+    pod["spec"].pop("priorityClassName")
+    assert any("GPU resources only under the PriorityClass" in m for m in fleet.denials(pod, "default"))
+
+
+def test_gpu_claims_only_in_namespaces_granted_a_dra_tier():
+    w = World(_rf(REPO / "examples" / "dra.yaml"))
+    from gpuplan.k8s_features_dra import RESOURCE_API
+
+    claim = {"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": "c"},
+             "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
+    assert any("GPU DeviceClasses may be claimed only" in m for m in w.denials(claim, "default"))
+    granted = next(ns for ns in w.ns if ns != "default" and not w.denials(claim, ns))
+    assert any(d["kind"] == "ResourceQuota" and d["metadata"]["namespace"] == granted
+               and d["spec"]["hard"].get("gpu.nvidia.com.deviceclass.resource.k8s.io/devices") == "0"
+               for d in w.docs)  # the chart's class is held to 0 there; the tier's own class to its grant
+
+
+# --- 7. sidecars count -----------------------------------------------------------------------------
+
+
+def test_sidecars_count_toward_max_gpus_per_pod(fleet):
+    pod = _contract(fleet, "training")
+    most = fleet.rf.tier_by_name["training"].max_gpus_per_pod
+    main = pod["spec"]["containers"][0]["resources"]
+    main["limits"] = main["requests"] = {"nvidia.com/gpu": str(most)}
+    assert fleet.denials(pod, "vision-train") == []
+    pod["spec"]["initContainers"] = [{"name": "side", "image": "x", "restartPolicy": "Always",
+                                      "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+    assert requests(pod)["nvidia.com/gpu"] == most + 1
+    assert any(f"at most {most} nvidia.com/gpu" in m for m in fleet.denials(pod, "vision-train"))
+
+
+def test_effective_request_follows_pod_requests():
+    """k8s.io/component-helpers resource/helpers.go PodRequests."""
+    def c(n, sidecar=False):
+        out = {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": str(n)}}}
+        return {**out, "restartPolicy": "Always"} if sidecar else out
+
+    pod = {"spec": {"containers": [c(2)], "initContainers": [c(1, True), c(4), c(1, True)]}}
+    # containers 2 + sidecars 1 + 1 = 4; the init container 4 runs beside the first sidecar: 5
+    assert requests(pod) == {"nvidia.com/gpu": 5}
+    pod = {"spec": {"containers": [c(3)], "initContainers": [c(2), c(1, True)]}}
+    assert requests(pod) == {"nvidia.com/gpu": 4}  # max(3 + 1, 2)
+
+
+# --- shared classes, Pod Security, templates ------------------------------------------------------
+
+
+def test_a_class_shared_across_pools_or_held_tiers_is_an_error(tmp_path):
+    text = edit(BASE, "{name: training, pool: train, workload: training, priority: 1000}",
+                "{name: training, pool: train, workload: training, priority: 5000, priorityClassName: high}")
+    text = edit(text, "{name: serve, pool: infer, profile: 1g.10gb, workload: inference, priority: 5000}",
+                "{name: serve, pool: infer, profile: 1g.10gb, workload: inference, priority: 5000, "
+                "priorityClassName: high}")
+    d = [x for x in _rf_text(tmp_path, text).diagnostics if x.code == "GP528"]
+    assert len(d) == 1 and "pools 'train' and 'infer'" in d[0].message and d[0].line is not None
+
+
+def test_tenant_namespaces_enforce_a_pod_security_level(tmp_path, fleet):
+    assert all(n["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+               for n in fleet.ns.values() if n["metadata"]["name"] != "default")
+    text = edit(BASE, "    - name: alpha\n", "    - name: alpha\n      podSecurity: restricted\n")
+    w = World(_rf_text(tmp_path, text).resolved)
+    assert w.ns["alpha-ns"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+@pytest.mark.parametrize("kind,wrap", [
+    ("Deployment", lambda s: {"apiVersion": "apps/v1", "spec": {"template": {"spec": s}}}),
+    ("StatefulSet", lambda s: {"apiVersion": "apps/v1", "spec": {"template": {"spec": s}}}),
+    ("Job", lambda s: {"apiVersion": "batch/v1", "spec": {"template": {"spec": s}}}),
+    ("CronJob", lambda s: {"apiVersion": "batch/v1", "spec": {"jobTemplate": {"spec": {"template": {"spec": s}}}}}),
+])
+def test_workload_templates_are_held_to_the_same_rules(fleet, kind, wrap):
+    good = _contract(fleet, "inference-small")["spec"]
+    obj = {**wrap(copy.deepcopy(good)), "kind": kind, "metadata": {"name": "w"}}
+    assert fleet.denials(obj, "vision-serve") == []
+    bad = copy.deepcopy(good)
+    bad["nodeSelector"] = {POOL_LABEL: "train-a100"}
+    obj = {**wrap(bad), "kind": kind, "metadata": {"name": "w"}}
+    assert any("must select their pool" in m for m in fleet.denials(obj, "vision-serve"))
+
+
+# --- the proof finds what a weaker tree lets through -----------------------------------------------
+
+
+def _weaken(monkeypatch, change):
+    import gpuplan.objchecks as objchecks
+
+    real = objchecks.collect
+
+    def weakened(artifacts):
+        docs = real(artifacts)
+        change(docs)
+        return docs
+
+    monkeypatch.setattr(objchecks, "collect", weakened)
+
+
+def test_the_proof_finds_a_pod_that_squats_a_gpu_pool(tmp_path, monkeypatch):
+    def drop_toleration_rule(docs):
+        for d in docs:
+            if d["kind"] == "ValidatingAdmissionPolicy" and d["metadata"]["name"] == "gpuplan-small-gpu-pods":
+                d["spec"]["validations"] = [v for v in d["spec"]["validations"] if "tolerations" not in v["expression"]]
+    _weaken(monkeypatch, drop_toleration_rule)
+    found = [d for d in _rf_text(tmp_path, BASE).diagnostics if d.code == "GP527"]
+    assert any("runs on GPU pool" in d.message and "default" in d.message for d in found)
+    assert any(COPIED_NAMESPACE in d.message or "more pods" in d.message for d in found)
+
+
+def test_the_proof_finds_a_quota_above_the_grant(tmp_path, monkeypatch):
+    def raise_quota(docs):
+        for d in docs:
+            if d["kind"] == "ResourceQuota" and d["metadata"]["name"] == "gpuplan-gpus":
+                d["spec"]["hard"]["requests.nvidia.com/gpu"] = "64"
+    _weaken(monkeypatch, raise_quota)
+    found = [d for d in _rf_text(tmp_path, BASE).diagnostics if d.code == "GP527"]
+    assert any("can hold 64 nvidia.com/gpu" in d.message and "granted 8" in d.message for d in found)
+
+
+def test_the_proof_finds_an_uncharged_resource(tmp_path, monkeypatch):
+    def drop_key(docs):
+        for d in docs:
+            if d["kind"] == "ResourceQuota":
+                d["spec"]["hard"].pop("requests.nvidia.com/mig-1g.10gb", None)
+    _weaken(monkeypatch, drop_key)
+    found = [d for d in _rf_text(tmp_path, BASE).diagnostics if d.code == "GP527"]
+    assert any("uncharged by any ResourceQuota" in d.message for d in found)
+
+
+# --- the proof's shortcuts hold ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_the_class_shortcut_agrees_with_full_evaluation(path):
+    """The proof skips a class policy for pods of another class; evaluating it in full gives
+    the same (no refusal) for every tier's contract pod."""
+    from gpuplan.placement.cel import evaluate_policy
+
+    w = World(_rf(path))
+    for tier in w.rf.fleet.spec.tiers:
+        if w.rf.tier_resource(tier) is None:
+            continue
+        pod = _contract(w, tier.name)
+        applies = w.cluster.verdicts(pod, JOBS)
+        for name, policy in w.cluster.policies.items():
+            if name not in applies:
+                assert evaluate_policy(policy, pod, None, JOBS) == [], (tier.name, name)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_other_pool_gets_the_same_verdict(path):
+    """The proof tries a tier's pod on one pool outside its own: every other pool is refused alike."""
+    from gpuplan.placement import pools_from_objects
+
+    w = World(_rf(path))
+    pools = pools_from_objects(w.rf, w.docs)
+    for tier in w.rf.fleet.spec.tiers:
+        if w.rf.tier_resource(tier) is None:
+            continue
+        verdicts = set()
+        for p in pools:
+            if p.name == tier.pool:
+                continue
+            pod = _contract(w, tier.name)
+            pod["spec"]["nodeSelector"] = {POOL_LABEL: p.name}
+            verdicts.add(tuple(w.cluster.policy_denials(pod, w.ns["default"], w.cluster.selected(w.ns["default"]), JOBS)))
+        assert len(verdicts) <= 1, (tier.name, verdicts)
