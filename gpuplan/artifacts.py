@@ -53,3 +53,13 @@ class Produced:
         apps = tuple(d for d in docs if d.get("kind") == "Application")
         return cls(a.path, a.kustomize, a.description, a.documents is not None,
                    frozenset(kinds), frozenset(namespaces), apps)
+
+
+def dig(doc: Any, *keys: str) -> Any:
+    """The value at ``keys`` in a parsed document, or None where a level is missing or is
+    not a mapping (documents read from a tree or a cluster are whatever a person left)."""
+    for k in keys:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(k)
+    return doc

@@ -37,6 +37,7 @@ from gpuplan.units import (
 if TYPE_CHECKING:
     from gpuplan.queues import QueueLedger
     from gpuplan.resolve import PoolView, ResolvedFleet
+    from gpuplan.spec.models import Tier
 
 
 # --- the report ------------------------------------------------------------------------
@@ -91,6 +92,8 @@ class PoolReport:
     cost_per_month: float | None
     allocated_cost_per_month: float | None  # what the pool's tiers grant
     node_layouts: tuple[tuple[str, tuple[tuple[tuple[str, int], ...] | None, ...]], ...] = ()
+    preemptible: bool = False  # its nodes may be spot (reclaimed with two minutes' notice)
+    spot_price_per_gpu_hour: float | None = None
 
     @property
     def idle_compute_slices(self) -> int:
@@ -126,6 +129,7 @@ class TierReport:
     grants: tuple[Grant, ...]
     priority: int = 0
     preemption: str = "PreemptLowerPriority"
+    preemptible: bool = False  # the tier may run on spot capacity (preemptible_tier)
 
     @property
     def oversubscription(self) -> float | None:
@@ -167,6 +171,17 @@ class TenantReport:
 
 
 @dataclass(frozen=True)
+class Stranded:
+    """Paid capacity no tier can grant: a resource a pool advertises that no tier hands out."""
+
+    pool: str
+    resource: str
+    units: int
+    gpus: float | None  # GPU-equivalents
+    cost_per_month: float | None
+
+
+@dataclass(frozen=True)
 class CapacityReport:
     fleet: str
     pools: tuple[PoolReport, ...]
@@ -176,6 +191,8 @@ class CapacityReport:
     notes: tuple[str, ...] = field(default=())
     queues: "QueueLedger | None" = None  # Kueue's quotas, with spec.queueing (gpuplan.queues)
     placement: Any = None  # gpuplan.placement.Proof, with tiers
+    boundary: Any = None  # gpuplan.placement.boundary.Boundary, with an admission policy
+    stranded: tuple[Stranded, ...] = ()
 
     @property
     def physical_gpus(self) -> int:
@@ -313,6 +330,7 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
             sharing_tiers=tuple(group_tiers[(t.pool, res)]), max_oversubscription=max_oversubscription(t),
             unit_gpus=unit_gpus[t.name], unit_cost_per_month=None if uc is None else round(uc, 4),
             cost_per_month=cost, grants=grants, priority=t.priority, preemption=t.preemption,
+            preemptible=preemptible_tier(t),
         ))
 
     tiers_of_pool: dict[str, list[TierReport]] = {}  # grouped once: linear in pools + tiers
@@ -344,7 +362,8 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
             explanations=tuple((r, capacity_explanation(pv, r)) for r in sorted(res)),
             quota=tuple(sorted(quota.items())), layouts=_layout_usages(pv), price_per_gpu_hour=price,
             cost_per_month=cost, allocated_cost_per_month=None if price is None else _money(allocated),
-            node_layouts=node_layouts,
+            node_layouts=node_layouts, preemptible=preemptible_pool(pv),
+            spot_price_per_gpu_hour=pv.pool.spot_price_per_gpu_hour,
         ))
 
     tenants = []
@@ -354,7 +373,8 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
                    if tier_name in rf.tier_by_name)
         tenants.append(TenantReport(tn.name, tuple(tn.namespaces), gs))
 
-    report = CapacityReport(rf.fleet.metadata.name, tuple(pools), tuple(tiers), tuple(tenants))
+    report = CapacityReport(rf.fleet.metadata.name, tuple(pools), tuple(tiers), tuple(tenants),
+                            stranded=_stranded(rf, pools, tiers))
     if spec.queueing is not None:
         from dataclasses import replace
 
@@ -362,3 +382,90 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
 
         report = replace(report, queues=build_ledger(rf, report))
     return report
+
+
+def _stranded(rf: "ResolvedFleet", pools: list[PoolReport], tiers: list[TierReport]) -> tuple[Stranded, ...]:
+    """Per pool, the advertised resources no tier hands out, with what they cost."""
+    from gpuplan.units import resource_gpu_fraction
+
+    offered = {(t.pool, t.resource) for t in tiers if t.resource}
+    out = []
+    for pr in pools:
+        pv = rf.pool_by_name[pr.name]
+        for res, units in pr.resources:
+            if units <= 0 or (pr.name, res) in offered:
+                continue
+            frac = resource_gpu_fraction(pv, res)
+            gpus = None if frac is None else units * frac
+            cost = None if gpus is None or pr.price_per_gpu_hour is None else \
+                _money(gpus * pr.price_per_gpu_hour * HOURS_PER_MONTH)
+            out.append(Stranded(pr.name, res, units, gpus, cost))
+    return tuple(out)
+
+
+# --- preemptible capacity ----------------------------------------------------------------------
+
+PREEMPTIBLE_WORKLOADS = ("batch", "interactive")
+
+
+def preemptible_tier(tier: "Tier") -> bool:
+    """Whether the tier may run on spot capacity: its ``preemptible``, else yes for batch and
+    interactive tiers without a gang, no for inference, training and gangs."""
+    if tier.preemptible is not None:
+        return tier.preemptible
+    return tier.workload in PREEMPTIBLE_WORKLOADS and tier.gang is None
+
+
+def preemptible_pool(pv: "PoolView") -> bool:
+    """Whether the pool's nodes may be spot: a Karpenter pool that allows ``spot``. When a
+    NodePool allows several capacity types Karpenter takes reserved capacity first, then spot,
+    then on-demand (aws/karpenter-provider-aws v1.14.1
+    website/content/en/docs/concepts/nodepools.md:276), so a pool that allows spot guarantees
+    no unit: every one may be spot."""
+    k = pv.pool.karpenter
+    return k is not None and "spot" in k.capacity_types
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """A tier's (or tenant's) granted capacity on pools that allow spot."""
+
+    name: str
+    pool: str
+    units: int
+    gpu_hours_per_month: float | None  # GPU-equivalents × hours a month, open to interruption
+    on_demand_cost: float | None  # at the pool's pricePerGPUHour
+    spot_cost: float | None  # at its spotPricePerGPUHour
+
+
+def exposure(report: "CapacityReport") -> tuple[list[Exposure], list[Exposure]]:
+    """(per tier, per tenant) GPU-hours a month open to interruption, and their cost at
+    on-demand and at spot prices: the grants on pools that allow spot."""
+    pools = {p.name: p for p in report.pools}
+    tiers, tenants = [], {}
+    for tr in report.tiers:
+        pr = pools.get(tr.pool)
+        if pr is None or not pr.preemptible or not tr.quota:
+            continue
+        for g in tr.grants:
+            if not g.units:
+                continue
+            hours = None if g.gpus is None else g.gpus * report.hours_per_month
+            od = None if hours is None or pr.price_per_gpu_hour is None else _money(hours * pr.price_per_gpu_hour)
+            sp = None if hours is None or pr.spot_price_per_gpu_hour is None else _money(hours * pr.spot_price_per_gpu_hour)
+            cur = tenants.get(g.tenant)
+            tenants[g.tenant] = Exposure(g.tenant, "", (cur.units if cur else 0) + g.units,
+                                         _add(cur.gpu_hours_per_month if cur else 0.0, hours),
+                                         _add(cur.on_demand_cost if cur else 0.0, od),
+                                         _add(cur.spot_cost if cur else 0.0, sp))
+        gpus = tr.gpus
+        hours = None if gpus is None else gpus * report.hours_per_month
+        tiers.append(Exposure(tr.name, tr.pool, tr.quota, hours,
+                              None if hours is None or pr.price_per_gpu_hour is None else _money(hours * pr.price_per_gpu_hour),
+                              None if hours is None or pr.spot_price_per_gpu_hour is None
+                              else _money(hours * pr.spot_price_per_gpu_hour)))
+    return tiers, [tenants[k] for k in sorted(tenants)]
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else round(a + b, 2)

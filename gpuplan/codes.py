@@ -83,6 +83,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.sharing",
     "gpuplan.rules.resources",
     "gpuplan.rules.capacity",
+    "gpuplan.rules.spot",
     "gpuplan.rules.tenancy",
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",

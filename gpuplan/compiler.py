@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, MutableMapping
 
+from gpuplan.artifacts import dig
 from gpuplan.diagnostics import Diagnostic, has_errors, normalise
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.spec.loader import MAX_BYTES, LoadError, display_path, load_file, spec_path_problem
@@ -33,6 +34,11 @@ class Options:
     # free the spec's loaded tree and positions once it is checked (the build:
     # nothing after the checks reads them; reports such as `plan` do)
     release_spec: bool = False
+    # config names kept for old nodes that the build retires
+    # (`gpuplan build --retire-config`; gpuplan.identity.kept_plugin_configs)
+    retire_configs: frozenset[str] = frozenset()
+    # read those names from the tree at out_dir (off: a fresh build, e.g. the golden trees)
+    keep_previous: bool = True
 
 
 @dataclass
@@ -166,6 +172,112 @@ def render_files(rf: ResolvedFleet, spec_label: str, files: MutableMapping[str, 
     return files
 
 
+DEVICE_PLUGIN_CONFIG_FILE = "gpu-operator/device-plugin-config.yaml"
+MIG_PARTED_CONFIG_FILE = "gpu-operator/mig-parted-config.yaml"
+
+
+def _old_docs_on_disk(out_dir: Path | str, path: str) -> list[dict]:
+    """The objects of the existing tree's file at ``path``; none when it is
+    missing, leads out of the tree or does not load (the same bounded reader
+    as `gpuplan verify`: the committed tree is as hostile as any pull request)."""
+    from gpuplan.verify.manifests import read_file
+
+    file = os.path.join(out_dir, path)
+    try:
+        real = os.path.realpath(file)
+        root = os.path.realpath(out_dir)
+        if not real.startswith(root.rstrip(os.sep) + os.sep) or not os.path.isfile(file):
+            return []
+    except (OSError, ValueError):
+        return []
+    docs, diags = read_file(Path(real), file)
+    if any(d.is_error for d in diags):
+        return []
+    return [m.data for m in docs if isinstance(m.data, dict)]
+
+
+def _old_docs_in_memory(files: Mapping[str, bytes], path: str) -> list[dict]:
+    from gpuplan.verify.manifests import load_text
+
+    raw = files.get(path)
+    if raw is None:
+        return []
+    try:
+        docs, diags = load_text(raw.decode("utf-8"), path)
+    except UnicodeDecodeError:
+        return []
+    if any(d.is_error for d in diags):
+        return []
+    return [m.data for m in docs if isinstance(m.data, dict)]
+
+
+def _kept_annotation(meta: dict) -> dict[str, str]:
+    """A ConfigMap's ``gpuplan.dev/kept-configs`` (name -> pool), whatever a hand edit left there."""
+    import json
+
+    from gpuplan.identity import KEPT_CONFIGS_ANNOTATION
+
+    kept = dig(meta, "annotations", KEPT_CONFIGS_ANNOTATION)
+    try:
+        parsed = json.loads(kept) if isinstance(kept, str) else {}
+    except ValueError:
+        return {}
+    return {k: v for k, v in parsed.items() if isinstance(k, str) and isinstance(v, str)} \
+        if isinstance(parsed, dict) else {}
+
+
+def _configmap(docs: list[dict], name: str) -> tuple[dict, dict[str, str]]:
+    """(data, kept names) of the ConfigMap ``name`` among ``docs``."""
+    for d in docs:
+        meta = d.get("metadata")
+        if d.get("kind") == "ConfigMap" and isinstance(meta, dict) and meta.get("name") == name:
+            data = d.get("data")
+            return (data if isinstance(data, dict) else {}), _kept_annotation(meta)
+    return {}, {}
+
+
+def previous_configs(rf: ResolvedFleet, *, out_dir: Path | str | None = None,
+                     files: Mapping[str, bytes] | None = None, retire: frozenset[str] = frozenset()):
+    """What the previous tree (on disk at ``out_dir``, or rendered into
+    ``files``) says about the config names nodes may still carry: the old
+    device-plugin and mig-parted ConfigMaps' configs and kept names, and the
+    names each old NodePool of a pool still in the fleet selected
+    (``gpuplan.identity.PreviousConfigs``). Reads those files only, never the
+    whole tree, through the bounded manifest reader."""
+    from gpuplan.identity import (
+        DEVICE_PLUGIN_CONFIG_LABEL, DEVICE_PLUGIN_CONFIGMAP, MIG_CONFIG_LABEL, MIG_PARTED_CONFIG_KEY,
+        MIG_PARTED_CONFIGMAP, POOL_LABEL, PreviousConfigs,
+    )
+
+    def docs(path: str) -> list[dict]:
+        if files is not None:
+            return _old_docs_in_memory(files, path)
+        return _old_docs_on_disk(out_dir, path) if out_dir is not None else []
+
+    raw, owners = _configmap(docs(DEVICE_PLUGIN_CONFIG_FILE), DEVICE_PLUGIN_CONFIGMAP)
+    data = {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}
+    raw, mig_owners = _configmap(docs(MIG_PARTED_CONFIG_FILE), MIG_PARTED_CONFIGMAP)
+    mig_data: dict = {}
+    text = raw.get(MIG_PARTED_CONFIG_KEY)
+    if isinstance(text, str):
+        parsed = _old_docs_in_memory({"config": text.encode("utf-8")}, "config")
+        configs = dig(parsed[0], "mig-configs") if len(parsed) == 1 else None
+        mig_data = {k: v for k, v in configs.items() if isinstance(k, str)} if isinstance(configs, dict) else {}
+    if not data and not mig_data:
+        return PreviousConfigs(retire=retire)
+    for pv in rf.pools:
+        if pv.pool.karpenter is None:
+            continue
+        for d in docs(f"pools/{pv.name}/nodepool.yaml"):
+            labels = dig(d, "spec", "template", "metadata", "labels") if d.get("kind") == "NodePool" else None
+            if not isinstance(labels, dict) or labels.get(POOL_LABEL) != pv.name:
+                continue
+            for label, names in ((DEVICE_PLUGIN_CONFIG_LABEL, owners), (MIG_CONFIG_LABEL, mig_owners)):
+                if isinstance(labels.get(label), str):
+                    names[labels[label]] = pv.name
+    return PreviousConfigs(data=data, owners=owners, retire=retire, mig_data=mig_data, mig_owners=mig_owners)
+
+
 def spec_label(spec: Path | str, out_dir: Path | str) -> str:
     """How generated files name their spec: relative to the output tree's parent,
     so the text does not depend on the working directory."""
@@ -199,6 +311,9 @@ def compile_fleet(
     # bytes: peak memory stays near the checked spec plus one artifact (plus the
     # bytes, unless ``files`` writes them out).
     rf = checked.resolved
+    # config names that nodes of the existing tree may still carry (#27)
+    if options.keep_previous:
+        rf.previous = previous_configs(rf, out_dir=out_dir, retire=options.retire_configs)
     out = Path(out_dir).as_posix()
     v = None
     if options.verify:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
@@ -81,6 +83,35 @@ def priority_class_name(tier: Tier | str) -> str:
 def quota_key(resource: str) -> str:
     """ResourceQuota key of an extended resource: always ``requests.``."""
     return f"requests.{resource}"
+
+
+def scope_matches(expr: dict[str, Any], priority_class: str) -> bool:
+    """Whether a ResourceQuota ``scopeSelector`` expression selects pods of ``priority_class``
+    ("" for none); scopes other than PriorityClass select every pod here (kubernetes
+    pkg/quota/v1/evaluator/core/pods.go ``podMatchesScopeFunc``)."""
+    if expr["scopeName"] != "PriorityClass":
+        return True
+    op = expr["operator"]
+    if op == "In":
+        return priority_class in expr["values"]
+    if op == "NotIn":
+        return priority_class not in expr["values"]
+    if op == "Exists":
+        return priority_class != ""
+    return priority_class == ""
+
+
+def quota_cap(quotas: Any, priority_class: str, resource: str) -> int | None:
+    """The most of ``resource`` that pods of ``priority_class`` may hold under ``quotas``
+    (ResourceQuota objects of one namespace): the smallest ``requests.<resource>`` of the quotas
+    that select them. None: no quota charges it."""
+    caps = []
+    for q in quotas:
+        scope = (q["spec"].get("scopeSelector") or {}).get("matchExpressions", [])
+        hard = q["spec"].get("hard", {}).get(quota_key(resource))
+        if hard is not None and all(scope_matches(e, priority_class) for e in scope):
+            caps.append(int(hard))
+    return min(caps) if caps else None
 
 
 def tier_namespace_label(tier: str) -> str:
@@ -342,10 +373,24 @@ def _cluster_mig_strategy(rf: ResolvedFleet) -> str:
 
 
 def pool_mig_strategy(rf: ResolvedFleet, pv: PoolView) -> str:
-    """The MIG strategy the pool's nodes effectively run."""
+    """The MIG strategy the pool's nodes effectively run: the cluster's when it
+    sets one (the ``MIG_STRATEGY`` environment variable overrides the file's
+    flag), else the pool's own (:func:`own_mig_strategy`)."""
     cluster = cluster_mig_strategy(rf)
     if cluster:
         return cluster
+    return own_mig_strategy(pv)
+
+
+def own_mig_strategy(pv: PoolView) -> str:
+    """The MIG strategy the pool asks for itself (``none`` unless it uses MIG):
+    what its device-plugin config file says. It is the strategy its nodes run
+    whenever the cluster sets none; where the cluster sets one, the operator
+    hands it to the plugin as ``MIG_STRATEGY``, which overrides the file's flag
+    (NVIDIA/k8s-device-plugin@v0.20.0 api/config/v1/flags.go:32-33,
+    ``updateFromCLIFlag``: ``c.IsSet`` wins), so the file's own value never changes what a node runs.
+    Writing the pool's own value keeps the file, and so its content-addressed
+    name, a function of the pool alone (#27)."""
     s = pv.pool.sharing
     return s.strategy if isinstance(s, Mig) else "none"
 
@@ -364,7 +409,8 @@ def pool_config(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
 
 
 def _plugin_config(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
-    cfg: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": pool_mig_strategy(rf, pv)}}
+    # the pool's own strategy, never the cluster's: see own_mig_strategy
+    cfg: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": own_mig_strategy(pv)}}
     s = pv.pool.sharing
     if s.mode in ("time-slicing", "mps"):
         key = "timeSlicing" if s.mode == "time-slicing" else "mps"
@@ -382,14 +428,122 @@ def plugin_config_key(rf: ResolvedFleet, pv: PoolView) -> str:
     """The pool's key in the ConfigMap = its ``nvidia.com/device-plugin.config``
     label value: ``<pool>-<hash of the config>``. A changed replica count or
     sharing mode gives a new value, which is what makes config-manager switch
-    (it reacts to label changes only; cmd/config-manager/main.go:272-278). The
-    ConfigMap is applied before the labels change (Argo CD wave -1 vs the
-    NodeFeatureRule's 1; Karpenter nodes drift to the new template); if the
-    kubelet has not refreshed the mounted ConfigMap yet, config-manager exits
-    on the unknown key ("specified config ... does not exist", main.go:356-358)
-    and is restarted until it has. Rules read it too, on specs that may still
-    be invalid: the name is computed without ``pool_config``'s guard."""
+    (it reacts to label changes only; cmd/config-manager/main.go:272-278).
+
+    The config, and so the name, is a function of this pool alone (``rf`` is
+    not read): a change to another pool, such as one that changes the
+    cluster-wide MIG strategy, renames nothing here (:func:`own_mig_strategy`).
+
+    A new name reaches a node only when the node's label changes: nfd-master
+    relabels static nodes (the NodeFeatureRule, Argo CD wave 1, after the
+    ConfigMap's -1), but Karpenter never relabels a node it launched: a node
+    gets the new value only by being replaced, which a pool whose budgets block
+    drift postpones until expiry. Until then the node needs its old name, so
+    the ConfigMap keeps it (:func:`kept_plugin_configs`). If the kubelet has
+    not refreshed the mounted ConfigMap yet, config-manager exits on the
+    unknown key ("specified config ... does not exist", main.go:356-358) and is
+    restarted until it has. Rules read it too, on specs that may still be
+    invalid: the name is computed without ``pool_config``'s guard."""
     return content_name(pv.name, _plugin_config(rf, pv))
+
+
+# --- Config names that nodes may still carry ------------------------------------------------
+
+
+# On the device-plugin ConfigMap: the names it keeps for nodes that still carry
+# them, as JSON ``{name: pool}`` (sorted). A later build reads it back.
+KEPT_CONFIGS_ANNOTATION = "gpuplan.dev/kept-configs"
+
+
+_HASH_SUFFIX = re.compile(r"-[0-9a-f]{8}")
+
+
+@dataclass(frozen=True)
+class PreviousConfigs:
+    """What the existing generated tree says about device-plugin config names,
+    read by the driver (``gpuplan.compiler.previous_configs``) before lowering.
+
+    ``data``: the old ConfigMap's keys and values, as written; ``owners``: name
+    -> Karpenter pool, from the old NodePools' template labels and the old
+    ConfigMap's :data:`KEPT_CONFIGS_ANNOTATION`; ``retire``: names the person
+    building retires (``gpuplan build --retire-config``)."""
+
+    data: dict[str, str] = field(default_factory=dict)
+    owners: dict[str, str] = field(default_factory=dict)
+    retire: frozenset[str] = frozenset()
+    # the same for mig-parted configs: the old ``mig-configs`` (name -> entries)
+    # and name -> Karpenter pool (old NodePools' nvidia.com/mig.config, old annotation)
+    mig_data: dict[str, Any] = field(default_factory=dict)
+    mig_owners: dict[str, str] = field(default_factory=dict)
+
+
+def kept_plugin_configs(rf: ResolvedFleet) -> dict[str, tuple[str, str]]:
+    """Old device-plugin config names the new ConfigMap keeps: name -> (pool,
+    the old config text, verbatim).
+
+    Karpenter never changes the labels of a node it launched: a NodePool whose
+    template changes only marks its NodeClaims drifted
+    (kubernetes-sigs/karpenter@v1.14.1
+    pkg/controllers/nodeclaim/disruption/drift.go:154-167, the NodePool hash
+    against the NodeClaim's), and the node keeps its old
+    ``nvidia.com/device-plugin.config`` until it is replaced, which a
+    ``Drifted: 0`` budget postpones until ``expireAfter``. A device-plugin pod
+    that starts there (a DaemonSet roll, a reboot) reads the config of its old
+    name (NVIDIA/k8s-device-plugin@v0.20.0 cmd/config-manager/main.go:356-358)
+    and, were it gone, would advertise no GPU.
+
+    The rule: a name an old NodePool of pool P selected, or that the old
+    ConfigMap already kept for P, stays while P is a Karpenter pool of the
+    fleet and the name is not P's current one. It is retired when P leaves the
+    spec or stops being a Karpenter pool (the NodePool is deleted, and Karpenter
+    terminates its NodeClaims with it), or by hand with ``gpuplan build
+    --retire-config NAME`` once no node carries it (``kubectl get nodes -l
+    nvidia.com/device-plugin.config=NAME``; at the latest after the pool's
+    ``expireAfter``). Static pools keep nothing: nfd-master relabels their nodes
+    in the same sync. Only names of the shape ``<pool>-<8 hex digits>`` are
+    kept, so a hand-edited tree cannot smuggle in another key."""
+    prev = getattr(rf, "previous", None)
+    if not isinstance(prev, PreviousConfigs):
+        return {}
+    current = {plugin_config_key(rf, pv) for pv in rf.pools}
+    # no operator device plugin reads the label on Bottlerocket and DRA nodes
+    served = {pv.name for pv in rf.pools if not is_dra(rf, pv)}
+    return _kept(rf, prev, prev.owners, prev.data, current, served, lambda pool: pool,
+                 lambda v: isinstance(v, str))
+
+
+def kept_mig_configs(rf: ResolvedFleet) -> dict[str, tuple[str, Any]]:
+    """Old mig-parted config names the new mig-parted ConfigMap keeps: name ->
+    (pool, the old entries). The rule of :func:`kept_plugin_configs`, for
+    ``nvidia.com/mig.config``: a Karpenter MIG pool's old nodes keep the name
+    they were launched with, and mig-manager, when it restarts there, applies
+    the config of that name (NVIDIA/mig-parted@v0.15.0
+    cmd/nvidia-mig-manager/main.go:572-577); kept, it finds the layout the node
+    already has and leaves the GPUs alone (pkg/mig/reconfigure/reconfigure.go:142-146)."""
+    prev = getattr(rf, "previous", None)
+    if not isinstance(prev, PreviousConfigs):
+        return {}
+    current = {n for pv in rf.pools if (n := mig_config_name(pv)) is not None}
+    served = {pv.name for pv in rf.pools}
+    return _kept(rf, prev, prev.mig_owners, prev.mig_data, current, served, lambda pool: f"gpuplan-{pool}",
+                 lambda v: isinstance(v, list) and bool(v) and all(isinstance(e, dict) for e in v))
+
+
+def _kept(rf: ResolvedFleet, prev: PreviousConfigs, owners: dict[str, str], data: dict[str, Any],
+          current: set[str], served: set[str], prefix_of, valid) -> dict[str, tuple[str, Any]]:
+    out: dict[str, tuple[str, Any]] = {}
+    for name, pool in sorted(owners.items()):
+        pv = rf.pool_by_name.get(pool)
+        value = data.get(name)
+        if pv is None or pv.pool.karpenter is None or name in current or name in prev.retire:
+            continue
+        if pv.pool.karpenter.ami_family == "Bottlerocket" or pool not in served:
+            continue  # no operand of the GPU Operator reads the label there
+        prefix = prefix_of(pool)[: 63 - 9]
+        if not valid(value) or not name.startswith(prefix) or not _HASH_SUFFIX.fullmatch(name[len(prefix):]):
+            continue
+        out[name] = (pool, value)
+    return out
 
 
 # --- mig-parted configs --------------------------------------------------------------------
@@ -480,6 +634,47 @@ def pool_mig_config(pv: PoolView) -> str | None:
     return None
 
 
+# The GPU Operator's driver upgrade controller passes over a node with this label
+# (NVIDIA/gpu-operator@v26.7.0 vendor/github.com/NVIDIA/k8s-operator-libs/pkg/upgrade/
+# consts.go:23 "nvidia.com/%s-driver-upgrade.skip" with driver name "gpu",
+# cmd/gpu-operator/main.go:176; common_manager.go:679-681, upgrade_inplace.go:85-88), and the
+# driver DaemonSet is OnDelete (assets/state-driver/0500_daemonset.yaml:16-17), so the node
+# keeps its driver, and its pods, until someone rolls it by hand.
+DRIVER_UPGRADE_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
+
+
+# Tier workloads whose pods are jobs: deleting one loses the work since its last checkpoint.
+JOB_WORKLOADS = ("training", "batch")
+
+
+def pool_driver_version(rf: ResolvedFleet, pv: PoolView) -> str | None:
+    """The driver a static pool's nodes run: the pool's ``driverVersion``, else the
+    fleet's, else (managed driver) the chart's default; None when gpuplan cannot know."""
+    op = rf.fleet.spec.cluster.gpu_operator
+    if pv.pool.driver_version is not None:
+        return pv.pool.driver_version
+    if op.driver_version is not None:
+        return op.driver_version
+    return CHART_DEFAULT_DRIVER.get(op.chart_version) if op.driver == "managed" else None
+
+
+def driver_upgrade_held(rf: ResolvedFleet, pv: PoolView) -> bool:
+    """A static pool whose driver the operator manages and upgrades automatically, and
+    that runs a training or batch tier: with the chart defaults the upgrade deletes its
+    GPU pods (``gpuPodDeletion``, gpu-operator v26.7.0
+    deployments/gpu-operator/values.yaml:185-188) whatever they run, because
+    ``waitForCompletion.podSelector`` is empty (values.yaml:181-183; an empty selector
+    skips the wait, k8s-operator-libs pkg/upgrade/common_manager.go:405-419). Such a pool's
+    nodes carry :data:`DRIVER_UPGRADE_SKIP_LABEL`; the README says how to roll them.
+    Karpenter pools run the AMI's driver (``nvidia.com/gpu.deploy.driver: "false"``)."""
+    op = rf.fleet.spec.cluster.gpu_operator
+    if op.driver != "managed" or not op.driver_upgrade.auto_upgrade or not op.driver_upgrade.hold_job_pools:
+        return False
+    if not pv.pool.is_static:
+        return False
+    return any(t.pool == pv.name and t.workload in JOB_WORKLOADS for t in rf.fleet.spec.tiers)
+
+
 def pool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
     """Every label gpuplan puts on the nodes of a pool, in a stable order.
 
@@ -492,6 +687,8 @@ def pool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
     if is_dra(rf, pv):
         # the operator's device plugin off, the DRA kubelet plugin on (gpuplan.lower.dra)
         out[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
+    if driver_upgrade_held(rf, pv):
+        out[DRIVER_UPGRADE_SKIP_LABEL] = "true"
     for key in sorted(pv.pool.labels):
         if key not in out:
             out[key] = pv.pool.labels[key]
@@ -583,6 +780,8 @@ PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+# kueue v0.19.2 apis/kueue/v1beta2/topology_types.go:41-47: TAS without a constraint
+UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
 
 
 LOCAL_QUEUE = "default"

@@ -178,11 +178,43 @@ def cohort_name(rf: "ResolvedFleet") -> str:
 
 
 def _preemption(tiers: list["Tier"]) -> str:
-    # withinClusterQueue from the tiers' PriorityClass preemption: a queue whose tiers
-    # may all preempt lets a higher-priority job evict a lower one of the same tenant.
-    if tiers and all(t.preemption == "PreemptLowerPriority" for t in tiers):
+    """withinClusterQueue from the tiers' PriorityClass preemption. Kueue preempts by the
+    workloads' priority (kueue v0.19.2 pkg/scheduler/preemption/preemption.go, candidates of
+    ``LowerPriority`` have a strictly lower priority): a ``preemption: Never`` tier that is the
+    lowest queued tier of its queue has nobody lower to evict, so the others may preempt it
+    (``LowerPriority``); a ``Never`` tier above another tier of the queue would evict it, so
+    the queue preempts nothing (``Never``)."""
+    if not tiers:
+        return "Never"
+    lowest = min(t.priority for t in tiers)
+    if all(t.preemption == "PreemptLowerPriority" or t.priority == lowest for t in tiers):
         return "LowerPriority"
     return "Never"
+
+
+def reclaim_within_cohort(ledger: "QueueLedger", rf: "ResolvedFleet", qp: "QueuePlan") -> str:
+    """reclaimWithinCohort of a queue: ``Any`` (a tenant always gets its nominal quota back,
+    from borrowers of any priority) unless the queue holds a ``preemption: Never`` tier; then
+    ``LowerPriority`` when every such tier is the lowest queued priority of the whole cohort
+    (it can evict no one), else ``Never``."""
+    tiers = {t for q in qp.quotas for t in q.tiers}
+    never = [rf.tier_by_name[t] for t in tiers if rf.tier_by_name[t].preemption == "Never"]
+    if not never:
+        return "Any"
+    lowest = min(rf.tier_by_name[t].priority for t in ledger.queued_tiers)
+    return "LowerPriority" if all(t.priority == lowest for t in never) else "Never"
+
+
+def tas_pools(rf: "ResolvedFleet") -> frozenset[str]:
+    """Pools whose Kueue flavor is topology-aware: with ``queueing.topologyLevels``, the static
+    pools. Kueue's TAS counts capacity only from existing Nodes that carry every level's label
+    (kueue v0.19.2 pkg/util/tas/node.go:21-33); a Karpenter pool can be empty and its NodePool
+    does not set those labels, so a topology-aware flavor there would never admit a job (and no
+    pod would ask Karpenter for a node)."""
+    q = rf.fleet.spec.queueing
+    if q is None or not q.topology_levels:
+        return frozenset()
+    return frozenset(p.name for p in rf.fleet.spec.pools if p.karpenter is None)
 
 
 def _has_queue(tn: "Tenant", queued: set[str]) -> bool:

@@ -126,6 +126,9 @@ class ResolvedFleet:
     pools: list[PoolView]
     inventory: list["NodeInventory"] = field(default_factory=list)
     inventory_files: list[str] = field(default_factory=list)
+    # what the existing generated tree says about config names nodes may still
+    # carry (gpuplan.identity.PreviousConfigs), set by the driver before lowering
+    previous: Any = None
 
     @property
     def file(self) -> str:

@@ -64,14 +64,24 @@ def unit_gpu_fraction(rf: "ResolvedFleet", tier: "Tier") -> float | None:
     pv = rf.tier_pool(tier)
     if pv is None:
         return None
+    return _fraction(pv, rf.tier_resource(tier), tier_profile(rf, tier))
+
+
+def resource_gpu_fraction(pv: "PoolView", resource: str) -> float | None:
+    """How much of one GPU a unit of ``resource`` on the pool is (None: unknown); a MIG
+    resource (``nvidia.com/mig-<profile>``) by its profile."""
+    prefix = "nvidia.com/mig-"
+    return _fraction(pv, resource, resource[len(prefix):] if resource.startswith(prefix) else None)
+
+
+def _fraction(pv: "PoolView", resource: str | None, profile: str | None) -> float | None:
     s = pv.pool.sharing
     if s.mode == "exclusive":
         return 1.0
     if s.mode in ("time-slicing", "mps"):
         return 1.0 / s.replicas if s.replicas >= 1 else None
-    if rf.tier_resource(tier) == "nvidia.com/gpu" and s.strategy == "mixed":
+    if resource == "nvidia.com/gpu" and s.strategy == "mixed":
         return 1.0  # a MIG-disabled GPU of a mixed pool
-    profile = tier_profile(rf, tier)
     if profile is None or pv.gpu is None or not pv.gpu.mig_capable:
         return None
     from gpuplan.mig.solver import geometry_profile

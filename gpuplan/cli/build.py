@@ -22,7 +22,7 @@ output_option = click.option(
 
 
 def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, allow_outside: bool = False,
-             verify: bool = False, files=None):
+             verify: bool = False, files=None, retire: frozenset[str] = frozenset()):
     """Compile (in memory, unless ``files`` takes the bytes: then the spec's
     positions are freed once checked, as nothing after reads them); print
     diagnostics; None when the spec is invalid."""
@@ -30,7 +30,7 @@ def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, al
 
     compiled = compile_fleet(fleet, out_dir=out_dir, files=files,
                              options=Options(strict=strict, allow_inventory_outside=allow_outside, verify=verify,
-                                             release_spec=files is not None))
+                                             release_spec=files is not None, retire_configs=retire))
     emit(compiled.diagnostics, fmt, verbose=verbose, sources=compiled.sources)
     if compiled.rejected:
         return compiled
@@ -59,13 +59,16 @@ def _refuse_tree_path(ctx: click.Context, out_dir: str, fleet: str, fmt: str, op
 @output_option
 @click.option("--force", is_flag=True,
               help="Overwrite generated files edited by hand, and a person's file at a path gpuplan produces.")
+@click.option("--retire-config", "retire", multiple=True, metavar="NAME",
+              help="Drop a device-plugin or mig-parted config name the tree keeps for old Karpenter nodes (the "
+                   "ConfigMaps' gpuplan.dev/kept-configs annotation) once no node carries it. Repeatable.")
 @format_option
 @strict_option
 @verbose_option
 @outside_option
 @click.pass_context
-def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, strict: bool, verbose: bool,
-          allow_outside: bool) -> None:
+def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, retire: tuple[str, ...], fmt: str, strict: bool,
+          verbose: bool, allow_outside: bool) -> None:
     """Compile FLEET into the generated tree (default: generated/).
 
     The tree is written to a temporary directory and swapped in whole; files
@@ -79,7 +82,8 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, fmt: str, s
     # Each file goes to the new tree as it is rendered (memory holds hashes, not
     # the output); the tree is swapped in only by commit, after verification.
     with TreeWriter(Path(out_dir), force=force) as tree:
-        compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside, verify=True, files=tree)
+        compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside, verify=True, files=tree,
+                            retire=frozenset(retire))
         if compiled is None:
             ctx.exit(int(ExitCode.INVALID))
         if compiled.rejected:

@@ -62,13 +62,17 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
             emit(old_diags, "text", sources=old_sources)
             ctx.exit(int(ExitCode.INVALID))
             return
-        from gpuplan.compiler import render_files
+        from gpuplan.compiler import previous_configs, render_files
         from gpuplan.report.diff import capacity_diff
         from gpuplan.report.disruption import disruptions
 
         diff = capacity_diff(old_rf, rf)
         # what the controllers will do, from the two generated trees (listed first)
-        trees = (render_files(old_rf, base), render_files(rf, base))
+        old_tree = render_files(old_rf, base)
+        # the new tree as a build over the base's would write it: config names
+        # the base's nodes may still carry are kept (gpuplan.identity.kept_plugin_configs)
+        rf.previous = previous_configs(rf, files=old_tree)
+        trees = (old_tree, render_files(rf, base))
         disruptive = disruptions(*trees)
 
     opt = None
@@ -79,7 +83,7 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
         opt = run_optimise(rf, read_source(fleet, nofollow=True))  # the file checked above, never a link
 
     from gpuplan.compiler import placement_docs
-    from gpuplan.placement import with_placement
+    from gpuplan.placement.report import with_placement
 
     text = render(fmt, with_placement(rf, capacity(rf), placement_docs(rf)), diff=diff, optimise=opt,
                   disruption=disruptive)

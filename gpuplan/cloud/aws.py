@@ -45,6 +45,7 @@ class InstanceType:
     memory_mib: int
     arch: str
     resources: tuple[tuple[str, str], ...]
+    local_nvme_gib: int = 0  # instance-store NVMe, all drives together (Karpenter's instance-local-nvme)
 
     def describe_gpus(self) -> str:
         if not self.gpu_count or not self.gpu_name:
@@ -84,6 +85,7 @@ def instance_types() -> dict[str, InstanceType]:
             memory_mib=int(r.get("memory_mib") or 0),
             arch=r.get("arch", "amd64"),
             resources=tuple(sorted((k, str(v)) for k, v in (r.get("resources") or {}).items())),
+            local_nvme_gib=int(r.get("local_nvme_gib") or 0),
         )
     return out
 

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuplan.artifacts import dig
 from gpuplan.diagnostics import Diagnostic, show
 from gpuplan.importer import codes as C
 from gpuplan.importer import conventions as V
@@ -82,12 +83,7 @@ class Configs:
     strategy: str | None = None  # ClusterPolicy spec.mig.strategy
 
 
-def _get(d: Any, *path: str) -> Any:
-    for p in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(p)
-    return d
+_get = dig  # a value deep in an object the cluster returned
 
 
 def _is_dp_config(v: Any) -> bool:
@@ -485,7 +481,21 @@ def _req(reqs: Any, key: str) -> list[str] | None:
     return None
 
 
-def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs, draft: Draft) -> list[dict]:
+def overlaid_nodepools(objs: list[Obj]) -> dict[str, str]:
+    """NodePool name -> the NodeOverlay that gives it capacity (``karpenter.sh/nodepool In [...]``
+    among the overlay's requirements, as gpuplan writes it)."""
+    out: dict[str, str] = {}
+    for o in sorted((o for o in objs if o.kind == "NodeOverlay" and o.api_group == "karpenter.sh"),
+                    key=lambda o: o.name):
+        if not isinstance(_get(o.data, "spec", "capacity"), dict):
+            continue
+        for name in _req(_get(o.data, "spec", "requirements"), "karpenter.sh/nodepool") or ():
+            out.setdefault(name, o.name)
+    return out
+
+
+def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs, draft: Draft,
+                    overlays: dict[str, str] | None = None) -> list[dict]:
     from gpuplan.cloud.aws import instance_gpu_model, instance_type
 
     pools = []
@@ -555,12 +565,23 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         if isinstance(spec.get("weight"), int) and not isinstance(spec.get("weight"), bool):
             k["weight"] = spec["weight"]
             kn["weight"] = Note("from the NodePool's spec.weight")
+        if overlays and np_.name in overlays:
+            k["nodeOverlay"] = True  # a MIG pool without one never gets a node (GP615)
+            kn["nodeOverlay"] = Note(f"from NodeOverlay {overlays[np_.name]}")
         pool["karpenter"] = k
         labels = {kk: v for kk, v in (_get(spec, "template", "metadata", "labels") or {}).items()
                   if isinstance(kk, str) and isinstance(v, str)}
         pool["sharing"], notes["sharing"] = _pool_sharing(
             np_.name, model, per, labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL), labels.get(V.MIG_CONFIG_LABEL), cfg, draft,
             np_, ("spec", "template", "metadata", "labels"))
+        if pool["sharing"].get("mode") == "mig" and pool["sharing"].get("strategy") != "single" \
+                and "nodeOverlay" not in k:
+            # without one Karpenter never launches for nvidia.com/mig-* (GP615, an error): the cluster
+            # either has an overlay the input left out, or its pool never got a node
+            k["nodeOverlay"] = True
+            kn["nodeOverlay"] = Note(None, "no NodeOverlay for this MIG NodePool in the input (kubectl get "
+                                           "nodeoverlays.karpenter.sh): gpuplan writes one; Karpenter needs "
+                                           "its nodeOverlay feature gate")
         taints = _taints(np_, tspec.get("taints"), np_.name)
         if taints != [V.DEFAULT_KARPENTER_TAINT]:
             pool["taints"] = taints
@@ -940,7 +961,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
              (V.GFD_PRODUCT in o.labels or V.GFD_COUNT in o.labels)]
     nodepools = [o for o in objs if o.kind == "NodePool" and o.api_group == "karpenter.sh"]
     classes = {o.name: o for o in objs if o.kind == "EC2NodeClass" and o.api_group == "karpenter.k8s.aws"}
-    kpools = karpenter_pools(nodepools, classes, cfg, draft)
+    kpools = karpenter_pools(nodepools, classes, cfg, draft, overlaid_nodepools(objs))
     spools = static_pools(nodes, {p["name"] for p in kpools}, cfg, draft)
     pools = sorted(spools + kpools, key=lambda p: p["name"])
     seen: set[str] = set()
@@ -1057,7 +1078,14 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
             draft.note(("spec", "pools", i, "topology"), None,
                        "kubelet Topology Manager settings are not visible through the API: add `topology` if the "
                        "nodes set a policy")
+    spot = {p["name"] for p in pools if "spot" in (p.get("karpenter") or {}).get("capacityTypes", ())}
     for i, t in enumerate(tiers):
+        if t.get("pool") in spot:
+            # the cluster already runs it where EC2 may reclaim nodes (rules/spot.py, GP413)
+            t["preemptible"] = True
+            t["_notes"]["preemptible"] = Note(f"its pool {t['pool']} allows spot capacity",
+                                              "if its pods must not be interrupted, set false and give the pool "
+                                              "`capacityTypes: [on-demand]`")
         spec["spec"]["tiers"].append({k: v for k, v in t.items() if not k.startswith("_")})
         for k, n in t["_notes"].items():
             draft.note(("spec", "tiers", i, k), n.source, n.todo)

@@ -74,6 +74,7 @@ WAVES: dict[str, int] = {
     "Application": -1,
     "ResourceQuota": 0,
     "NodeFeatureRule": 1,
+    "NVIDIADriver": 1,
     # the policy before its binding; the binding after the namespaces' tier labels
     "ValidatingAdmissionPolicy": -1,
     "ValidatingAdmissionPolicyBinding": 1,
@@ -81,13 +82,15 @@ WAVES: dict[str, int] = {
 
 
 # Kinds whose CRD may not exist when the tree syncs: NodeFeatureRule comes with
-# the operator chart's bundled NFD (installed by the operator Application in the
+# the operator chart's bundled NFD and NVIDIADriver with the operator chart itself
+# (installed by the operator Application in the
 # same sync), the Karpenter kinds with Karpenter (a prerequisite, NodeOverlay
 # only with its alpha feature gate). Without the option a missing CRD fails
 # the dry run of the *whole* sync (argoproj/argo-cd@v3.5.1
 # gitops-engine/pkg/sync/sync_context.go:1072); with it Argo CD skips that
 # object's dry run and the sync retry applies it once the CRD exists.
-CRD_MAY_BE_MISSING = frozenset({"NodeFeatureRule", "NodePool", "EC2NodeClass", "NodeOverlay"})
+CRD_MAY_BE_MISSING = frozenset({"NodeFeatureRule", "NodePool", "EC2NodeClass", "NodeOverlay",
+                                "NVIDIADriver"})
 
 
 # Namespaces are never pruned or deleted by the GitOps engine: removing a tenant

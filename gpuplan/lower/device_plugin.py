@@ -24,13 +24,19 @@ MIG strategy: the GPU Operator passes ClusterPolicy ``mig.strategy`` to the
 plugin (and GFD) as the ``MIG_STRATEGY`` environment variable, and the plugin
 lets a set flag or environment variable override ``flags.migStrategy`` from the
 file (``updateFromCLIFlag``: ``c.IsSet`` wins). So a cluster-wide strategy is
-only set when it is right for every node, and is then written into every config
-too (the file says what the node really runs; on GPUs without MIG enabled
-none/single/mixed all advertise whole ``nvidia.com/gpu``). Otherwise it is
-left empty: the chart then omits ``spec.mig.strategy`` (``{{- if
+only set when it is right for every node (on GPUs without MIG enabled
+none/single/mixed all advertise whole ``nvidia.com/gpu``). Otherwise it is left
+empty: the chart then omits ``spec.mig.strategy`` (``{{- if
 .Values.mig.strategy }}``), the operator sets no ``MIG_STRATEGY`` ("let plugin
-decide this per node"), and each pool's config decides. See
-:func:`cluster_mig_strategy`.
+decide this per node"), and each pool's config decides. Each pool's file says
+the pool's own strategy either way (:func:`gpuplan.identity.own_mig_strategy`):
+where the cluster sets one it overrides the file, and the pool's config name
+then does not depend on the other pools. See :func:`cluster_mig_strategy`.
+
+Kept names: the ConfigMap also carries, verbatim, the old configs whose names
+nodes of a Karpenter pool may still carry (:func:`gpuplan.identity.kept_plugin_configs`,
+read from the existing tree by the driver), listed in the
+``gpuplan.dev/kept-configs`` annotation so a later build keeps them too.
 
 Stage: lower (docs/architecture.md)."""
 
@@ -43,7 +49,8 @@ from gpuplan.lower.common import metadata, obj
 from gpuplan.lower.common import object_annotations
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.identity import (
-    DEFAULT_CONFIG, DEVICE_PLUGIN_CONFIGMAP, cluster_mig_strategy, plugin_config_key, pool_config,
+    DEFAULT_CONFIG, DEVICE_PLUGIN_CONFIGMAP, KEPT_CONFIGS_ANNOTATION, cluster_mig_strategy, kept_plugin_configs,
+    plugin_config_key, pool_config,
 )
 
 
@@ -61,11 +68,21 @@ def configs(rf: ResolvedFleet) -> dict[str, dict[str, Any]]:
 
 
 def configmap(rf: ResolvedFleet) -> dict[str, Any]:
+    import json
+
     from gpuplan.render.yamlwriter import dump
 
     ns = rf.fleet.spec.cluster.gpu_operator.namespace
     data = {key: dump(cfg) for key, cfg in configs(rf).items()}
-    meta = metadata(rf, DEVICE_PLUGIN_CONFIGMAP, namespace=ns, annotations=object_annotations(rf, "ConfigMap"))
+    kept = kept_plugin_configs(rf)
+    annotations = dict(object_annotations(rf, "ConfigMap"))
+    if kept:
+        for key, (_, text) in kept.items():
+            data[key] = text
+        data = {DEFAULT_CONFIG: data.pop(DEFAULT_CONFIG), **dict(sorted(data.items()))}
+        annotations[KEPT_CONFIGS_ANNOTATION] = json.dumps(
+            {key: pool for key, (pool, _) in kept.items()}, sort_keys=True, separators=(",", ":"))
+    meta = metadata(rf, DEVICE_PLUGIN_CONFIGMAP, namespace=ns, annotations=annotations or None)
     return obj("v1", "ConfigMap", meta, data=data)
 
 

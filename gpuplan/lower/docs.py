@@ -114,22 +114,73 @@ def _tenant_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
     return rows
 
 
+def _preinstalled_toolkit_note(rf: ResolvedFleet, managed_driver: bool) -> str:
+    """What a node's own toolkit must say (CDI off): ``nvidia`` as containerd's default
+    runtime (the operator gives only its operands ``runtimeClassName: nvidia``,
+    NVIDIA/gpu-operator@v26.7.0 controllers/object_controls.go:2747-2753), the settings
+    that keep ``NVIDIA_VISIBLE_DEVICES`` inert under the plugin's ``volume-mounts``
+    strategy (:data:`gpuplan.lower.operator.NODE_TOOLKIT_SETTINGS`), and the driver root
+    of the operator's driver container."""
+    from gpuplan.lower.operator import NODE_TOOLKIT_SETTINGS
+
+    settings = ", ".join(f"`{k} = {v}`" for k, v in NODE_TOOLKIT_SETTINGS)
+    al2023 = any(pv.pool.karpenter is not None and pv.pool.karpenter.ami_family == "AL2023" for pv in rf.pools)
+    static = any(pv.pool.is_static for pv in rf.pools)
+    note = ("preinstalled on every GPU node (CDI off). "
+            + ("On static nodes: " if al2023 and static else "")
+            + "`nvidia` must be containerd's default runtime (the operator gives only its own pods "
+            "`runtimeClassName: nvidia`); `/etc/nvidia-container-runtime/config.toml` must set "
+            f"{settings}: the device plugin passes GPUs as volume mounts (`DEVICE_LIST_STRATEGY=volume-mounts`), "
+            "so without the second GPU pods get no GPU, and without the first any pod whose image sets "
+            "`NVIDIA_VISIBLE_DEVICES=all` sees every GPU of its node")
+    if managed_driver and static:
+        note += "; with the operator's driver container also `root = \"/run/nvidia/driver\"`"
+    if al2023:
+        note += (". The userData of the Karpenter AL2023 pools sets the two "
+                 "settings with `nvidia-ctk config` before kubelet starts")
+    return note
+
+
+def _driver_upgrades(rf: ResolvedFleet) -> dict[str, Any]:
+    """Which static pools an automatic driver upgrade rolls (and whose GPU pods it deletes),
+    and which it is kept off (:func:`gpuplan.identity.driver_upgrade_held`)."""
+    from gpuplan.identity import driver_upgrade_held
+
+    op = rf.fleet.spec.cluster.gpu_operator
+    rolled: list[str] = []
+    held: list[str] = []
+    if op.driver == "managed" and op.driver_upgrade.auto_upgrade:
+        for pv in rf.pools:
+            if pv.pool.is_static:
+                (held if driver_upgrade_held(rf, pv) else rolled).append(f"`{cell(pv.name)}`")
+    return {"driver_rolled": ", ".join(rolled), "driver_held": ", ".join(held),
+            "operator_ns": cell(op.namespace)}
+
+
 def _prerequisites(rf: ResolvedFleet) -> dict[str, Any]:
-    from gpuplan.lower.operator import nfd_taints_needed
+    from gpuplan.capacity import preemptible_pool
+    from gpuplan.lower.operator import nfd_taints_needed, per_pool_drivers
 
     op = rf.fleet.spec.cluster.gpu_operator
     kp = [pv for pv in rf.pools if pv.pool.karpenter is not None]
     aws = rf.fleet.spec.cluster.aws
-    if op.driver == "managed":
+    if op.driver == "managed" and per_pool_drivers(rf):
+        from gpuplan.identity import pool_driver_version
+
+        each = ", ".join(f"{pv.name} {pool_driver_version(rf, pv)}" for pv in rf.pools if pv.pool.is_static)
+        driver = ("driver installed by the operator on static nodes, one NVIDIADriver per static pool "
+                  f"(`gpu-operator/nvidiadrivers.yaml`: {each}), each built for its nodes' own OS"
+                  + (" (the EKS AMIs of Karpenter pools ship their own)" if kp else ""))
+    elif op.driver == "managed":
         driver = (f"driver {op.driver_version or 'of the chart'} installed by the operator on static nodes"
                   + (" (the EKS AMIs of Karpenter pools ship their own)" if kp else ""))
     else:
         driver = "the NVIDIA driver preinstalled on every GPU node"
     toolkit = ("installed by the operator on every GPU node (CDI on)" if rf.toolkit != "preinstalled" else
-               "preinstalled on every GPU node (CDI off; with the operator's driver container set "
-               "`root = \"/run/nvidia/driver\"` in `/etc/nvidia-container-runtime/config.toml`)")
+               _preinstalled_toolkit_note(rf, op.driver == "managed"))
     return {
         "karpenter": bool(kp),
+        "spot_pools": [pv.name for pv in kp if preemptible_pool(pv)],
         "overlay": any(pv.pool.karpenter.node_overlay for pv in kp if pv.pool.karpenter is not None),
         "node_role": cell(aws.node_role) if aws is not None else "",
         "nfd_taints": nfd_taints_needed(rf),
@@ -197,6 +248,7 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
         file_dirs=file_dirs,
         static_files=static_files,
         **_prerequisites(rf),
+        **_driver_upgrades(rf),
     )
 
 

@@ -4,7 +4,9 @@
 security-group discovery, a root volume large enough for GPU images, IMDSv2, and
 the kubelet Topology / CPU Manager settings in ``userData`` (never in
 ``spec.kubelet``: those fields do not exist there, reference/k8s/facts.md §a,
-Surprise 1). A target of its own, beside the NodePool's: the object checks read
+Surprise 1); on AL2023 also a script part that makes ``NVIDIA_VISIBLE_DEVICES``
+inert in the AMI's container toolkit (:func:`al2023_toolkit_script`). A target
+of its own, beside the NodePool's: the object checks read
 NodePools and need not render userData (Jinja2 and the YAML emitter stay off the
 `validate` path).
 
@@ -58,17 +60,37 @@ def al2023_nodeconfig(pv: PoolView) -> dict[str, Any] | None:
     }
 
 
-def al2023_userdata(pv: PoolView) -> str | None:
-    """MIME multipart with one ``application/node.eks.aws`` NodeConfig part."""
-    nc = al2023_nodeconfig(pv)
-    if nc is None:
-        return None
+def al2023_toolkit_script() -> str:
+    """The shell part of every AL2023 pool's userData: the AMI's own NVIDIA Container
+    Toolkit refuses ``NVIDIA_VISIBLE_DEVICES`` from unprivileged containers and accepts
+    the device plugin's volume mounts (:data:`gpuplan.lower.operator.NODE_TOOLKIT_SETTINGS`;
+    the operator's plugin runs with ``DEVICE_LIST_STRATEGY=volume-mounts`` when the toolkit
+    is preinstalled, which it always is beside AL2023 pools, GP640). The AMI makes
+    ``nvidia`` containerd's default runtime (awslabs/amazon-eks-ami@81fec2e8
+    nodeadm/internal/containerd/runtime_config_nvidia.go:25-35), so without this any
+    pod whose image sets ``NVIDIA_VISIBLE_DEVICES=all`` sees every GPU of the node.
+    ``nvidia-ctk config --in-place --set`` exists from toolkit v1.14.0
+    (NVIDIA/nvidia-container-toolkit@v1.14.0 cmd/nvidia-ctk/config/config.go:72-81)."""
+    from gpuplan.lower.operator import NODE_TOOLKIT_SETTINGS
+
+    sets = " ".join(f"--set {k}={v}" for k, v in NODE_TOOLKIT_SETTINGS)
+    return ("#!/bin/bash\n"
+            "# gpuplan: NVIDIA_VISIBLE_DEVICES is inert for unprivileged pods; GPUs arrive as volume mounts\n"
+            "set -euo pipefail\n"
+            f"nvidia-ctk config --in-place {sets}\n")
+
+
+def al2023_userdata(pv: PoolView) -> str:
+    """MIME multipart: the toolkit script part and, when the pool sets kubelet
+    topology fields, one ``application/node.eks.aws`` NodeConfig part."""
     from gpuplan.render.text import render
     from gpuplan.render.yamlwriter import dump
 
-    text = dump(nc)
-    assert AL2023_BOUNDARY not in text
-    return render("userdata-al2023.j2", boundary=AL2023_BOUNDARY, nodeconfig=text.rstrip("\n") + "\n")
+    nc = al2023_nodeconfig(pv)
+    text = dump(nc).rstrip("\n") + "\n" if nc is not None else ""
+    script = al2023_toolkit_script()
+    assert AL2023_BOUNDARY not in text and AL2023_BOUNDARY not in script
+    return render("userdata-al2023.j2", boundary=AL2023_BOUNDARY, nodeconfig=text, script=script)
 
 
 def bottlerocket_userdata(pv: PoolView) -> str | None:
@@ -104,6 +126,28 @@ def _block_devices(pv: PoolView) -> list[dict[str, Any]]:
     return [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": ebs}]
 
 
+def instance_store_raid0(pv: PoolView) -> bool:
+    """Every instance type of the pool has local NVMe (p4d/p4de/p5: 8 drives): Karpenter's
+    ``instanceStorePolicy: RAID0`` stripes them into one array that holds kubelet's and
+    containerd's state (images and emptyDir: the node's ephemeral storage) instead of the
+    EBS root volume. On AL2023 Karpenter asks nodeadm for it
+    (aws/karpenter-provider-aws@v1.14.1 pkg/providers/amifamily/bootstrap/nodeadm.go:87-88,
+    NodeConfig ``spec.instance.localStorage.strategy: RAID0``). AL2023 only: on Bottlerocket
+    Karpenter adds ``apiclient ephemeral-storage`` bootstrap commands (bottlerocket.go:96-106),
+    settings whose first Bottlerocket release gpuplan has not pinned (GP644 could not check a
+    pinned ``amiVersion`` against them). Not set when one of the types has no instance store:
+    Karpenter would then size ephemeral storage from the root volume on some nodes and from
+    the array on others."""
+    from gpuplan.cloud.aws import instance_type
+
+    k = pv.pool.karpenter
+    assert k is not None
+    if k.ami_family != "AL2023":
+        return False
+    types = [instance_type(name) for name in k.instance_types]
+    return bool(types) and all(t is not None and t.local_nvme_gib > 0 for t in types)
+
+
 def ec2nodeclass(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     aws = rf.fleet.spec.cluster.aws
     assert aws is not None, "GP614 stops a Karpenter pool without cluster.aws before lowering"
@@ -117,6 +161,8 @@ def ec2nodeclass(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
         "metadataOptions": dict(METADATA_OPTIONS),
         "tags": {POOL_LABEL: pv.name, "gpuplan.dev/fleet": rf.fleet.metadata.name},
     }
+    if instance_store_raid0(pv):
+        spec["instanceStorePolicy"] = "RAID0"
     ud = userdata(pv)
     if ud is not None:
         spec["userData"] = ud
@@ -131,4 +177,4 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
         return []  # GP614 is an error: compile stops before lowering
     return [Artifact(path=f"pools/{pv.name}/ec2nodeclass.yaml", documents=(ec2nodeclass(rf, pv),),
                      description=f"Karpenter EC2NodeClass of pool {pv.name} (AMI, role, userData with "
-                                 "kubelet topology settings)") for pv in pools]
+                                 "node toolkit and kubelet topology settings)") for pv in pools]

@@ -79,7 +79,9 @@ def resource_flavor(rf: ResolvedFleet, pool: str) -> dict[str, Any]:
     tol = _tolerations(pool_node_taints(pv))
     if tol:
         spec["tolerations"] = tol
-    if rf.fleet.spec.queueing.topology_levels:  # type: ignore[union-attr]
+    from gpuplan.queues import tas_pools
+
+    if pool in tas_pools(rf):  # a pool that can be empty gets no topology (queues.tas_pools)
         spec["topologyName"] = topology_name(rf)
     meta = metadata(rf, f"gpuplan-{pool}", extra_labels={POOL_LABEL: pool}, annotations=annotations(rf, "ResourceFlavor"))
     return obj(API, "ResourceFlavor", meta, spec=spec)
@@ -114,6 +116,8 @@ def _resource_groups(ledger: QueueLedger, qp) -> list[dict[str, Any]]:
 
 
 def cluster_queue(rf: ResolvedFleet, ledger: QueueLedger, qp) -> dict[str, Any]:
+    from gpuplan.queues import reclaim_within_cohort
+
     q = rf.fleet.spec.queueing
     spec: dict[str, Any] = {
         "cohortName": qp.cohort,
@@ -122,8 +126,9 @@ def cluster_queue(rf: ResolvedFleet, ledger: QueueLedger, qp) -> dict[str, Any]:
             {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(qp.namespaces)}]},
         "queueingStrategy": "BestEffortFIFO",
         "resourceGroups": _resource_groups(ledger, qp),
-        # reclaim lent quota from borrowers of any priority: a tenant always gets its grant back
-        "preemption": {"withinClusterQueue": qp.preemption, "reclaimWithinCohort": "Any"},
+        # reclaim lent quota from borrowers (of any priority unless a `Never` tier could evict with it)
+        "preemption": {"withinClusterQueue": qp.preemption,
+                       "reclaimWithinCohort": reclaim_within_cohort(ledger, rf, qp)},
     }
     if q is not None and q.fair_sharing:
         spec["fairSharing"] = {"weight": str(qp.weight)}

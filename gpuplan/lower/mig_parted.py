@@ -20,6 +20,10 @@ entry (``devices: [indices]``); GPUs with MIG disabled get an explicit
 as they are. The ``device-filter`` restricts every entry to the pool's model,
 so a node of another model is not partitioned with the wrong profile table.
 
+Kept names: old configs whose names nodes of a Karpenter MIG pool may still
+carry stay, with their old entries, listed in the ``gpuplan.dev/kept-configs``
+annotation (:func:`gpuplan.identity.kept_mig_configs`, docs/transitions.md).
+
 Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
@@ -31,24 +35,34 @@ from gpuplan.lower.common import metadata, obj
 from gpuplan.lower.common import object_annotations
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.identity import (
-    MIG_ALL_DISABLED_CONFIG, MIG_PARTED_CONFIGMAP, MIG_PARTED_CONFIG_KEY, mig_config_name, mig_manager_needed,
-    pool_entries,
+    KEPT_CONFIGS_ANNOTATION, MIG_ALL_DISABLED_CONFIG, MIG_PARTED_CONFIGMAP, MIG_PARTED_CONFIG_KEY, kept_mig_configs,
+    mig_config_name, mig_manager_needed, pool_entries,
 )
 
 
 def mig_parted_config(rf: ResolvedFleet) -> dict[str, Any]:
     configs: dict[str, Any] = {MIG_ALL_DISABLED_CONFIG: [{"devices": "all", "mig-enabled": False}]}
     named = [(mig_config_name(pv), pv) for pv in rf.pools]
-    for name, pv in sorted(((n, pv) for n, pv in named if n is not None), key=lambda x: x[0]):
-        configs[name] = pool_entries(pv)
+    pools = {n: pool_entries(pv) for n, pv in named if n is not None}
+    # old names nodes of a Karpenter pool may still carry, their entries verbatim (docs/transitions.md)
+    pools.update({n: entries for n, (_, entries) in kept_mig_configs(rf).items() if n not in pools})
+    for name in sorted(pools):
+        configs[name] = pools[name]
     return {"version": "v1", "mig-configs": configs}
 
 
 def configmap(rf: ResolvedFleet) -> dict[str, Any]:
     from gpuplan.render.yamlwriter import dump
 
+    import json
+
     ns = rf.fleet.spec.cluster.gpu_operator.namespace
-    meta = metadata(rf, MIG_PARTED_CONFIGMAP, namespace=ns, annotations=object_annotations(rf, "ConfigMap"))
+    annotations = dict(object_annotations(rf, "ConfigMap"))
+    kept = kept_mig_configs(rf)
+    if kept:  # read back by the next build
+        annotations[KEPT_CONFIGS_ANNOTATION] = json.dumps({n: pool for n, (pool, _) in kept.items()},
+                                                          sort_keys=True, separators=(",", ":"))
+    meta = metadata(rf, MIG_PARTED_CONFIGMAP, namespace=ns, annotations=annotations or None)
     return obj("v1", "ConfigMap", meta, data={MIG_PARTED_CONFIG_KEY: dump(mig_parted_config(rf))})
 
 

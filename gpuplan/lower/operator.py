@@ -7,11 +7,18 @@ everything else keeps the chart's defaults (GPU Operator v26.7.0,
 reference/k8s/facts.md §c):
 
 - ``driver``: ``enabled`` (false when ``preinstalled``), the pinned ``version``
-  and ``upgradePolicy`` (:func:`driver_values`);
+  and ``upgradePolicy`` (:func:`driver_values`), or, when the fleet mixes OS, driver
+  versions or Karpenter pools, ``nvidiaDriverCRD`` and one NVIDIADriver per static
+  pool in ``gpu-operator/nvidiadrivers.yaml`` (:func:`per_pool_drivers`);
 - ``toolkit.enabled`` and ``cdi.enabled``: one fleet-wide choice (see ``values``);
+- ``NVIDIA_VISIBLE_DEVICES`` made inert for unprivileged pods
+  (:func:`envvar_inert_values`): ``toolkit.env`` turns the toolkit's envvar
+  acceptance off where the operator manages the toolkit, and with CDI off
+  ``devicePlugin.env`` switches the plugin to the ``volume-mounts`` strategy;
 - ``devicePlugin.config {create: false, name, default}``: our ConfigMap;
 - ``migManager.config {create: false, name, default: all-disabled}``
-  (the ClusterPolicy CRD allows only ``all-disabled`` or ``""`` as default);
+  (the ClusterPolicy CRD allows only ``all-disabled`` or ``""`` as default), and
+  ``WITH_REBOOT`` when a Karpenter pool uses MIG (:func:`mig_reboot_needed`);
 - ``mig.strategy``: see :func:`gpuplan.lower.device_plugin.cluster_mig_strategy`
   (``""`` makes the chart leave ``spec.mig.strategy`` out of the ClusterPolicy);
 - ``daemonsets.tolerations`` and the bundled NFD worker's tolerations: the
@@ -44,6 +51,7 @@ from gpuplan.identity import MIG_PARTED_CONFIGMAP as MIG_CONFIGMAP
 from gpuplan.lower.monitoring import dcgm_exporter_values, service_monitor_values
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.identity import CHART_DEFAULT_DRIVER
+from gpuplan.spec.models import Mig
 
 CHART_DEFAULT_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 # the bundled NFD worker's chart defaults, kept when its list is replaced
@@ -85,6 +93,8 @@ def values(rf: ResolvedFleet) -> dict[str, Any]:
     mig_manager: dict[str, Any] = {"enabled": mig_manager_needed(rf)}
     if mig_manager["enabled"]:
         mig_manager["config"] = {"create": False, "name": MIG_CONFIGMAP, "default": ALL_DISABLED}
+        if mig_reboot_needed(rf):
+            mig_manager["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
     nfd: dict[str, Any] = {}
     if nfd_taints_needed(rf):
         # the chart turns this into nfd-master's -enable-taints flag
@@ -94,12 +104,14 @@ def values(rf: ResolvedFleet) -> dict[str, Any]:
         nfd["master"] = {"enableTaints": True}
     nfd["worker"] = {"tolerations": [*(dict(t) for t in NFD_WORKER_DEFAULT_TOLERATIONS), *tol]}
     managed_toolkit = rf.toolkit != "preinstalled"
+    toolkit_env, plugin_env = envvar_inert_values(rf)
+    plugin_on = not all(is_dra(rf, pv) for pv in rf.pools)
     return {
         "nfd": {"enabled": True},
         "node-feature-discovery": nfd,
         "daemonsets": {"tolerations": tol},
         "driver": driver_values(rf),
-        "toolkit": {"enabled": managed_toolkit},
+        "toolkit": {"enabled": managed_toolkit, **({"env": toolkit_env} if toolkit_env else {})},
         # CDI follows the fleet-wide toolkit choice: with CDI on and the operator's
         # toolkit, the device plugin's NVIDIA_CDI_HOOK_PATH points into the toolkit's
         # install dir (NVIDIA/gpu-operator@v26.7.0 controllers/object_controls.go:1527-1535,
@@ -114,8 +126,9 @@ def values(rf: ResolvedFleet) -> dict[str, Any]:
         "devicePlugin": {
             # off only when every pool uses DRA: the chart then also drops the
             # validator's plugin check (controllers/object_controls.go L2464-2468)
-            "enabled": not all(is_dra(rf, pv) for pv in rf.pools),
+            "enabled": plugin_on,
             "config": {"create": False, "name": PLUGIN_CONFIGMAP, "default": DEFAULT_CONFIG},
+            **({"env": plugin_env} if plugin_env and plugin_on else {}),
         },
         "gfd": {"enabled": True},
         "migManager": mig_manager,
@@ -127,6 +140,118 @@ def values(rf: ResolvedFleet) -> dict[str, Any]:
             **dcgm_exporter_values(rf),
         },
     }
+
+
+# NVIDIA_VISIBLE_DEVICES made inert (issue #26). Without CDI the device plugin's
+# default strategy is `envvar` (NVIDIA/gpu-operator@v26.7.0
+# assets/state-device-plugin/0500_daemonset.yaml:77-78; NVIDIA/k8s-device-plugin@v0.20.0
+# README.md:308-325) and the toolkit honours NVIDIA_VISIBLE_DEVICES from unprivileged
+# containers (NVIDIA/nvidia-container-toolkit@v1.20.0 api/config/v1/config.go:106,
+# internal/config/image/cuda_image.go:258-291), so any pod whose image sets
+# NVIDIA_VISIBLE_DEVICES=all (every CUDA base image) sees every GPU of its node.
+# With `volume-mounts` the plugin hands the allocated devices over as mounts under
+# /var/run/nvidia-container-devices (k8s-device-plugin@v0.20.0 internal/plugin/server.go:
+# 46-48, 497-514), which the toolkit reads first when it accepts them
+# (cuda_image.go:265-271), and an unprivileged pod's own variable is ignored
+# (cuda_image.go:279-290). The variable names are the toolkit installer's
+# (nvidia-container-toolkit@v1.20.0 cmd/nvidia-ctk-installer/toolkit/toolkit.go:157-169;
+# the chart's toolkit image is v1.20.0, gpu-operator values.yaml:233), applied by the
+# operator after its own settings (controllers/object_controls.go:1359-1362); the
+# plugin's `env` likewise last (object_controls.go:1620-1624), after the CDI strategy.
+TOOLKIT_ENVVAR_OFF = "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"
+TOOLKIT_VOLUME_MOUNTS_ON = "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS"
+DEVICE_LIST_STRATEGY = "DEVICE_LIST_STRATEGY"
+VOLUME_MOUNTS = "volume-mounts"
+# the same two settings in the node's /etc/nvidia-container-runtime/config.toml
+# (nvidia-container-toolkit@v1.20.0 api/config/v1/config.go:64-65), for a preinstalled toolkit
+NODE_TOOLKIT_SETTINGS = (("accept-nvidia-visible-devices-envvar-when-unprivileged", "false"),
+                         ("accept-nvidia-visible-devices-as-volume-mounts", "true"))
+
+
+def envvar_inert_values(rf: ResolvedFleet) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """(``toolkit.env``, ``devicePlugin.env``) that make ``NVIDIA_VISIBLE_DEVICES`` inert.
+
+    Operator's toolkit (CDI on): the plugin already uses ``cdi-annotations,cdi-cri``
+    (object_controls.go:1527-1530) and the toolkit no longer makes ``nvidia`` the default
+    runtime (object_controls.go:1257-1270); envvar acceptance goes off as well, for the
+    pods that run the ``nvidia`` runtime class. Preinstalled toolkit (CDI off): the
+    plugin uses ``volume-mounts``; the node's toolkit must accept them and refuse the
+    variable (:data:`NODE_TOOLKIT_SETTINGS`: the README's prerequisites, and the
+    userData of Karpenter AL2023 pools)."""
+    plugin_env: list[dict[str, str]] = []
+    toolkit_env: list[dict[str, str]] = []
+    if rf.toolkit != "preinstalled":
+        toolkit_env = [{"name": TOOLKIT_ENVVAR_OFF, "value": "false"},
+                       {"name": TOOLKIT_VOLUME_MOUNTS_ON, "value": "true"}]
+    else:
+        plugin_env = [{"name": DEVICE_LIST_STRATEGY, "value": VOLUME_MOUNTS}]
+    return toolkit_env, plugin_env
+
+
+NVIDIADRIVER_API = "nvidia.com/v1alpha1"
+NVIDIADRIVERS_PATH = "gpu-operator/nvidiadrivers.yaml"
+# the chart's driver image (NVIDIA/gpu-operator@v26.7.0 deployments/gpu-operator/values.yaml:152-153),
+# written out because an NVIDIADriver defaults `image` to a full path instead
+# (deployments/gpu-operator/crds/nvidia.com_nvidiadrivers.yaml, spec.image default)
+DRIVER_REPOSITORY = "nvcr.io/nvidia"
+DRIVER_IMAGE = "driver"
+
+
+def per_pool_drivers(rf: ResolvedFleet) -> bool:
+    """One NVIDIADriver per static pool instead of the ClusterPolicy's one driver.
+
+    In ClusterPolicy mode the driver image is ``<repo>/driver:<version>-<osTag>``
+    (NVIDIA/gpu-operator@v26.7.0 controllers/object_controls.go:3423-3427) and ``osTag``
+    comes from the NFD labels of whichever node with ``nvidia.com/gpu.present=true`` the
+    API lists first (controllers/state_manager.go:579-611): a Karpenter AL2023 node gives
+    the static Ubuntu nodes an ``amzn2023`` image. An NVIDIADriver groups the nodes it
+    selects by their own OS (internal/state/nodepool.go:60-119). So: whenever the
+    operator's driver runs beside Karpenter pools, or the static pools differ in ``os`` or
+    driver version. Otherwise the ClusterPolicy path stays."""
+    from gpuplan.identity import pool_driver_version
+
+    if rf.fleet.spec.cluster.gpu_operator.driver != "managed":
+        return False
+    static = [pv for pv in rf.pools if pv.pool.is_static]
+    if not static:
+        return False
+    return (len(static) < len(rf.pools) or len({pv.pool.os for pv in static}) > 1
+            or len({pool_driver_version(rf, pv) for pv in static}) > 1)
+
+
+def _upgrade_policy(rf: ResolvedFleet) -> dict[str, Any]:
+    up = rf.fleet.spec.cluster.gpu_operator.driver_upgrade
+    return {"autoUpgrade": up.auto_upgrade, "maxParallelUpgrades": up.max_parallel_upgrades,
+            "maxUnavailable": up.max_unavailable}
+
+
+def nvidia_driver(rf: ResolvedFleet, pv: Any) -> dict[str, Any]:
+    """The NVIDIADriver of one static pool: it selects the pool's nodes by the pool label
+    gpuplan owns (one value per node, so no two overlap: the operator refuses overlapping
+    NVIDIADrivers), tolerates every pool taint like the other operands, and carries the
+    upgrade policy (the upgrade controller reads each NVIDIADriver's own,
+    controllers/upgrade_controller.go:199-262). ``usePrecompiled`` and ``driverType`` are
+    immutable (CEL ``self == oldSelf``): the object is recreated when they change."""
+    from gpuplan.identity import POOL_LABEL, pool_driver_version
+
+    version = pool_driver_version(rf, pv)
+    assert version is not None, "a managed driver always has a version (the chart default at worst)"
+    branch = driver_branch(version)
+    spec = {
+        "default": False,
+        "driverType": "gpu",
+        "repository": DRIVER_REPOSITORY,
+        "image": DRIVER_IMAGE,
+        "version": branch or version,
+        "usePrecompiled": branch is not None,
+        "kernelModuleType": "auto",
+        "nodeSelector": {POOL_LABEL: pv.name},
+        "tolerations": tolerations(rf),
+        "upgradePolicy": _upgrade_policy(rf),
+    }
+    meta = metadata(rf, pv.name, extra_labels={POOL_LABEL: pv.name},
+                    annotations=object_annotations(rf, "NVIDIADriver", recreate=True))
+    return obj(NVIDIADRIVER_API, "NVIDIADriver", meta, spec=spec)
 
 
 def driver_values(rf: ResolvedFleet) -> dict[str, Any]:
@@ -144,6 +269,11 @@ def driver_values(rf: ResolvedFleet) -> dict[str, Any]:
     out: dict[str, Any] = {"enabled": op.driver == "managed"}
     if op.driver != "managed":
         return out
+    if per_pool_drivers(rf):
+        # the NVIDIADrivers of gpuplan/nvidiadrivers.yaml, and no default one: the chart's
+        # default NVIDIADriver selects every GPU node (templates/nvidiadriver.yaml)
+        out["nvidiaDriverCRD"] = {"enabled": True, "deployDefaultCR": False}
+        return out
     version = op.driver_version or CHART_DEFAULT_DRIVER.get(op.chart_version)
     branch = driver_branch(version) if version else None
     if branch is not None:
@@ -151,12 +281,7 @@ def driver_values(rf: ResolvedFleet) -> dict[str, Any]:
         out["version"] = branch
     elif version is not None:
         out["version"] = version
-    up = op.driver_upgrade
-    out["upgradePolicy"] = {
-        "autoUpgrade": up.auto_upgrade,
-        "maxParallelUpgrades": up.max_parallel_upgrades,
-        "maxUnavailable": up.max_unavailable,
-    }
+    out["upgradePolicy"] = _upgrade_policy(rf)
     return out
 
 
@@ -165,6 +290,20 @@ def driver_branch(version: str) -> str | None:
     if version[:1] in ("R", "r") and version[1:].isdigit():
         return version[1:]
     return None
+
+
+def mig_reboot_needed(rf: ResolvedFleet) -> bool:
+    """A Karpenter (EC2) pool uses MIG: turning MIG mode on needs a GPU reset, which EC2
+    instances can refuse. Without ``WITH_REBOOT`` mig-manager then marks the node
+    ``nvidia.com/mig.config.state=failed`` (NVIDIA/mig-parted@v0.15.0
+    pkg/mig/reconfigure/reconfigure.go:184-208: only with the option does it label the node
+    ``rebooting`` and reboot it, after which the pending mode takes effect); the node keeps
+    its MIG gate taint and no pod ever lands, and Karpenter has no initialisation timeout
+    to replace it. ``WITH_REBOOT`` is read from mig-manager's env (cmd/nvidia-mig-manager/
+    main.go:200-206), which the operator takes from ``migManager.env``
+    (NVIDIA/gpu-operator@v26.7.0 controllers/object_controls.go:2113-2116). One mig-manager
+    serves the fleet: static MIG nodes whose reset fails are rebooted too."""
+    return any(isinstance(pv.pool.sharing, Mig) and pv.pool.karpenter is not None for pv in rf.pools)
 
 
 def nfd_taints_needed(rf: ResolvedFleet) -> bool:
@@ -184,7 +323,12 @@ def namespace(rf: ResolvedFleet) -> dict[str, Any]:
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     ns_path, in_root = operator_namespace_path(rf)
-    return [
+    drivers: list[Artifact] = []
+    if per_pool_drivers(rf):
+        docs = tuple(nvidia_driver(rf, pv) for pv in rf.pools if pv.pool.is_static)
+        drivers.append(Artifact(path=NVIDIADRIVERS_PATH, documents=docs,
+                                description="the GPU Operator's driver, one NVIDIADriver per static pool"))
+    return [*drivers,
         Artifact(
             path=VALUES_PATH,
             documents=(values(rf),),

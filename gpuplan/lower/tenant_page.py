@@ -19,9 +19,16 @@ def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: i
     from gpuplan.identity import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, REQUIRED_TOPOLOGY
 
     pod = contract_pod_spec(rf, tier, resource, units)
+    from gpuplan.identity import UNCONSTRAINED_TOPOLOGY
+    from gpuplan.queues import tas_pools
+
     template: dict[str, Any] = {"spec": pod}
     if tier.gang is not None and tier.gang.topology_level:
         template = {"metadata": {"annotations": {REQUIRED_TOPOLOGY: tier.gang.topology_level}}, "spec": pod}
+    elif tier.pool in tas_pools(rf):
+        # a topology-aware flavor takes only pod sets that ask for TAS when its queue also has
+        # other flavors (kueue v0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go:197-200)
+        template = {"metadata": {"annotations": {UNCONSTRAINED_TOPOLOGY: "true"}}, "spec": pod}
     spec: dict[str, Any] = {"parallelism": pods, "completions": pods}
     if pods > 1:
         spec["completionMode"] = "Indexed"
@@ -39,7 +46,7 @@ def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: i
 def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
                    specs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """``specs``: each tier's contract pod spec, made once for every tenant's page."""
-    from gpuplan.identity import priority_class_name
+    from gpuplan.identity import priority_class_name, quota_cap
     from gpuplan.render.yamlwriter import dump
 
     qp = ledger.queue(tenant.name) if ledger is not None else None
@@ -66,17 +73,55 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
         }
         ns = next((n for n, u in grants if u > 0), tenant.namespaces[0])
         spec = specs.get(tier.name) or specs.setdefault(tier.name, contract_spec(rf, tier))
+        pc = priority_class_name(tier)
+        row["enforced"] = [(n, quota_cap(_quotas(rf, tenant, n, specs), pc, res)) for n, _ in grants
+                           if n in tenant.namespaces]
+        row["refused"] = _refusals(rf, pc, specs)
         row.update(node_selector=spec["nodeSelector"], tolerations=spec["tolerations"],
                    max_per_pod=tier.max_gpus_per_pod, preemption=tier.preemption,
                    pod=dump(contract_pod(rf, tier, ns, spec)), job=dump(contract_job(rf, tier, ns, spec)))
         if row["queued"]:
             shape = gang_shape(rf, tier)
             pods, units = shape if shape else (1, max(1, min(tier.max_gpus_per_pod or 1, fq.potential)))
+            shared = [f"`{n}`" for n in fq.tiers if n != tier.name]
+            row["shared_note"] = (f" Kueue counts the flavor, not the tier: this quota is shared with "
+                                  f"tier{'s' if len(shared) > 1 else ''} {', '.join(shared)}, and any of them can "
+                                  "use all of it." if shared else "")
             row.update(nominal=fq.nominal, flavor=flavor_name(tier.pool), borrowing_limit=fq.borrowing_limit,
                        lending_limit=fq.lending_limit, potential=fq.potential, gang_pods=pods, gang_units=units,
                        example=dump(example_job(rf, tier, ns, res, units, pods)))
         out.append(row)
     return out
+
+
+def _quotas(rf: ResolvedFleet, tenant, ns: str, cache: dict) -> list[dict[str, Any]]:
+    """The namespace's ResourceQuotas, as lower/tenancy.py writes them."""
+    from gpuplan.lower.tenancy import namespace_quotas
+
+    key = ("quotas", ns)
+    if key not in cache:
+        cache[key] = namespace_quotas(rf, tenant, ns)
+    return cache[key]
+
+
+def _refusals(rf: ResolvedFleet, pc: str, cache: dict) -> list[str]:
+    """What the admission policy of class ``pc`` refuses, in its own messages (once per class)."""
+    from gpuplan.lower import admission
+
+    if not admission.enabled(rf):
+        return []
+    key = ("refused", pc)
+    if key not in cache:
+        tiers = admission.class_tiers(rf).get(pc, [])
+        cache[key] = [v["message"] for v in admission.class_validations(rf, pc, tiers)] if tiers else []
+    return cache[key]
+
+
+def _boundary(rf: ResolvedFleet) -> list[str]:
+    """What the namespace policy refuses everywhere (its messages)."""
+    from gpuplan.lower import admission
+
+    return [v["message"] for v in admission.namespace_validations(rf)] if admission.enabled(rf) else []
 
 
 def _policy_name(rf: ResolvedFleet) -> str | None:
@@ -99,7 +144,8 @@ def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> Iterator[Arti
     from gpuplan.render.text import render
 
     q = rf.fleet.spec.queueing
-    specs: dict[str, dict[str, Any]] = {}
+    specs: dict[Any, Any] = {}
+    boundary = _boundary(rf)
     for tn in rf.fleet.spec.tenants:
         qp = ledger.queue(tn.name) if ledger is not None else None
         text = render(
@@ -108,7 +154,7 @@ def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> Iterator[Arti
             fair_sharing=bool(q and q.fair_sharing), local_queue=LOCAL_QUEUE, queue_label=QUEUE_LABEL,
             queue_namespaces=queued_namespaces(ledger, tn) if qp else [],
             priority_label=PRIORITY_LABEL, tiers=_tier_sections(rf, ledger, tn, specs),
-            pool_label=POOL_LABEL, policy=_policy_name(rf),
+            pool_label=POOL_LABEL, policy=_policy_name(rf), boundary=boundary,
         )
         yield Artifact(f"tenants/{tn.name}/README.md", text=text, kustomize=False,
                        description=f"What tenant {tn.name} is given and how to submit jobs")

@@ -58,12 +58,12 @@ E_CLASS_CONFLICT = Code(
 )
 I_TOO_LARGE = Code(
     "GP525", "placement proof skipped: fleet too large", Severity.INFO,
-    "The placement proof evaluates the admission policy's CEL for every tier in every namespace; "
-    "above 1,500 tier x namespace pairs validate and build skip it to stay fast "
-    "(the binding, policy and tenant pages are generated all the same). Prove a smaller slice of the fleet, "
-    "or split it.",
-    bad="200 tiers x 1,000 namespaces",
-    good="20 tiers x 60 namespaces",
+    "The placement and boundary proofs evaluate the admission policies for every tier in every namespace "
+    "shape; above 2,000,000 tier x namespace pairs validate and build skip them to stay fast "
+    "(the policies, quotas and tenant pages are generated all the same). Prove a smaller slice of the "
+    "fleet, or split it.",
+    bad="2,000 tiers x 1,000 namespaces",
+    good="200 tiers x 3,000 namespaces",
 )
 E_BOUNDARY = Code(
     "GP527", "a pod outside the tier contract gets GPU capacity", Severity.ERROR,
@@ -155,21 +155,23 @@ def _proof(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Iterator[Diagnostic
         i = next(i for i, p in enumerate(rf.fleet.spec.pools) if p.name == b)
         yield rf.diag(E_TWIN_POOLS, f"pools {a!r} and {b!r} carry the same labels, taints and resources",
                       ("spec", "pools", i, "name"))
-    for v in proof.verdicts:
-        path = ("spec", "tiers", idx[v.tier], "pool")
-        if v.granted and v.admitted and v.pools != [v.expected_pool]:
-            where = ", ".join(v.pools) or "no pool"
-            yield rf.diag(E_OTHER_POOL, f"tier {v.tier!r}: its pod in namespace {v.namespace!r} fits {where}, "
-                          f"not only its pool {v.expected_pool!r}", path,
-                          hint="give the pools distinct taints and labels, or keep gpuplan's binding taint")
-        elif v.granted and not v.admitted:
-            yield rf.diag(E_DENIED_GRANTED, f"tier {v.tier!r}: its pod is refused in granted namespace "
-                          f"{v.namespace!r}: {'; '.join(v.denied_by)}", path)
-        elif not v.granted and v.admitted:
-            yield rf.diag(W_ADMITTED_UNGRANTED, f"tier {v.tier!r}: its pod is admitted in namespace "
-                          f"{v.namespace!r}, which is not granted the tier", path,
-                          hint="gpuplan's admission policy needs kubernetesVersion >= 1.30 and "
-                               "cluster.admission.enabled")
+    for g in proof.groups:
+        path = ("spec", "tiers", idx[g.tier], "pool")
+        admitted = not g.denied_by
+        for ns in g.namespaces[:MAX_NAMESPACES]:
+            if g.granted and admitted and g.pools != [g.expected_pool]:
+                where = ", ".join(g.pools) or "no pool"
+                yield rf.diag(E_OTHER_POOL, f"tier {g.tier!r}: its pod in namespace {ns!r} fits {where}, "
+                              f"not only its pool {g.expected_pool!r}", path,
+                              hint="give the pools distinct taints and labels, or keep gpuplan's binding taint")
+            elif g.granted and not admitted:
+                yield rf.diag(E_DENIED_GRANTED, f"tier {g.tier!r}: its pod is refused in granted namespace "
+                              f"{ns!r}: {'; '.join(g.denied_by)}", path)
+            elif not g.granted and admitted:
+                yield rf.diag(W_ADMITTED_UNGRANTED, f"tier {g.tier!r}: its pod is admitted in namespace "
+                              f"{ns!r}, which is not granted the tier", path,
+                              hint="gpuplan's admission policy needs kubernetesVersion >= 1.30 and "
+                                   "cluster.admission.enabled")
     if not any(d.get("kind") == "ValidatingAdmissionPolicy" for d in docs):
         return  # no policy: GP522 says what is open; there is no boundary to prove
     from gpuplan.placement.boundary import boundary
@@ -186,3 +188,4 @@ def _proof(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Iterator[Diagnostic
 
 
 MAX_BREACHES = 10
+MAX_NAMESPACES = 50  # per tier and namespace shape: one finding is the same in all of them

@@ -11,6 +11,13 @@ values.yaml) and a file that is not YAML (README.md) is one object keyed by its
 path. Changed objects list their changed fields as paths such as
 ``spec.hard["requests.nvidia.com/gpu"]`` with old → new values; an embedded
 YAML payload (a ConfigMap's ``config.yaml``) is compared field by field too.
+List items are matched by their natural key (``name``; a Prometheus rule's
+``alert``/``record``; a toleration's ``key``, with its ``effect`` where one key
+has several), e.g. ``spec.groups[name=gpu].rules[alert=GPUDown].expr``, and
+lists without one are aligned by content, so adding one alert is one addition,
+not a change of every alert after it. A long string that changed is shown
+around where it changed (a cut at a fixed width could look identical on both
+sides).
 
 Stage: write (docs/architecture.md)."""
 
@@ -182,15 +189,71 @@ def _key_path(base: str, key: Any) -> str:
     return f"{base}[{json.dumps(key, ensure_ascii=False, default=str)}]"
 
 
-def _by_name(items: list) -> dict[str, Any] | None:
-    """Items keyed by their `name` when every item is a mapping with a unique
-    string name (containers, tolerations by key are left to indices)."""
-    out: dict[str, Any] = {}
-    for it in items:
-        if not isinstance(it, dict) or not isinstance(it.get("name"), str) or it["name"] in out:
-            return None
-        out[it["name"]] = it
-    return out
+def _rule_key(it: dict) -> str | None:
+    """A Prometheus rule: ``alert=<name>`` or ``record=<name>``."""
+    for field in ("alert", "record"):
+        if isinstance(it.get(field), str):
+            return f"{field}={it[field]}"
+    return None
+
+
+def _toleration_key(it: dict) -> str | None:
+    if not isinstance(it.get("key"), str):
+        return None
+    effect = it.get("effect")
+    return f"key={it['key']},effect={effect}" if isinstance(effect, str) else f"key={it['key']}"
+
+
+# How a list's items are matched between two trees, first that fits both lists:
+# by `name` (containers, rule groups, volumes, ports), by `alert`/`record`
+# (Prometheus rules), by `key` (tolerations, taints, requirements; with the
+# effect when one key has several). Every item must be a mapping with a unique
+# key, else the next; lists none fits are aligned by content (_aligned).
+_NATURAL_KEYS = (
+    lambda it: f"name={it['name']}" if isinstance(it.get("name"), str) else None,
+    _rule_key,
+    lambda it: f"key={it['key']}" if isinstance(it.get("key"), str) else None,
+    _toleration_key,
+)
+
+
+def _keyed(old: list, new: list) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Both lists' items by their natural key (see _NATURAL_KEYS); None when no
+    key identifies every item of both uniquely."""
+    for keyf in _NATURAL_KEYS:
+        out = []
+        for items in (old, new):
+            got: dict[str, Any] = {}
+            for it in items:
+                k = keyf(it) if isinstance(it, dict) else None
+                if k is None or k in got:
+                    break
+                got[k] = it
+            else:
+                out.append(got)
+                continue
+            break
+        if len(out) == 2 and (out[0] or out[1]):
+            return out[0], out[1]
+    return None
+
+
+def _aligned(path: str, old: list, new: list, out: list[FieldChange]) -> None:
+    """Items without a natural key, aligned by content: an item inserted or
+    removed in the middle is one addition or removal, not a change of every
+    item after it. Replaced runs of equal length are compared field by field."""
+    sa = [json.dumps(x, sort_keys=True, default=str) for x in old]
+    sb = [json.dumps(x, sort_keys=True, default=str) for x in new]
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, sa, sb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        pairs = min(i2 - i1, j2 - j1) if tag == "replace" else 0
+        for n in range(pairs):
+            _fields(f"{path}[{i1 + n}]", old[i1 + n], new[j1 + n], out)
+        for i in range(i1 + pairs, i2):
+            out.append(FieldChange(f"{path}[{i}]", old[i], _MISSING))
+        for j in range(j1 + pairs, j2):
+            out.append(FieldChange(f"{path}[{j}]", _MISSING, new[j]))
 
 
 def _embedded(text: Any) -> Any:
@@ -222,18 +285,16 @@ def _fields(path: str, old: Any, new: Any, out: list[FieldChange]) -> None:
         out.append(FieldChange(path, old, new))
         return
     if isinstance(old, list) and isinstance(new, list):
-        bo, bn = _by_name(old), _by_name(new)
-        if bo is not None and bn is not None:
+        keyed = _keyed(old, new)
+        if keyed is not None:
+            bo, bn = keyed
             for k in bo:
-                _fields(f"{path}[name={k}]", bo[k], bn.get(k, _MISSING), out)
+                _fields(f"{path}[{k}]", bo[k], bn.get(k, _MISSING), out)
             for k in bn:
                 if k not in bo:
-                    out.append(FieldChange(f"{path}[name={k}]", _MISSING, bn[k]))
+                    out.append(FieldChange(f"{path}[{k}]", _MISSING, bn[k]))
             return
-        for i in range(max(len(old), len(new))):
-            _fields(
-                f"{path}[{i}]", old[i] if i < len(old) else _MISSING, new[i] if i < len(new) else _MISSING, out
-            )
+        _aligned(path, old, new, out)
         return
     eo, en = _embedded(old), _embedded(new)
     if eo is not None and en is not None:
@@ -291,6 +352,34 @@ def _value(v: Any, width: int = VALUE_WIDTH) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
+def _changed_parts(old: str, new: str, width: int = VALUE_WIDTH) -> tuple[str, str]:
+    """Two long values (JSON-quoted) cut around where they differ, so the parts
+    shown differ too (two cuts at the same width of a long PromQL expression
+    that changed near its end would look identical): some common context, the
+    differing middle, ``…`` where text is left out on either side."""
+    a = json.dumps(old, ensure_ascii=False)
+    b = json.dumps(new, ensure_ascii=False)
+    if len(a) <= width and len(b) <= width:
+        return a, b
+    p = 0
+    while p < min(len(a), len(b)) and a[p] == b[p]:
+        p += 1
+    q = 0
+    while q < min(len(a), len(b)) - p and a[-1 - q] == b[-1 - q]:
+        q += 1
+    context = 16
+
+    def window(t: str) -> str:
+        start = max(0, p - context)
+        end = min(len(t), len(t) - q + context)
+        if end - start > width:  # the differing part alone is too long: its start
+            end = start + width - 1
+            return ("…" if start else "") + t[start:end] + "…"
+        return ("…" if start else "") + t[start:end] + ("…" if end < len(t) else "")
+
+    return window(a), window(b)
+
+
 def _field_line(f: FieldChange) -> str:
     name = f.path or "(content)"
     if f.kind == "added":
@@ -299,6 +388,9 @@ def _field_line(f: FieldChange) -> str:
         return f"{name}: - {_value(f.old)}"
     if not f.path and isinstance(f.old, str) and isinstance(f.new, str):  # a text file
         return f"(content): {f.old} → {f.new}"
+    if isinstance(f.old, str) and isinstance(f.new, str):
+        a, b = _changed_parts(f.old, f.new)
+        return f"{name}: {a} → {b}"
     return f"{name}: {_value(f.old)} → {_value(f.new)}"
 
 

@@ -34,12 +34,10 @@ Stage: check-objects (docs/architecture.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
+from gpuplan.identity import scope_matches
 from gpuplan.resolve import ResolvedFleet
-
-if TYPE_CHECKING:
-    from gpuplan.capacity import CapacityReport
 
 UNMANAGED_NAMESPACE = "default"  # a namespace gpuplan does not manage, for the proof
 
@@ -82,26 +80,46 @@ class Verdict:
         return self.admitted and self.pools == [self.expected_pool]
 
 
+@dataclass(frozen=True)
+class Group:
+    """One tier's contract pod in namespaces of one shape and grant: the same verdict for each."""
+
+    tier: str
+    namespaces: tuple[str, ...]
+    granted: bool
+    denied_by: list[str]
+    pools: list[str]
+    expected_pool: str
+
+    def verdict(self, namespace: str) -> Verdict:
+        return Verdict(self.tier, namespace, self.granted, self.denied_by, self.pools, self.expected_pool)
+
+
 @dataclass
 class Proof:
     pools: list[PoolNodes]
-    verdicts: list[Verdict]
+    groups: list[Group]
     twins: list[tuple[str, str]]  # pools a pod cannot tell apart
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        """One verdict per tier and namespace (tier order, then namespace order)."""
+        return [g.verdict(n) for g in self.groups for n in g.namespaces]
 
     def matrix(self) -> list[tuple[str, dict[str, str]]]:
         """tier -> pool -> cell: 'yes' where its contract pod (admitted in a granted
         namespace) can land, '-' elsewhere; 'denied' on its pool when never admitted."""
         out = []
-        tiers: dict[str, list[Verdict]] = {}
-        for v in self.verdicts:
-            tiers.setdefault(v.tier, []).append(v)
-        for tier, vs in tiers.items():
-            granted = [v for v in vs if v.granted]
+        tiers: dict[str, list[Group]] = {}
+        for g in self.groups:
+            tiers.setdefault(g.tier, []).append(g)
+        for tier, gs in tiers.items():
+            granted = [g for g in gs if g.granted]
             row = {p.name: "-" for p in self.pools}
-            for v in granted:
-                for p in v.pools if v.admitted else ():
-                    row[p] = "yes" if p == v.expected_pool else "WRONG POOL"
-            if granted and not any(v.admitted for v in granted):
+            for g in granted:
+                for p in g.pools if not g.denied_by else ():
+                    row[p] = "yes" if p == g.expected_pool else "WRONG POOL"
+            if granted and all(g.denied_by for g in granted):
                 row[granted[0].expected_pool] = "denied"
             out.append((tier, row))
         return out
@@ -238,25 +256,13 @@ def quota_denials(pod: dict[str, Any], quotas: list[dict[str, Any]]) -> list[str
     out = []
     for q in quotas:
         scope = (q["spec"].get("scopeSelector") or {}).get("matchExpressions", [])
-        if not all(_scope_matches(e, pc) for e in scope):
+        if not all(scope_matches(e, pc) for e in scope):
             continue
         for key, hard in q["spec"].get("hard", {}).items():
             res = key.removeprefix("requests.")
             if key.startswith("requests.") and res in req and req[res] > int(hard):
                 out.append(f"ResourceQuota {q['metadata']['name']}: {res} {req[res]} > {hard}")
     return out
-
-
-def _scope_matches(e: dict[str, Any], pc: str) -> bool:
-    if e["scopeName"] != "PriorityClass":
-        return True
-    if e["operator"] == "In":
-        return pc in e["values"]
-    if e["operator"] == "NotIn":
-        return pc not in e["values"]
-    if e["operator"] == "Exists":
-        return pc != ""
-    return pc == ""
 
 
 # --- the proof -------------------------------------------------------------------------
@@ -300,13 +306,26 @@ class Cluster:
         self._bound: dict[str, list[int]] = {n: [] for n in self.policies}
         for i, b in enumerate(self.bindings):
             self._bound[b["spec"]["policyName"]].append(i)
+        # name -> the name-bound bindings that leave it out; the other bindings are evaluated
+        self._left_out: dict[str, set[int]] = {}
+        for i, ex in enumerate(self._by_name):
+            for name in ex or ():
+                self._left_out.setdefault(name, set()).add(i)
+        self._generic = [i for i, ex in enumerate(self._by_name) if ex is None]
+        # policies by the class their matchCondition names (None: every pod)
+        self._by_class: dict[str | None, list[str]] = {}
+        for n, pc in self._class_of.items():
+            if not self._reads_ns[n]:
+                self._by_class.setdefault(pc, []).append(n)
 
-    def selected(self, ns_obj: dict[str, Any]) -> tuple[bool, ...]:
-        """Per binding, whether it selects the namespace."""
-        name = ns_obj["metadata"]["name"]
-        return tuple((name not in ex) if ex is not None else
-                     _selects(b["spec"].get("matchResources", {}).get("namespaceSelector", {}), ns_obj)
-                     for b, ex in zip(self.bindings, self._by_name))
+    def selected(self, ns_obj: dict[str, Any]) -> frozenset[int]:
+        """The bindings that do *not* select the namespace (by index): a binding ``i`` selects
+        it when ``i not in`` the result."""
+        out = set(self._left_out.get(ns_obj["metadata"]["name"], ()))
+        for i in self._generic:
+            if not _selects(self.bindings[i]["spec"].get("matchResources", {}).get("namespaceSelector", {}), ns_obj):
+                out.add(i)
+        return frozenset(out)
 
     def shape(self, ns_obj: dict[str, Any]) -> str:
         """What the admission of a pod can depend on in a namespace: the bindings that select
@@ -317,25 +336,43 @@ class Cluster:
         labels = {k: v for k, v in ns_obj["metadata"].get("labels", {}).items() if k != "kubernetes.io/metadata.name"} \
             if self.reads_labels else {}
         quotas = [(q["metadata"]["name"], q["spec"]) for q in self.quotas.get(ns_obj["metadata"]["name"], [])]
-        return json.dumps([labels, self.selected(ns_obj), quotas], sort_keys=True)
+        return json.dumps([labels, sorted(self.selected(ns_obj)), quotas], sort_keys=True)
 
-    def verdicts(self, pod: dict[str, Any], request: dict[str, Any] | None = None) -> dict[str, list[str]]:
+    def covering(self, unselected: Iterable[frozenset[int]]) -> set[str]:
+        """The policies bound in every one of these namespace selections."""
+        sels = list(unselected)
+        return {n for n, idx in self._bound.items() if all(any(i not in u for i in idx) for u in sels)}
+
+    def verdicts(self, pod: dict[str, Any], request: dict[str, Any] | None = None,
+                 covering: set[str] | None = None) -> dict[str, list[str]]:
         """Per policy that applies to the pod and reads no namespace, the messages it refuses
-        the pod with (empty: passes) - the same in every namespace its bindings select."""
+        the pod with (empty: passes) - the same in every namespace its bindings select.
+
+        ``covering``: policies bound in every namespace the caller asks about; they are
+        evaluated first, and the first that refuses the pod ends the evaluation (with its
+        first message): the pod is refused in all of them whatever the rest say."""
         from gpuplan.placement.cel import evaluate_policy, object_key
 
         classes = _classes(pod)
         key = object_key(pod, request)
+        if classes is None:  # not a Pod: every policy's matchConditions are evaluated
+            names = [n for pc, ns in self._by_class.items() for n in ns]
+        else:  # a class policy whose matchCondition names another class does not apply
+            names = [*self._by_class.get(None, ()), *(n for pc in classes if pc is not None
+                                                        for n in self._by_class.get(pc, ()))]
+        if covering is not None:
+            names.sort(key=lambda n: n not in covering)
         out: dict[str, list[str]] = {}
-        for name, policy in self.policies.items():
-            pc = self._class_of[name]
-            if (self._reads_ns[name] or (pc is not None and classes is not None and pc not in classes)
-                    or not _matches(policy, pod, request)):
-                continue  # read per namespace; its matchCondition is false (another class); another kind
-            out[name] = evaluate_policy(policy, pod, None, request, key=key)
+        for name in names:
+            policy = self.policies[name]
+            if _matches(policy, pod, request):  # its resourceRules take the kind and operation
+                quick = covering is not None and name in covering
+                out[name] = evaluate_policy(policy, pod, None, request, key=key, first_only=quick)
+                if quick and out[name]:
+                    return out
         return out
 
-    def policy_denials(self, pod: dict[str, Any], ns_obj: dict[str, Any], selected: tuple[bool, ...],
+    def policy_denials(self, pod: dict[str, Any], ns_obj: dict[str, Any], unselected: frozenset[int],
                        request: dict[str, Any] | None = None, verdicts: dict[str, list[str]] | None = None
                        ) -> list[str]:
         from gpuplan.placement.cel import evaluate_policy
@@ -345,17 +382,17 @@ class Cluster:
         out: list[str] = []
         # only the policies that refuse the pod (or read the namespace) matter: look up their bindings
         for name in self._per_namespace:
-            if any(selected[i] for i in self._bound[name]) and _matches(self.policies[name], pod, request):
+            if any(i not in unselected for i in self._bound[name]) and _matches(self.policies[name], pod, request):
                 msgs = evaluate_policy(self.policies[name], pod, ns_obj, request)
                 out += [f"ValidatingAdmissionPolicy {name}: {m}" for m in msgs]
         for name, msgs in verdicts.items():
             if msgs:
                 out += [f"ValidatingAdmissionPolicy {name}: {m}" for m in msgs
-                        for i in self._bound[name] if selected[i]]
+                        for i in self._bound[name] if i not in unselected]
         return out
 
     def denials(self, pod: dict[str, Any], ns_obj: dict[str, Any], request: dict[str, Any] | None = None,
-                selected: tuple[bool, ...] | None = None, verdicts: dict[str, list[str]] | None = None
+                selected: frozenset[int] | None = None, verdicts: dict[str, list[str]] | None = None
                 ) -> list[str]:
         """Validating policies (where their bindings select the namespace), then quota."""
         sel = self.selected(ns_obj) if selected is None else selected
@@ -480,12 +517,14 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
         shapes.setdefault(cluster.shape(ns_obj), []).append(ns_obj)
     groups = list(shapes.values())
     selected = [cluster.selected(g[0]) for g in groups]
-    group_of = {ns["metadata"]["name"]: i for i, g in enumerate(groups) for ns in g}
-    names = [n["metadata"]["name"] for n in namespaces]
     from gpuplan.queues import namespace_grants
 
-    granted = namespace_grants(rf)
-    verdicts = []
+    granted_to: dict[str, set[str]] = {}  # tier -> the namespaces granted it
+    for ns, tiers in namespace_grants(rf).items():
+        for t in tiers:
+            granted_to.setdefault(t, set()).add(ns)
+    group_names = [tuple(ns["metadata"]["name"] for ns in g) for g in groups]
+    out: list[Group] = []
     for tier in rf.fleet.spec.tiers:
         res = rf.tier_resource(tier)
         if res is None or tier.pool not in rf.pool_by_name or is_dra(rf, rf.pool_by_name[tier.pool]):
@@ -498,17 +537,23 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
         landing.sort(key=lambda n: (n not in order, order.get(n, 0), n))
         request = contract_request(rf, tier)
         pod_verdicts = cluster.verdicts(pod, request)
-        denied = [cluster.denials(pod, g[0], request, sel, pod_verdicts) for g, sel in zip(groups, selected)]
-        # one shape's verdicts share their lists (nothing changes them)
-        verdicts += [Verdict(tier.name, n, tier.name in granted.get(n, ()), denied[group_of[n]], landing, tier.pool)
-                     for n in names]
+        mine = granted_to.get(tier.name, frozenset())
+        for g, names, sel in zip(groups, group_names, selected):
+            denied = cluster.denials(pod, g[0], request, sel, pod_verdicts)
+            if mine.isdisjoint(names):  # most shapes: none of its namespaces is granted this tier
+                out.append(Group(tier.name, names, False, denied, landing, tier.pool))
+                continue
+            split: dict[bool, list[str]] = {}
+            for name in names:
+                split.setdefault(name in mine, []).append(name)
+            out += [Group(tier.name, tuple(ns), ok, denied, landing, tier.pool) for ok, ns in sorted(split.items())]
     seen: dict[tuple, str] = {}
     twins = []
     for p in pools:
         other = seen.setdefault(p.identity(), p.name)
         if other != p.name:
             twins.append((other, p.name))
-    return Proof(pools, verdicts, twins)
+    return Proof(pools, out, twins)
 
 
 def contract_request(rf: ResolvedFleet, tier) -> dict[str, Any] | None:
@@ -537,15 +582,28 @@ def matrix_rows(p: Proof) -> tuple[list[str], list[list[str]]]:
     a namespace granted the tier, can land; then where it is admitted and refused."""
     head = ["tier", *(x.name for x in p.pools), "admitted in", "refused in"]
     rows = []
-    by_tier: dict[str, list[Verdict]] = {}
-    for v in p.verdicts:
-        by_tier.setdefault(v.tier, []).append(v)
+    by_tier: dict[str, list[Group]] = {}
+    for g in p.groups:
+        by_tier.setdefault(g.tier, []).append(g)
+    order = {n: i for i, n in enumerate(_namespace_order(p))}
     for tier, row in p.matrix():
-        vs = by_tier[tier]
-        rows.append([tier, *(row[x.name] for x in p.pools),
-                     _some([v.namespace for v in vs if v.admitted]),
-                     _some([v.namespace for v in vs if not v.admitted])])
+        gs = by_tier[tier]
+        admitted = sorted((n for g in gs if not g.denied_by for n in g.namespaces), key=order.__getitem__)
+        refused = sorted((n for g in gs if g.denied_by for n in g.namespaces), key=order.__getitem__)
+        rows.append([tier, *(row[x.name] for x in p.pools), _some(admitted), _some(refused)])
     return head, rows
+
+
+def _namespace_order(p: Proof) -> list[str]:
+    """The namespaces in the tree's order (the first tier's groups name every one)."""
+    if not p.groups:
+        return []
+    first = p.groups[0].tier
+    seen: list[str] = []
+    for g in p.groups:
+        if g.tier == first:
+            seen += g.namespaces
+    return seen
 
 
 SHOWN_NAMESPACES = 6
@@ -557,13 +615,3 @@ def _some(names: list[str]) -> str:
         return "-"
     more = len(names) - SHOWN_NAMESPACES
     return ", ".join(names[:SHOWN_NAMESPACES]) + (f" and {more} more" if more > 0 else "")
-
-
-def with_placement(rf: ResolvedFleet, report: "CapacityReport", docs: list[dict[str, Any]]) -> "CapacityReport":
-    """The capacity report with the placement proof, for fleets with tiers.
-    Not part of ``capacity``: the proof reads quotas that read the capacity."""
-    if not rf.fleet.spec.tiers or pairs(rf) > MAX_PAIRS:
-        return report
-    from dataclasses import replace
-
-    return replace(report, placement=proof(rf, docs))

@@ -106,7 +106,7 @@ def _tolerations(taints) -> list[dict[str, Any]]:
 
 def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
     from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
-    from gpuplan.identity import QUEUE_LABEL, priority_class_name
+    from gpuplan.identity import QUEUE_LABEL, priority_class_name, quota_cap
     from gpuplan.placement import (
         Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, pools_from_objects, requests,
     )
@@ -134,6 +134,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
     out.namespace_shapes = len(shapes)
     groups = list(shapes.values())
     selected = [cluster.selected(g[0]) for g in groups]
+    covering = cluster.covering(selected)  # a refusal by one of these holds in every state
 
     # --- what the spec grants ------------------------------------------------------------
     tenant_of: dict[str, Any] = {}
@@ -175,15 +176,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
 
     def cap(ns: str, pc: str, res: str) -> int | None:
         """The most the namespace's quotas let pods of ``pc`` hold of ``res`` (None: uncharged)."""
-        from gpuplan.placement import _scope_matches
-
-        caps = []
-        for q in cluster.quotas.get(ns, []):
-            scope = (q["spec"].get("scopeSelector") or {}).get("matchExpressions", [])
-            hard = q["spec"].get("hard", {}).get(f"requests.{res}")
-            if hard is not None and all(_scope_matches(e, pc) for e in scope):
-                caps.append(int(hard))
-        return min(caps) if caps else None
+        return quota_cap(cluster.quotas.get(ns, []), pc, res)
 
     # --- the pods ------------------------------------------------------------------------
     implicit = [f"{IMPLICIT_DRA_PREFIX}{c}" for c in
@@ -250,7 +243,10 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
         pc = pod["spec"].get("priorityClassName", "")
         want = gpu(requests(admitted_pod))
         landing: list[str] | None = None
-        verdicts = cluster.verdicts(admitted_pod, req)
+        verdicts = cluster.verdicts(admitted_pod, req, covering)
+        if any(msgs for name, msgs in verdicts.items() if name in covering):
+            out.checked += len(groups)
+            continue  # refused in every namespace state
         for group, sel in zip(groups, selected):
             out.checked += 1
             if cluster.policy_denials(admitted_pod, group[0], sel, req, verdicts):
@@ -309,7 +305,6 @@ def _claim_breaches(rf, cluster, states, exempt, tenant_of) -> list[Breach]:
     a DRA tier of that class is granted, and charged there to the class's quota key."""
     from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
     from gpuplan.k8s_features_dra import RESOURCE_API
-    from gpuplan.placement.cel import evaluate_policy
 
     if not any_dra(rf):
         return []
@@ -318,17 +313,10 @@ def _claim_breaches(rf, cluster, states, exempt, tenant_of) -> list[Breach]:
     for cls in sorted({*CHART_CLASSES, *claims}):
         claim = {"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": "probe"},
                  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": cls}}]}}}
-        applies = [(b, cluster.policies[b["spec"]["policyName"]]) for b in cluster.bindings
-                   if any("resourceclaims" in r.get("resources", ())
-                          for r in cluster.policies[b["spec"]["policyName"]]["spec"]["matchConstraints"]["resourceRules"])]
+        verdicts = cluster.verdicts(claim)
         for ns_obj in states:
             ns = ns_obj["metadata"]["name"]
-            if ns in exempt:
-                continue
-            sel = cluster.selected(ns_obj)
-            denied = any(sel[cluster.bindings.index(b)] and evaluate_policy(p, claim, None)
-                         for b, p in applies)
-            if denied:
+            if ns in exempt or cluster.policy_denials(claim, ns_obj, cluster.selected(ns_obj), None, verdicts):
                 continue
             tn = tenant_of.get(ns)
             grant = (tn.quotas.get(ns, {}).get(claims[cls].tier, 0) if tn is not None and cls in claims else 0)
@@ -351,3 +339,24 @@ def boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
     if cached is None:
         cached = rf.__dict__["_boundary_proof"] = prove_boundary(rf, docs)
     return cached
+
+
+def boundary_rows(b: Boundary) -> tuple[list[str], list[list[str]]]:
+    """The table of `gpuplan plan`: per pool, which class can run there, from which
+    namespaces, and how much the namespace's quotas let that class hold."""
+    from gpuplan.placement import SHOWN_NAMESPACES
+
+    head = ["pool", "class", "resource", "namespaces (quota)"]
+    rows = []
+    for a in b.access:
+        shown = ", ".join(f"{ns} ({cap})" for ns, cap in a.namespaces[:SHOWN_NAMESPACES])
+        more = len(a.namespaces) - SHOWN_NAMESPACES
+        rows.append([a.pool, a.priority_class, a.resource, shown + (f" and {more} more" if more > 0 else "")])
+    return head, rows
+
+
+def summary(b: Boundary) -> str:
+    found = f"{len(b.breaches)} break the boundary" if b.breaches else "none breaks the boundary"
+    squat = any("without requesting a GPU" in x.escape for x in b.breaches)
+    return (f"{b.pods} pod shapes a tenant or a stranger could write, in {b.namespace_shapes} namespace shapes "
+            f"({b.checked} checked): {found}." + ("" if squat else " Pods of no tier run on no GPU pool."))

@@ -39,12 +39,14 @@ _VARIABLE = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
 def _deps(expression: str, var_deps: dict[str, set[str]]) -> set[str]:
     """What an expression reads: the object, the namespace, through variables too."""
     out = set()
-    if _OBJECT.search(expression) or "oldObject" in expression or "request" in expression:
+    if _OBJECT.search(expression) or "oldObject" in expression:
         out.add("object")
+    if re.search(r"\brequest\b", expression):
+        out.add("request")
     if "namespaceObject" in expression:
         out.add("namespace")
     for name in _VARIABLE.findall(expression):
-        out |= var_deps.get(name, {"object", "namespace"})
+        out |= var_deps.get(name, {"object", "request", "namespace"})
     return out
 
 
@@ -102,22 +104,26 @@ def _plan(policy: dict[str, Any]) -> list[tuple[str, str, set[str], frozenset[st
 
 def evaluate_policy(policy: dict[str, Any], obj: dict[str, Any], namespace: dict[str, Any] | None,
                     request: dict[str, Any] | None = None, old: dict[str, Any] | None = None,
-                    key: str | None = None) -> list[str]:
+                    key: str | None = None, first_only: bool = False) -> list[str]:
     """The messages of the validations that ``obj`` fails (empty: admitted); ``request``: the
     admission request's ``operation`` and ``userInfo`` (default: a CREATE by a tenant).
 
     Each expression is evaluated once per value of what it reads (a pod's variables
-    once for every namespace it is tried in): same expression, same inputs, same result."""
+    once for every namespace it is tried in): same expression, same inputs, same result.
+    ``first_only``: stop at the first failing validation (whether, not why)."""
     from gpuplan.verify import cel
 
     request = request or TENANT_REQUEST
     base = {"object": obj, "oldObject": old, "namespaceObject": namespace, "request": request}
     keys = {"object": key if key is not None else object_key(obj, request, old),
+            "request": json.dumps(request, sort_keys=True),
             "namespace": json.dumps(namespace, sort_keys=True) if namespace is not None else "null"}
     vars_: dict[str, Any] = {}
 
     def run(expression: str, deps: set[str], act: dict[str, Any]) -> Any:
-        k = (expression, keys["object"] if "object" in deps else None,
+        # the object key covers the request too; an expression that reads only the request
+        # (the UPDATE guard) is evaluated once per request
+        k = (expression, keys["object"] if "object" in deps else (keys["request"] if "request" in deps else None),
              keys["namespace"] if "namespace" in deps else None)
         hit = _MEMO.get(k, _MEMO)
         if hit is not _MEMO:
@@ -157,4 +163,6 @@ def evaluate_policy(policy: dict[str, Any], obj: dict[str, Any], namespace: dict
         result = run(expression, deps, act)
         if not ((not failed) if isinstance(result, Exception) else (result is True)):
             out.append(val.get("message", expression))
+            if first_only:
+                break
     return out

@@ -20,7 +20,7 @@ PATH = "CAPACITY.md"
 
 def capacity_artifacts(rf: "ResolvedFleet", docs: list[dict[str, Any]]) -> Iterator[Artifact]:
     """``docs``: the lowered objects the placement proof reads (gpuplan.compiler.object_docs)."""
-    from gpuplan.placement import with_placement
+    from gpuplan.placement.report import with_placement
     from gpuplan.report.render import LARGE_TENANT_ROWS, render_markdown, tenant_markdown, tenant_row_count
 
     r = rf.capacity

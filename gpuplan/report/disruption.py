@@ -6,6 +6,14 @@ many harmless ways, and a reviewer must not have to find the one that deletes a
 namespace or repartitions a node among them. Computed from the two trees of
 objects — what the controllers will actually see — not from the specs:
 
+- **hand-step**: something a person must do, at a stated moment, or the GitOps
+  engine stops applying the tree: the Argo CD AppProject of
+  ``delivery/bootstrap.yaml`` (applied by hand) gains or loses destination
+  namespaces. Argo CD checks every object of a sync against the project
+  (argoproj/argo-cd@v3.5.1 controller/sync.go:647-671) and one refused object
+  fails the whole operation, so a namespace the live project does not list
+  blocks every change of the commit (#27);
+
 - **destructive**: a Namespace leaves the tree. Deleting it deletes every
   object in it. gpuplan marks Namespaces so that neither Argo CD nor Flux
   deletes one on its own (gpuplan.lower.gitops.PROTECTED_KINDS), so this is
@@ -31,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-SEVERITY_ORDER = ("destructive", "drain", "replace", "upgrade", "reconfigure")
+SEVERITY_ORDER = ("hand-step", "destructive", "drain", "replace", "upgrade", "reconfigure")
 MIG_LABEL = "nvidia.com/mig.config"
 PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 VALUES_PATH = "gpu-operator/values.yaml"
@@ -162,18 +170,30 @@ def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
     a, b = _objects(old), _objects(new)
     out: list[Disruption] = []
 
+    out += _project_steps(a, b)
     for kind, ns, name in sorted(set(a) - set(b)):
         if kind == "Namespace":
+            if "Prune=confirm" in str(_annotations(a[(kind, ns, name)]).get(ARGO_SYNC_OPTIONS, "")):
+                held = ("Argo CD holds the prune for a confirmation, and until someone confirms it the root "
+                        "sync waits in that wave and auto-sync starts no new one: NO later change of the tree "
+                        "applies (gitops-engine sync_context.go:458-475,1616-1624; argo-cd "
+                        "controller/appcontroller.go:2336-2337). Right after merging, either confirm the prune in "
+                        "Argo CD (the Application shows the Namespace waiting for confirmation) to delete it, or "
+                        "delete it by hand once empty (`kubectl delete namespace " + name + "`); both release "
+                        "the sync")
+            else:
+                held = ("gpuplan keeps the GitOps engine from deleting it on its own (Flux never prunes it): "
+                        "delete it by hand once it is empty, or keep it")
             out.append(Disruption(
                 "destructive", f"Namespace {name}",
                 "leaves the tree: deleting it deletes every object in it (workloads, volumes' claims, secrets). "
-                "gpuplan keeps the GitOps engine from deleting it on its own (Argo CD waits for a prune "
-                "confirmation; Flux never prunes it): delete it by hand once it is empty, or keep it"))
+                + held))
         elif kind == "PriorityClass":
             out.append(Disruption(
                 "replace", f"PriorityClass {name}",
                 "leaves the tree: new pods that name it are rejected at admission"))
 
+    (op_, om), (np_, nm) = _configs(a), _configs(b)
     for key in sorted(set(a) & set(b)):
         kind, ns, name = key
         o, n = a[key], b[key]
@@ -197,11 +217,21 @@ def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
                 if not what:
                     what.append("node template")
                 note = _drift_note(n)
-                if "blocked" in note and any(ol.get(x) != nl.get(x) for x in (MIG_LABEL, PLUGIN_LABEL)):
-                    # old nodes keep the old config name, which the new ConfigMaps no longer carry
+                # Old nodes keep their old config names until replaced (Karpenter never relabels a
+                # node): the build keeps an old device-plugin name in the new ConfigMap
+                # (gpuplan.identity.kept_plugin_configs); a name it no longer carries strands them.
+                dropped = [x for x, new_cfgs in ((MIG_LABEL, nm), (PLUGIN_LABEL, np_))
+                           if ol.get(x) != nl.get(x) and ol.get(x) is not None and ol.get(x) not in new_cfgs]
+                kept = [f"{x}={ol.get(x)}" for x, new_cfgs in ((PLUGIN_LABEL, np_), (MIG_LABEL, nm))
+                        if ol.get(x) != nl.get(x) and ol.get(x) in new_cfgs]
+                if kept:
+                    note += (f"; old nodes keep {', '.join(kept)}, which the device-plugin and mig-parted "
+                             "ConfigMaps keep for them until `gpuplan build --retire-config NAME` once no node "
+                             "carries it")
+                if dropped and "blocked" in _drift_note(n):
                     note += ("; until then an old node whose device plugin or mig-manager restarts finds no "
-                             "config of its old name and stops advertising GPUs: roll the pool (delete its "
-                             "NodeClaims) once its jobs are done")
+                             f"config of its old name ({', '.join(dropped)}) and stops advertising GPUs: roll the "
+                             "pool (delete its NodeClaims) once its jobs are done")
                 out.append(Disruption(
                     "replace", f"NodePool {name}",
                     f"{'; '.join(what)}: every node of the pool drifts; {note}"))
@@ -216,7 +246,6 @@ def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
                     + (_drift_note(pool) if pool else "Karpenter replaces them")))
 
     on, nn = _static_nodes(a), _static_nodes(b)
-    (op_, om), (np_, nm) = _configs(a), _configs(b)
     for node in sorted(set(on) & set(nn)):
         (_, ol, ot), (pool, nl, nt) = on[node], nn[node]
         o_mig, n_mig = ol.get(MIG_LABEL), nl.get(MIG_LABEL)
@@ -268,6 +297,46 @@ def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
     return sorted(out, key=lambda d: (d.rank, d.subject, d.message))
 
 
+ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+
+
+def _annotations(o: dict) -> dict:
+    meta = o.get("metadata")
+    ann = meta.get("annotations") if isinstance(meta, dict) else None
+    return ann if isinstance(ann, dict) else {}
+
+
+def _destinations(project: dict) -> set[str]:
+    spec = project.get("spec")
+    dests = spec.get("destinations") if isinstance(spec, dict) else None
+    return {d["namespace"] for d in dests or () if isinstance(d, dict) and isinstance(d.get("namespace"), str)} \
+        if isinstance(dests, list) else set()
+
+
+def _project_steps(a: dict, b: dict) -> list[Disruption]:
+    """The hand steps a changed AppProject asks for: it is applied by hand
+    (``delivery/bootstrap.yaml``), not by the sync it governs."""
+    out = []
+    for key in sorted(k for k in set(a) & set(b) if k[0] == "AppProject"):
+        old, new = _destinations(a[key]), _destinations(b[key])
+        added, removed = sorted(new - old), sorted(old - new)
+        if added:
+            out.append(Disruption(
+                "hand-step", f"AppProject {key[2]}",
+                f"BEFORE merging, apply delivery/bootstrap.yaml by hand (kubectl apply -f <tree>/delivery/"
+                f"bootstrap.yaml): the project gains destination namespace(s) {', '.join(added)}. Until the live "
+                "project lists them, Argo CD refuses their objects and fails the whole root sync "
+                "(argo-cd controller/sync.go:647-671), so no other change of this commit applies "
+                "(quotas, policies, NodePools)"))
+        if removed:
+            out.append(Disruption(
+                "hand-step", f"AppProject {key[2]}",
+                f"the project loses destination namespace(s) {', '.join(removed)}: apply delivery/bootstrap.yaml "
+                "by hand only AFTER the root sync has pruned their objects; applied earlier, Argo CD refuses "
+                "to prune objects in a namespace the project no longer permits and the sync fails"))
+    return out
+
+
 # --- rendering ---------------------------------------------------------------------------
 
 
@@ -286,6 +355,10 @@ def render_markdown(ds: list[Disruption]) -> str:
     destructive = sum(d.severity == "destructive" for d in ds)
     head = f"### :warning: Disruptive changes ({len(ds)})"
     lines = [head, ""]
+    steps = sum(d.severity == "hand-step" for d in ds)
+    if steps:
+        lines += [f"> [!IMPORTANT]\n> {steps} hand step(s): the GitOps engine stops applying this tree until "
+                  "they are done, at the moment each one names (first rows below).", ""]
     if destructive:
         lines += [f"> [!CAUTION]\n> {destructive} namespace(s) leave the tree: deleting them deletes everything "
                   "in them.", ""]

@@ -192,7 +192,30 @@ def _placement_section(r: CapacityReport) -> str:
 
     return ("<h2>Placement (tier × pool)</h2><p>Where each tier's contract pod can land (admitted in a "
             "namespace granted the tier), from the generated NodePools, NodeFeatureRules, quotas and "
-            "admission policy.</p>" + _table(*matrix_rows(r.placement)))
+            "admission policy.</p>" + _table(*matrix_rows(r.placement)) + _boundary_section(r))
+
+
+def _stranded_section(r: CapacityReport) -> str:
+    if not r.stranded:
+        return ""
+    rows = [[s.pool, s.resource, str(s.units), "?" if s.gpus is None else f"{s.gpus:g}",
+             "?" if s.cost_per_month is None else f"{s.cost_per_month:,.2f}"] for s in r.stranded]
+    return ("<h2>Stranded capacity</h2><p>Paid for and grantable by no tier (no tier hands out these "
+            "resources).</p>" + _table(["pool", "resource", "units", "GPU-eq", "cost/month"], rows))
+
+
+def _boundary_section(r: CapacityReport) -> str:
+    if r.boundary is None:
+        return ""
+    from html import escape
+
+    from gpuplan.placement.boundary import boundary_rows, summary
+
+    out = "<h2>Tenancy boundary (who can run where)</h2><p>" + escape(summary(r.boundary)) + "</p>"
+    out += _table(*boundary_rows(r.boundary))
+    if r.boundary.breaches:
+        out += _table(["namespace", "pod", "gets"], [[x.namespace, x.pod, x.escape] for x in r.boundary.breaches])
+    return out
 
 
 def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None, disruption: Any = None) -> str:
@@ -215,6 +238,7 @@ def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None, di
         "<h2>Tenants</h2>", _table(*_tenant_rows(r)),
         _queue_section(r),
         _placement_section(r),
+        _stranded_section(r),
         _mig_section(r.pools),
     ]
     if disruption is not None:  # first and loudly: above the capacity report

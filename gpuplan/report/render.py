@@ -144,6 +144,26 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
         from gpuplan.placement import matrix_rows
 
         parts += [heading(2, "Placement (tier x pool)"), table(*matrix_rows(r.placement))]
+    if r.boundary is not None:
+        from gpuplan.placement.boundary import boundary_rows, summary
+
+        parts += [heading(2, "Tenancy boundary (who can run where)"), summary(r.boundary),
+                  table(*boundary_rows(r.boundary))]
+        if r.boundary.breaches:
+            parts.append(table(["namespace", "pod", "gets"], [[x.namespace, x.pod, x.escape]
+                                                              for x in r.boundary.breaches]))
+    interruptible = _exposure_rows(r)
+    if interruptible:
+        parts += [heading(2, "Interruptible capacity (spot)"),
+                  "Grants on pools that allow spot: EC2 can reclaim these nodes with two minutes' notice "
+                  "(GPU-hours a month open to interruption, and their cost at on-demand and at spot prices).",
+                  table(*interruptible[0]), table(*interruptible[1])]
+    if r.stranded:
+        parts += [heading(2, "Stranded capacity"),
+                  "Paid for and grantable by no tier (no tier hands out these resources):",
+                  table(["pool", "resource", "units", "GPU-eq", "cost/month"],
+                        [[s.pool, s.resource, str(s.units), "?" if s.gpus is None else f"{s.gpus:g}",
+                          "?" if s.cost_per_month is None else f"{s.cost_per_month:,.2f}"] for s in r.stranded])]
     diagrams = _diagrams(r)
     if diagrams:
         parts.append(heading(2, "MIG layouts"))
@@ -222,3 +242,22 @@ def render(fmt: str, r: CapacityReport, *, diff=None, optimise=None, disruption=
 
         return render_html(r, diff=diff, optimise=optimise, disruption=disruption)
     raise ValueError(f"unknown report format {fmt!r}")
+
+
+def _exposure_rows(r: CapacityReport) -> tuple[tuple[list[str], list[list[str]]], tuple[list[str], list[list[str]]]] | None:
+    from gpuplan.capacity import exposure
+
+    tiers, tenants = exposure(r)
+    if not tiers:
+        return None
+
+    def money(x: float | None) -> str:
+        return "?" if x is None else f"{x:,.2f}"
+
+    def hours(x: float | None) -> str:
+        return "?" if x is None else f"{x:,.0f}"
+    head = ["units", "GPU-h/month exposed", "cost on-demand", "cost spot"]
+    return ((["tier", "pool", *head], [[e.name, e.pool, str(e.units), hours(e.gpu_hours_per_month),
+                                        money(e.on_demand_cost), money(e.spot_cost)] for e in tiers]),
+            (["tenant", *head], [[e.name, str(e.units), hours(e.gpu_hours_per_month), money(e.on_demand_cost),
+                                  money(e.spot_cost)] for e in tenants]))

@@ -21,6 +21,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.sharing",
     "gpuplan.rules.resources",
     "gpuplan.rules.capacity",
+    "gpuplan.rules.spot",
     "gpuplan.rules.tenancy",
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",

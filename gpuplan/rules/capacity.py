@@ -41,9 +41,11 @@ E_NO_CAPACITY = Code(
     pain="#19 kubernetes-sigs/karpenter #729 (capacity Karpenter cannot provide)",
 )
 I_UNOFFERED = Code(
-    "GP412", "pool capacity that no tier hands out", Severity.INFO,
+    "GP412", "pool capacity that no tier hands out", Severity.WARNING,
     "A pool advertises a resource that no tier offers: nobody can get a quota for it, so it is "
-    "paid for and idle (or used only by namespaces without quotas).",
+    "paid for and idle (the admission policies refuse GPU resources outside a tier). A MIG layout "
+    "change that leaves slices of a profile no tier names is the usual cause. The message and "
+    "`gpuplan plan` (\"Stranded capacity\") give its monthly cost.",
     bad="pools:\n  - {name: spare, ...}   # no tier names pool spare",
     good="tiers:\n  - {name: batch, pool: spare}",
 )
@@ -103,16 +105,16 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
                       hint=f"granted: {shares}. Lower the quotas, add nodes or replicas, or allow it with "
                            f"`maxOversubscription: {ratio:.2f}` on the tier")
 
-    offered = {(r.pool, r.resource) for r in report.tiers if r.resource}
-    for pr in report.pools:
-        pv = rf.pool_by_name[pr.name]
-        for res, units in pr.resources:
-            if units > 0 and (pr.name, res) not in offered:
-                yield rf.diag(I_UNOFFERED,
-                              f"pool {pr.name!r} advertises {units} {res} that no tier hands out",
-                              pv.path + ("name",),
-                              hint=f"add a tier with `pool: {pr.name}`" if not any(r.pool == pr.name for r in report.tiers)
-                              else "add a tier for this resource, or change the pool's layout")
+    for st in report.stranded:
+        pv = rf.pool_by_name[st.pool]
+        worth = "" if st.gpus is None else f" ({st.gpus:g} GPU-eq" + (
+            f", {st.cost_per_month:,.2f} a month)" if st.cost_per_month is not None else ")")
+        yield rf.diag(I_UNOFFERED,
+                      f"pool {st.pool!r} advertises {st.units} {st.resource} that no tier hands out{worth}: "
+                      "paid for and grantable by no one",
+                      pv.path + ("name",),
+                      hint=f"add a tier with `pool: {st.pool}`" if not any(r.pool == st.pool for r in report.tiers)
+                      else "add a tier for this resource, or change the pool's layout")
 
 
 def _first_grant_path(rf: ResolvedFleet, tier: str) -> tuple | None:

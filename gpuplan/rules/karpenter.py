@@ -57,16 +57,22 @@ E_NO_AWS = Code(
     good="cluster:\n  aws: {clusterName: ml-platform, nodeRole: KarpenterNodeRole-ml-platform}",
 )
 W_BLIND_CAPACITY = Code(
-    "GP615", "Karpenter cannot see shared or MIG capacity", Severity.WARNING,
-    "Karpenter counts `nvidia.com/gpu` as physical GPUs from the instance type. Pending pods that ask "
-    "for `nvidia.com/gpu.shared` or `nvidia.com/mig-*` never trigger a launch, and it picks instance "
-    "types as if every replica were a whole GPU. Set `karpenter.nodeOverlay: true` to emit a "
-    "NodeOverlay with the pool's real capacity (alpha: Karpenter feature gate `nodeOverlay`).",
-    bad="sharing: {mode: time-slicing, replicas: 4}\nkarpenter: {instanceTypes: [g6e.xlarge], maxGPUs: 8}",
-    good="sharing: {mode: time-slicing, replicas: 4}\n"
-         "karpenter: {instanceTypes: [g6e.xlarge], maxGPUs: 8, nodeOverlay: true}",
+    "GP615", "Karpenter can never launch a node for shared or MIG units", Severity.ERROR,
+    "Karpenter decides what to launch from the instance types' capacity, which knows only the "
+    "physical `nvidia.com/gpu`; a pending pod whose request fits no instance type is never "
+    "provisioned for (kubernetes-sigs/karpenter@v1.14.1 "
+    "pkg/controllers/provisioning/scheduling/scheduler.go:725-760). So a MIG pool whose units have "
+    "their own resource name (`nvidia.com/mig-*` under strategy `mixed`) never gets a node: an error. "
+    "Set `karpenter.nodeOverlay: true` to emit a NodeOverlay with the pool's real capacity (alpha: "
+    "Karpenter feature gate `nodeOverlay`). A warning for time-slicing/MPS pools, and for MIG pools "
+    "whose units are all advertised as `nvidia.com/gpu` (strategy `single`): Karpenter launches for "
+    "`nvidia.com/gpu` but counts physical GPUs, and never for `nvidia.com/gpu.shared`.",
+    bad="sharing: {mode: mig, strategy: mixed, layout: {3g.40gb: 2}}\n"
+        "karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16}",
+    good="sharing: {mode: mig, strategy: mixed, layout: {3g.40gb: 2}}\n"
+         "karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, nodeOverlay: true}",
     pain="#19 kubernetes-sigs/karpenter #729, #2140, aws/karpenter-provider-aws #3376; "
-         "#20 aws/karpenter-provider-aws PR #8710",
+         "#20 aws/karpenter-provider-aws PR #8710; #27",
 )
 W_OVERLAY_GPU = Code(
     "GP616", "NodeOverlay cannot change nvidia.com/gpu", Severity.WARNING,
@@ -232,7 +238,17 @@ def _pool(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
         res = pv.node_resources()
         hidden = {r: v for r, v in res.items() if r != GPU}
         gpu_units = res.get(GPU)
-        if not k.node_overlay and res:
+        if not k.node_overlay and hidden and s.mode == "mig":
+            yield rf.diag(
+                W_BLIND_CAPACITY,
+                f"pool {pv.name!r} partitions GPUs by MIG: Karpenter knows only the physical nvidia.com/gpu "
+                f"of the instance type, so pods that ask for {', '.join(sorted(hidden))} never get a node "
+                f"launched (the pool's nodes advertise {', '.join(f'{r}: {v}' for r, v in res.items())})",
+                kpath,
+                key=True,
+                hint="set karpenter.nodeOverlay: true (needs Karpenter's alpha nodeOverlay feature gate)",
+            )
+        elif not k.node_overlay and res:
             yield rf.diag(
                 W_BLIND_CAPACITY,
                 f"pool {pv.name!r} shares GPUs by {s.mode}; Karpenter counts only the physical nvidia.com/gpu "
@@ -240,6 +256,7 @@ def _pool(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
                 kpath,
                 key=True,
                 hint="set karpenter.nodeOverlay: true (needs Karpenter's alpha nodeOverlay feature gate)",
+                severity=Severity.WARNING,
             )
         elif k.node_overlay and gpu_units is not None and gpn and gpu_units != gpn:
             yield rf.diag(

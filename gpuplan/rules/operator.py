@@ -1,5 +1,6 @@
-"""GP640-GP649: GPU Operator choices that hold for the whole fleet — container
-toolkit and CDI, the managed driver's version, what runs on Bottlerocket nodes.
+"""GP640-GP651: GPU Operator choices that hold for the whole fleet — container
+toolkit and CDI, the managed driver's version (against each static pool's GPU, GP650,
+and OS, GP651), what runs on Bottlerocket nodes.
 
 Why these are fleet-wide: the operator renders one ClusterPolicy, and what one
 operand is told about another (the device plugin's CDI hook path, the driver
@@ -70,8 +71,48 @@ E_BOTTLEROCKET_VERSION = Code(
     good="karpenter: {amiFamily: Bottlerocket, amiVersion: v1.40.0}\nsharing: {mode: time-slicing, replicas: 4}",
 )
 
+E_DRIVER_FLOOR = Code(
+    "GP650", "driver older than the GPU", Severity.ERROR,
+    "A driver release supports only the GPUs it lists; below the first release that lists a GPU the "
+    "driver does not bind it and the node comes up without GPUs. gpuplan keeps, per GPU model, the first "
+    "release whose \"Compatible GPUs\" table lists one of the model's PCI device ids, read from every tagged "
+    "release of NVIDIA/open-gpu-kernel-modules (`gpuplan/catalog/drivers.json`, rebuilt by "
+    "`python -m gpuplan.catalog.build_drivers`): e.g. B200 from 570.86.15, RTX PRO 6000 Blackwell Server "
+    "from 575.57.08, H200 SXM from 550.40.65. Hopper, Ada and Blackwell models are checked; older "
+    "architectures were supported before those modules existed and are not. The driver of a static pool "
+    "is `gpuOperator.driverVersion` (or the chart's default); Karpenter pools run their AMI's driver. "
+    "MIG profiles have floors of their own (GP205).",
+    bad="gpuOperator: {driverVersion: 535.104.05}\npools:\n  - {name: train, gpu: B200, gpusPerNode: 8, nodes: [n1]}",
+    good="gpuOperator: {driverVersion: 595.91.07}\npools:\n  - {name: train, gpu: B200, gpusPerNode: 8, nodes: [n1]}",
+)
+E_PRECOMPILED_OS = Code(
+    "GP651", "precompiled driver on an OS that has none", Severity.ERROR,
+    "`driverVersion: R<branch>` makes the GPU Operator use precompiled driver images "
+    "(`driver.usePrecompiled: true`), which NVIDIA builds as a tech preview for Ubuntu 22.04 kernels only "
+    "(NVIDIA/gpu-operator@v26.7.0 deployments/gpu-operator/values.yaml:149-151). On any other OS the "
+    "driver image does not exist and the driver pod never starts. Every static pool's `os` must be "
+    "`ubuntu22.04` (gpuplan cannot see the nodes' OS otherwise), or the version a full release.",
+    bad="gpuOperator: {driverVersion: R570}\npools:\n  - {name: train, gpu: L40S, gpusPerNode: 4, nodes: [n1]}",
+    good="gpuOperator: {driverVersion: R570}\npools:\n  - {name: train, gpu: L40S, gpusPerNode: 4, nodes: [n1], "
+         "os: ubuntu22.04}",
+)
+
+E_POOL_DRIVER_UNMANAGED = Code(
+    "GP652", "pool driver the operator does not install", Severity.ERROR,
+    "`pools[].driverVersion` becomes the pool's own NVIDIADriver, which the GPU Operator installs on the "
+    "pool's static nodes. Karpenter pools run the driver of their EKS AMI (the operator's driver is off there, "
+    "`nvidia.com/gpu.deploy.driver: \"false\"`), and with `gpuOperator.driver: preinstalled` the operator "
+    "installs none: the setting would change nothing on the nodes.",
+    bad="pools:\n  - {name: burst, gpu: H100-SXM5-80GB, karpenter: {...}, driverVersion: 570.133.20}",
+    good="pools:\n  - {name: train, gpu: H100-SXM5-80GB, gpusPerNode: 8, nodes: [n1], driverVersion: 570.133.20}",
+)
+
 CODES = (E_TOOLKIT_MIX, E_DRIVER_VERSION, W_DRIVER_FLOATS, E_BOTTLEROCKET_SHARING,
-         E_BOTTLEROCKET_VERSION)
+         E_BOTTLEROCKET_VERSION, E_DRIVER_FLOOR, E_PRECOMPILED_OS, E_POOL_DRIVER_UNMANAGED)
+
+# the only OS the GPU Operator's precompiled driver images are built for
+# (NVIDIA/gpu-operator@v26.7.0 deployments/gpu-operator/values.yaml:149-151)
+PRECOMPILED_OS = "ubuntu22.04"
 
 # R535 (a branch), or 535.104.05 / 550.54 (a release)
 _BRANCH = re.compile(r"R[0-9]{3}\Z")
@@ -168,6 +209,7 @@ def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
             hint="pin it: driverVersion: <the release you run>, e.g. 595.91.07 (the v26.7.0 default), or a "
                  "branch such as R580",
         )
+    yield from _driver_checks(rf)
     for pv in rf.pools:
         k = pv.pool.karpenter
         if k is None or k.ami_family != "Bottlerocket":
@@ -197,3 +239,72 @@ def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                 pv.path + ("karpenter", "amiVersion"),
                 hint=f"pin amiVersion {want} or later",
             )
+
+
+def _driver_checks(rf: ResolvedFleet) -> Iterator[Diagnostic]:
+    """GP641 for pool versions, GP652 (a pool driver nothing installs), GP650 (a static
+    pool's GPU needs a newer driver) and GP651 (precompiled driver images where the pool's
+    OS has none)."""
+    from gpuplan.catalog.drivers import below_floor
+    from gpuplan.identity import pool_driver_version
+
+    op = rf.fleet.spec.cluster.gpu_operator
+    opath = ("spec", "cluster", "gpuOperator")
+    unsaid_os = []
+    for pv in rf.pools:
+        own = pv.pool.driver_version
+        if own is not None:
+            if not valid_driver_version(own):
+                yield rf.diag(E_DRIVER_VERSION,
+                              f"pool {pv.name!r}: driverVersion {own!r} is neither a driver branch (R535) nor a "
+                              "driver release (535.104.05)", pv.path + ("driverVersion",),
+                              hint="use a release such as 595.91.07, or a branch such as R580")
+                continue
+            if not pv.pool.is_static or op.driver != "managed":
+                why = ("runs the driver of its EKS AMI" if not pv.pool.is_static
+                       else "gets no driver from the operator (gpuOperator.driver: preinstalled)")
+                yield rf.diag(E_POOL_DRIVER_UNMANAGED,
+                              f"pool {pv.name!r} {why}: its driverVersion changes nothing on its nodes",
+                              pv.path + ("driverVersion",), key=True,
+                              hint="remove the pool's driverVersion" + (
+                                  "; pin the AMI with karpenter.amiVersion" if not pv.pool.is_static else ""))
+                continue
+        if not pv.pool.is_static:
+            continue
+        version = pool_driver_version(rf, pv)
+        if version is None or not valid_driver_version(version):
+            continue  # no driver gpuplan knows of, or GP641 at the fleet's driverVersion
+        where = pv.path + ("driverVersion",) if own is not None else opath + ("driverVersion",)
+        said = (f"driverVersion {version}" if own is not None or op.driver_version
+                else f"the chart's default driver {version}")
+        if pv.gpu is not None and (need := below_floor(pv.gpu.key, version)) is not None:
+            yield rf.diag(
+                E_DRIVER_FLOOR,
+                f"pool {pv.name!r}: {pv.gpu.key} needs driver {need} or later (the first release that lists it); "
+                f"the pool's nodes run {said}",
+                pv.path + ("gpu",),
+                hint=f"set {'the pool' if own is not None else 'gpuOperator'}.driverVersion to {need} or later "
+                     "(595.91.07 is the v26.7.0 chart's default)",
+            )
+        if op.driver == "managed" and _BRANCH.match(version) and pv.pool.os != PRECOMPILED_OS:
+            if own is not None:
+                yield _precompiled(rf, version, [pv], where)
+            else:
+                unsaid_os.append(pv)
+    if unsaid_os and op.driver_version is not None:
+        yield _precompiled(rf, op.driver_version, unsaid_os, opath + ("driverVersion",))
+
+
+def _precompiled(rf: ResolvedFleet, version: str, pools: list, where: tuple) -> Diagnostic:
+    op = rf.fleet.spec.cluster.gpu_operator
+    names = ", ".join(f"{pv.name!r} ({pv.pool.os or 'os not set'})" for pv in pools[:5])
+    more = f" and {len(pools) - 5} more" if len(pools) > 5 else ""
+    return rf.diag(
+        E_PRECOMPILED_OS,
+        f"driverVersion {version} selects precompiled driver images, which exist for {PRECOMPILED_OS} only; "
+        f"static pool{'s' if len(pools) > 1 else ''} {names}{more} {'are' if len(pools) > 1 else 'is'} not said "
+        "to run it",
+        where,
+        hint=f"use a full release such as {CHART_DEFAULT_DRIVER.get(op.chart_version, '595.91.07')} "
+             f"(compiled on the node), or set os: {PRECOMPILED_OS} on pools whose nodes run Ubuntu 22.04",
+    )

@@ -96,8 +96,19 @@ E_KUEUE_LIMITS = Code(
     good="quotas: {a: {t0: 1, ..., t63: 1}}",
 )
 
+E_TAS_EMPTY_POOL = Code(
+    "GP430", "gang topology on a pool that can be empty", Severity.ERROR,
+    "A gang tier with `topologyLevel` needs Kueue's topology-aware scheduling, which counts capacity only "
+    "from existing Nodes that carry every topology label (kueue v0.19.2 pkg/util/tas/node.go:21-33, "
+    "pkg/scheduler/flavorassigner/tas_flavorassigner.go). A Karpenter pool can be empty and its NodePool "
+    "does not set those labels: the job is never admitted, so no pod ever asks Karpenter for a node. "
+    "gpuplan makes only static pools' flavors topology-aware.",
+    bad="tiers:\n  - {name: burst, pool: karpenter-h100, gang: {nodesPerJob: 2, topologyLevel: example.com/rack}}",
+    good="tiers:\n  - {name: burst, pool: karpenter-h100, gang: {nodesPerJob: 2}}",
+)
+
 CODES = (E_GANG_POOL, E_GANG_QUOTA, E_LENDING_ABOVE_NOMINAL, E_LIMIT_TIER, W_NO_QUEUEING, E_TOPOLOGY_LEVEL,
-         W_MIXED_QUEUED, I_BORROW_UNREACHABLE, E_COHORT_NAME, E_KUEUE_LIMITS)
+         W_MIXED_QUEUED, I_BORROW_UNREACHABLE, E_COHORT_NAME, E_KUEUE_LIMITS, E_TAS_EMPTY_POOL)
 
 
 def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
@@ -168,6 +179,13 @@ def _references(rf: ResolvedFleet) -> Iterator[Diagnostic]:
             yield rf.diag(E_TOPOLOGY_LEVEL, f"tier {t.name}: topology level {t.gang.topology_level} is not one of "
                           f"queueing.topologyLevels", ("spec", "tiers", i, "gang", "topologyLevel"),
                           hint=f"add it to queueing.topologyLevels, or use one of {sorted(levels)}")
+        pv = rf.pool_by_name.get(t.pool)
+        if (t.gang is not None and t.gang.topology_level and q.topology_levels and pv is not None
+                and pv.pool.karpenter is not None):
+            yield rf.diag(E_TAS_EMPTY_POOL, f"tier {t.name}: topology level {t.gang.topology_level} on Karpenter pool "
+                          f"{t.pool}, whose nodes do not exist before a job is admitted",
+                          ("spec", "tiers", i, "gang", "topologyLevel"),
+                          hint="leave topologyLevel out for this tier, or put it on a static pool")
         if t.gang is not None and t.name not in queued:
             yield rf.diag(E_LIMIT_TIER, f"tier {t.name} declares a gang but is not in queueing.tiers",
                           ("spec", "tiers", i, "gang"), key=True, hint="add it to queueing.tiers")

@@ -273,6 +273,13 @@ class DriverUpgrade(Model):
         default="25%", pattern=r"^([0-9]+|(100|[1-9]?[0-9])%)$",
         description="Nodes that may be unavailable during an upgrade: a count or a percentage.",
     )
+    hold_job_pools: bool = Field(
+        default=True,
+        description="Keep automatic upgrades off the nodes of static pools that run a `training` or `batch` "
+        "tier (node label `nvidia.com/gpu-driver-upgrade.skip: \"true\"`): the operator would delete their "
+        "GPU pods, jobs included, when it upgrades a node. Those nodes are rolled by hand (the generated "
+        "README says how).",
+    )
 
 
 class GpuOperator(Model):
@@ -583,11 +590,28 @@ class Pool(Model):
     price_per_gpu_hour: Price | None = Field(
         default=None, alias="pricePerGPUHour", description="Price of one GPU-hour, for cost reports."
     )
+    spot_price_per_gpu_hour: Price | None = Field(
+        default=None, alias="spotPricePerGPUHour",
+        description="Price of one GPU-hour on spot capacity (a Karpenter pool that allows `spot`), for the "
+        "cost of interruptible capacity in the capacity report; from your provider's price list.",
+    )
     interconnect: Literal["nvlink", "pcie"] | None = Field(
         default=None, description="GPU-to-GPU paths when no inventory says; default from the GPU model."
     )
     allocation: PoolAllocation | None = Field(
         default=None, description="The pool's allocation back-end; default: `cluster.allocation`."
+    )
+    driver_version: str | None = Field(
+        default=None,
+        description="The managed driver of this static pool, as `gpuOperator.driverVersion` (a branch `R570` or a "
+        "release `570.133.20`); default: `gpuOperator.driverVersion`. A fleet whose pools differ in driver or `os`, "
+        "or that has Karpenter pools beside static ones, gets one NVIDIADriver per static pool.",
+    )
+    os: str | None = Field(
+        default=None, pattern=r"^[a-z]+[0-9]+(\.[0-9]+)?$",
+        description="Operating system of a static pool's nodes as the GPU Operator names it in driver image "
+        "tags (`ubuntu22.04`, `ubuntu24.04`, `rhel9.4`). Precompiled drivers (`driverVersion: R<branch>`) "
+        "exist only for `ubuntu22.04`.",
     )
 
     @model_validator(mode="after")
@@ -644,6 +668,13 @@ class Tier(Model):
     )
     enforce_priority: bool = Field(
         default=False, description="Scope this tier's quota to its PriorityClass."
+    )
+    preemptible: bool | None = Field(
+        default=None,
+        description="The tier may run on preemptible (spot) capacity, which the cloud can reclaim with two "
+        "minutes' notice. Default: yes for `workload: batch` and `interactive` tiers without `gang`, no "
+        "otherwise (inference, training, gangs). Quotas of tiers that are not preemptible must fit the pool's "
+        "guaranteed capacity (GP413).",
     )
     description: str | None = Field(
         default=None, description="Description of the tier's PriorityClass; default names its resource and pool."

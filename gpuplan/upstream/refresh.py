@@ -21,9 +21,11 @@ and writes, for the kinds in ``TARGETS`` only (what gpuplan emits or reads):
 
 The Prometheus Operator schemas (``crds/monitoring.coreos.com``, from a
 prometheus-operator checkout through ``python -m gpuplan.upstream.refresh_monitoring``)
-and Kueue's (``crds/kueue.x-k8s.io``, ``python -m gpuplan.upstream.refresh_kueue``)
+Kueue's (``crds/kueue.x-k8s.io``, ``python -m gpuplan.upstream.refresh_kueue``)
+and the GPU Operator's NVIDIADriver (``python -m gpuplan.upstream.refresh_nvidia``)
 are left as they are; this script lists them, with their CEL rules and the sources
-in ``SOURCES-monitoring.md`` / ``SOURCES-kueue.md``, in ``sources.json`` and ``SOURCES.md``.
+in ``SOURCES-monitoring.md`` / ``SOURCES-kueue.md`` / ``SOURCES-nvidia.md``, in
+``sources.json`` and ``SOURCES.md``.
 
 ``--check`` writes nothing and exits 1 when any shipped file differs from what
 the reference would produce. Only this script (never the program or its tests)
@@ -167,6 +169,15 @@ def plan(reference: Path) -> dict[Path, str]:
         "note": "MIG geometry compiled from NVIDIA documents and source; every upstream document, repository and "
                 "commit is listed under `sources` inside gpus.json",
     })
+    raw = (REPO / "gpuplan/catalog/drivers.json").read_text(encoding="utf-8")
+    drivers = json.loads(raw)["source"]
+    hardware.append({
+        "file": "gpuplan/catalog/drivers.json", "built_by": "gpuplan/catalog/build_drivers.py",
+        "sha256": hashlib.sha256(raw.encode()).hexdigest(),
+        "note": f"first driver release per GPU model and branch, from the {drivers['path']} of every tagged "
+                f"release of {drivers['repository']} ({drivers['oldest_tag']} to {drivers['newest_tag']}, "
+                f"{drivers['newest_commit']}); rebuilt from a clone, not from the reference directory",
+    })
     files[HERE / "sources.json"] = dump({"crds": entries, "hardware": hardware})
     files[HERE / "SOURCES.md"] = render_markdown(entries, hardware)
     return files
@@ -176,10 +187,21 @@ _MON_ROW = re.compile(r"^\| (?P<file>crds/[^|]+?) \| (?P<api>[^ |]+) (?P<kind>[^
                       r"(?P<tag>[^|]+?) \| (?P<commit>[^|]+?) \| (?P<path>[^|]+?) \|$")
 
 
+# schemas pinned by refresh scripts of their own, each with a table in this row format
+_OWN_TABLES = (("SOURCES-monitoring.md", "refresh_monitoring"), ("SOURCES-nvidia.md", "refresh_nvidia"))
+
+
 def monitoring_entries(files: dict[Path, str]) -> list[dict]:
-    """Entries for the schemas ``refresh_monitoring`` pins (its SOURCES-monitoring.md),
-    with a ``cel/`` list of their rules read from the schema itself."""
-    src = HERE / "SOURCES-monitoring.md"
+    """Entries for the schemas ``refresh_monitoring`` (SOURCES-monitoring.md) and
+    ``refresh_nvidia`` (SOURCES-nvidia.md) pin, with a ``cel/`` list of their rules read
+    from the schema itself."""
+    out = []
+    for table, script in _OWN_TABLES:
+        out += _own_entries(files, HERE / table, script)
+    return out
+
+
+def _own_entries(files: dict[Path, str], src: Path, script: str) -> list[dict]:
     if not src.is_file():
         return []
     out = []
@@ -195,7 +217,7 @@ def monitoring_entries(files: dict[Path, str]) -> list[dict]:
         out.append({
             "apiVersion": m["api"], "kind": m["kind"], "schema": m["file"], "cel": cel, "celRules": len(rules),
             "repository": m["repo"], "tag": m["tag"], "commit": m["commit"], "date": "", "path": m["path"],
-            "transform": "refreshed by python -m gpuplan.upstream.refresh_monitoring (SOURCES-monitoring.md)",
+            "transform": f"refreshed by python -m gpuplan.upstream.{script} ({src.name})",
         })
     return out
 
@@ -287,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     files = plan(args.reference)
     stale = [p for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     listed = json.loads(files[HERE / "sources.json"])["crds"]
-    managed = {p for p in files if p.is_relative_to(HERE)} | {HERE / e["cel"] for e in listed}
+    # the schemas other refresh scripts pin are listed too (an NVIDIADriver beside ClusterPolicy)
+    managed = ({p for p in files if p.is_relative_to(HERE)} | {HERE / e["cel"] for e in listed}
+               | {HERE / e["schema"] for e in listed})
     groups = {g for g, _, _ in TARGETS}
     extra = [p for p in (HERE / "cel").glob("*.json") if p not in managed]
     extra += [p for g in groups for p in (HERE / "crds" / g).glob("*.json") if p not in managed]

@@ -2,6 +2,7 @@
 
     python -m gpuplan.upstream.refresh_charts kueue GIT_DIR
     python -m gpuplan.upstream.refresh_charts gpu-operator GIT_DIR
+    python -m gpuplan.upstream.refresh_charts dra-driver-nvidia-gpu GIT_DIR
 
 ``GIT_DIR``: a clone (or bare mirror) of the chart's repository that has the tag in
 :data:`CHARTS`. The chart's templates are read at that tag (``git show``): every
@@ -38,6 +39,10 @@ CHARTS: dict[str, dict[str, Any]] = {
     "gpu-operator": {"repository": "NVIDIA/gpu-operator", "tag": "v26.7.0", "version": "v26.7.0",
                      "path": "deployments/gpu-operator",
                      "subcharts": {"node-feature-discovery": "nfd.enabled"}},
+    # no release tag carries chart 0.5.0 yet: the commit the GPU Operator v26.7.0 image pin matches
+    "dra-driver-nvidia-gpu": {"repository": "kubernetes-sigs/dra-driver-nvidia-gpu",
+                              "tag": "95932046683719c43b6a0dd9613c2e5aad5d6703", "version": "0.5.0",
+                              "path": "deployments/helm/dra-driver-nvidia-gpu", "subcharts": {}},
 }
 
 # namespaced kinds the charts render (everything else they render is cluster-scoped)
@@ -108,9 +113,26 @@ def scan_template(text: str) -> list[dict[str, Any]]:
 def _namespace(expr: str | None, cluster: bool) -> str | None:
     if cluster:
         return None
-    if expr is None or "Release.Namespace" in expr or "node-feature-discovery.namespace" in expr:
+    # a chart's "<chart>.namespace" helper is the release namespace unless namespaceOverride is set
+    # (gpuplan sets none); the DRA driver's `$namespace` ranges over that one namespace plus the
+    # controller's ADDITIONAL_NAMESPACES, empty by default (templates/_helpers.tpl:156-170)
+    if expr is None or "Release.Namespace" in expr or re.search(r'\.namespace"', expr) or expr == "{{ $namespace }}":
         return RELEASE_NS
     return expr
+
+
+# apiVersions a chart picks by the cluster's Capabilities: the group is the same whichever version
+# (dra-driver-nvidia-gpu templates/_helpers.tpl "resourceApiVersion": resource.k8s.io/v1 or v1beta1)
+TEMPLATED_GROUPS = {"resourceApiVersion": "resource.k8s.io"}
+
+
+def _group(api_version: str) -> str:
+    if "{{" in api_version:
+        for helper, group in TEMPLATED_GROUPS.items():
+            if helper in api_version:
+                return group
+        raise ValueError(f"templated apiVersion gpuplan cannot resolve: {api_version}")
+    return api_version.rpartition("/")[0]
 
 
 def _lookup(values: dict[str, Any], path: str) -> Any:
@@ -141,7 +163,7 @@ def read_chart(git_dir: str, tag: str, path: str, prefix: str = "", extra_when: 
             continue
         for d in scan_template(_git(git_dir, "show", f"{tag}:{f}")):
             kind = d["kind"]
-            group = d.get("apiVersion", "v1").rpartition("/")[0]
+            group = _group(d.get("apiVersion", "v1"))
             cluster = kind not in NAMESPACED
             when, raw = [], []
             for c in d["conds"]:

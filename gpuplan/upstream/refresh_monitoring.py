@@ -119,15 +119,11 @@ def merge_into(sources: list[dict[str, str]], rows: list[dict[str, str]]) -> lis
     return [s for s in sources if s.get("file") not in files] + rows
 
 
-def write_sources(rows: list[dict[str, str]]) -> None:
+def write_table(path: Path, intro: list[str], rows: list[dict[str, str]]) -> None:
+    """A SOURCES-*.md: the intro lines, then one row per pinned schema (the row format
+    ``gpuplan.upstream.refresh`` reads back)."""
     lines = [
-        "# Prometheus Operator CRD schemas",
-        "",
-        "Strict JSON Schemas derived from each CRD's `openAPIV3Schema` by",
-        "`python -m gpuplan.upstream.refresh_monitoring <prometheus-operator git dir>`",
-        "(additionalProperties false on every object with properties, except under",
-        "`x-kubernetes-preserve-unknown-fields`; int-or-string as anyOf integer/string;",
-        "apiVersion and kind pinned). The tests validate generated objects against them.",
+        *intro,
         "",
         "| file | apiVersion / kind | repository | tag | commit | path |",
         "|---|---|---|---|---|---|",
@@ -135,7 +131,19 @@ def write_sources(rows: list[dict[str, str]]) -> None:
     for r in rows:
         lines.append(f"| {r['file']} | {r['apiVersion']} {r['kind']} | {r['repository']} | {r['tag']} | "
                      f"{r['commit']} | {r['path']} |")
-    SOURCES.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_sources(rows: list[dict[str, str]]) -> None:
+    write_table(SOURCES, [
+        "# Prometheus Operator CRD schemas",
+        "",
+        "Strict JSON Schemas derived from each CRD's `openAPIV3Schema` by",
+        "`python -m gpuplan.upstream.refresh_monitoring <prometheus-operator git dir>`",
+        "(additionalProperties false on every object with properties, except under",
+        "`x-kubernetes-preserve-unknown-fields`; int-or-string as anyOf integer/string;",
+        "apiVersion and kind pinned). The tests validate generated objects against them.",
+    ], rows)
 
 
 def main(argv: list[str]) -> int:

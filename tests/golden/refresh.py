@@ -24,12 +24,14 @@ def targets() -> list[tuple[Path, Path]]:
 
 
 def main() -> int:
-    from gpuplan.compiler import compile_fleet
+    from gpuplan.compiler import Options, compile_fleet
     from gpuplan.output.tree import write_tree
 
     status = 0
     for spec, tree in targets():
-        compiled = compile_fleet(spec, out_dir=tree)
+        # a fresh build: config names an older tree kept for its nodes are not
+        # carried into the examples (docs/transitions.md)
+        compiled = compile_fleet(spec, out_dir=tree, options=Options(keep_previous=False))
         errors = [d for d in compiled.diagnostics if d.is_error]
         if errors or not compiled.files:
             print(f"{spec.relative_to(REPO)}: invalid, not written", file=sys.stderr)

@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass",
+KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass", "NodeOverlay",
          # kubectl get resourceflavors,clusterqueues,cohorts,localqueues,workloadpriorityclasses,topologies -A
          "ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Topology",
          # kubectl get deviceclasses,resourceclaimtemplates -A; kubectl get applications -n argocd

@@ -177,7 +177,7 @@ def test_inference_pool_disruption_and_zones() -> None:
                                   "budgets": [{"nodes": "1"}]}
     reqs = {r["key"]: r["values"] for r in spec["template"]["spec"]["requirements"]}
     assert reqs["topology.kubernetes.io/zone"] == ["us-east-1a", "us-east-1b"]
-    assert reqs["karpenter.sh/capacity-type"] == ["spot", "on-demand"]
+    assert reqs["karpenter.sh/capacity-type"] == ["on-demand"]  # serving: spot guarantees none of its quota (GP413)
     assert reqs["node.kubernetes.io/instance-type"] == ["g6e.12xlarge", "g6e.24xlarge"]
     assert reqs["karpenter.k8s.aws/instance-gpu-count"] == ["4"]
 
@@ -319,12 +319,24 @@ def test_bottlerocket_refuses_mig_and_mps(tmp_path: Path) -> None:
         assert "GP643" in {d.code for d in r.diagnostics if d.is_error}
 
 
-def test_no_userdata_without_topology(tmp_path: Path) -> None:
+def test_al2023_userdata_without_topology_has_only_the_toolkit_script(tmp_path: Path) -> None:
+    """No kubelet settings: no NodeConfig part, but the AMI's toolkit is still told to
+    refuse NVIDIA_VISIBLE_DEVICES from unprivileged pods and to accept the device
+    plugin's volume mounts (the AMI makes nvidia the default runtime,
+    awslabs/amazon-eks-ami@81fec2e8 nodeadm/internal/containerd/runtime_config_nvidia.go:25-35)."""
     p = spec_file(tmp_path,
                   "    - name: infer\n      gpu: L40S\n"
                   "      karpenter: {instanceTypes: [g6e.xlarge], maxGPUs: 4, amiVersion: v20260801}\n")
     nc = yaml.safe_load(compile_fleet(p).files["pools/infer/ec2nodeclass.yaml"])
-    assert "userData" not in nc["spec"]
+    msg = email.message_from_string(nc["spec"]["userData"])
+    assert msg.is_multipart()
+    types = [x.get_content_type() for x in msg.get_payload()]
+    assert types == ["text/x-shellscript"]
+    script = msg.get_payload()[0].get_payload()
+    assert script.startswith("#!/bin/bash\n")
+    cmd = [ln for ln in script.splitlines() if ln.startswith("nvidia-ctk")]
+    assert cmd == ["nvidia-ctk config --in-place --set accept-nvidia-visible-devices-envvar-when-unprivileged=false "
+                   "--set accept-nvidia-visible-devices-as-volume-mounts=true"]
 
 
 # --- MIG: NodeOverlay and the startup taint -------------------------------------------------
@@ -453,3 +465,30 @@ def test_bottlerocket_topology_settings_are_gated_too(tmp_path: Path) -> None:
 
     assert codes("v1.1.0") == ["GP644"]  # topology-manager-* from v1.2.0
     assert codes("v1.2.0") == []
+
+
+# --- instance store: RAID0 where every instance type has local NVMe (issue #28 item 5) ----
+
+
+def test_p5_pool_stripes_its_local_nvme() -> None:
+    """p5.48xlarge has 8 local NVMe drives (30,400 GiB, the instance table); Karpenter's
+    instanceStorePolicy RAID0 makes nodeadm stripe them for kubelet and containerd
+    (aws/karpenter-provider-aws@v1.14.1 pkg/providers/amifamily/bootstrap/nodeadm.go:87-88)."""
+    spec = pool_objects(EXAMPLES[0], "burst-h100")["ec2nodeclass"]["spec"]
+    assert spec["instanceStorePolicy"] == "RAID0"
+    assert "RAID0" in _schema("EC2NodeClass")["properties"]["spec"]["properties"]["instanceStorePolicy"]["enum"]
+
+
+def test_raid0_only_when_every_instance_type_has_nvme() -> None:
+    from types import SimpleNamespace
+
+    from gpuplan.lower.karpenter_aws import instance_store_raid0
+
+    def pv(*types: str, family: str = "AL2023"):
+        return SimpleNamespace(pool=SimpleNamespace(karpenter=SimpleNamespace(instance_types=list(types),
+                                                                              ami_family=family)))
+
+    assert instance_store_raid0(pv("p4d.24xlarge", "p5.48xlarge"))
+    assert not instance_store_raid0(pv("g5g.xlarge"))  # no instance store
+    assert not instance_store_raid0(pv("g5.xlarge", "g5g.xlarge"))  # one type without: not striped
+    assert not instance_store_raid0(pv("g6e.xlarge", family="Bottlerocket"))  # AL2023 only

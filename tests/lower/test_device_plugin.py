@@ -6,7 +6,7 @@ import pytest
 import yaml
 from tests.outputkit import fleet, one
 
-from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as CONFIGMAP_NAME, DEFAULT_CONFIG, cluster_mig_strategy, plugin_config_key as config_key
+from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as CONFIGMAP_NAME, DEFAULT_CONFIG, cluster_mig_strategy, plugin_config_key as config_key, pool_mig_strategy
 
 PATH = "gpu-operator/device-plugin-config.yaml"
 ALLOWED_TOP = {"version", "flags", "sharing"}
@@ -114,11 +114,11 @@ def test_cluster_strategy(build, pools, expected):
     assert values["mig"]["strategy"] == expected
     for name, _, sharing in pools:
         got = yaml.safe_load(_data(c, name))["flags"]["migStrategy"]
-        if expected:
-            assert got == expected  # the file says what the MIG_STRATEGY env makes the node run
-        else:
-            own = "single" if "single" in sharing else "mixed" if "mig" in sharing else "none"
-            assert got == own
+        own = "single" if "single" in sharing else "mixed" if "mig" in sharing else "none"
+        # the file says the pool's own strategy, so its name depends on the pool alone (#27);
+        # a cluster-wide value reaches the plugin as MIG_STRATEGY, which overrides the file
+        assert got == own
+        assert pool_mig_strategy(c.resolved, c.resolved.pool_by_name[name]) == (expected or own)
 
 
 def test_config_names_stay_label_values():

@@ -70,6 +70,7 @@ def _argo_permits(project: dict, obj: dict, namespaced: bool) -> bool:
 
 
 CLUSTER_SCOPED = {"Namespace", "PriorityClass", "NodeFeatureRule", "NodePool", "EC2NodeClass", "NodeOverlay",
+                  "NVIDIADriver",
                   "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 

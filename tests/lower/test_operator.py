@@ -32,11 +32,13 @@ def test_values_point_at_the_generated_configmaps(examples, example):
 
 def test_driver_and_toolkit_follow_the_spec(examples):
     a = one(examples["argocd"], VALUES)  # driver managed 595.91.07, toolkit preinstalled (Karpenter AMIs)
-    assert a["driver"] == {"enabled": True, "version": "595.91.07",
-                           "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": "25%"}}
+    # static pools beside a Karpenter pool: the driver comes from one NVIDIADriver per static pool
+    assert a["driver"] == {"enabled": True, "nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}
+    for d in _drivers(examples["argocd"]):
+        assert d["spec"]["upgradePolicy"] == {"autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": "25%"}
     assert a["toolkit"] == {"enabled": False} and a["cdi"] == {"enabled": False}
     f = one(examples["flux"], VALUES)  # driver: preinstalled, toolkit: managed
-    assert f["driver"] == {"enabled": False} and f["toolkit"] == {"enabled": True} and f["cdi"] == {"enabled": True}
+    assert f["driver"] == {"enabled": False} and f["toolkit"]["enabled"] is True and f["cdi"] == {"enabled": True}
 
 
 def _device_plugin_env(values: dict) -> dict[str, str]:
@@ -127,7 +129,7 @@ spec:
     ("R535", {"version": "535", "usePrecompiled": True}),
 ])
 def test_driver_version_forms(build, version, want):
-    c = build(fleet("  pools:\n    - {name: p, gpu: L40S, gpusPerNode: 4, nodes: [n1]}\n")
+    c = build(fleet("  pools:\n    - {name: p, gpu: L40S, gpusPerNode: 4, nodes: [n1], os: ubuntu22.04}\n")
               .replace("    gitops:", f"    gpuOperator: {{driverVersion: \"{version}\"}}\n    gitops:"))
     d = one(c, VALUES)["driver"]
     assert {k: d[k] for k in want} == want and d["enabled"] is True
@@ -236,3 +238,233 @@ def test_latest_driver_with_a_mig_pool_is_a_diagnostic_not_a_crash(tmp_path):
     p.write_text(text.replace('driverVersion: "595.91.07"', "driverVersion: latest"))
     c = compile_fleet(p)
     assert [d.code for d in c.diagnostics if d.is_error] == ["GP641"] and not c.files
+
+
+# --- NVIDIA_VISIBLE_DEVICES is inert for unprivileged pods (issue #26) -----------------
+
+
+def _plugin_strategy(values: dict) -> str:
+    """The device plugin's DEVICE_LIST_STRATEGY as the GPU Operator v26.7.0 sets it: the
+    asset's `envvar` (assets/state-device-plugin/0500_daemonset.yaml:77-78), replaced by
+    `cdi-annotations,cdi-cri` with CDI on (controllers/object_controls.go:1527-1530), then
+    `devicePlugin.env` last (object_controls.go:1620-1624)."""
+    strategy = "envvar"
+    if values.get("cdi", {}).get("enabled", True):
+        strategy = "cdi-annotations,cdi-cri"
+    for e in values["devicePlugin"].get("env", []):
+        if e["name"] == "DEVICE_LIST_STRATEGY":
+            strategy = e["value"]
+    return strategy
+
+
+def _toolkit_env(values: dict) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in values["toolkit"].get("env", [])}
+
+
+@pytest.mark.parametrize("example", ["argocd", "flux", "aws", "kueue"])
+def test_nvidia_visible_devices_is_inert(examples, example):
+    """With the plugin's `envvar` strategy and the toolkit's default
+    accept-nvidia-visible-devices-envvar-when-unprivileged=true
+    (NVIDIA/nvidia-container-toolkit@v1.20.0 api/config/v1/config.go:106,
+    internal/config/image/cuda_image.go:279-290) any CUDA image sees every GPU of its node.
+    The plugin hands devices over by CDI or volume mounts, and every node's toolkit refuses
+    the variable from unprivileged containers: the operator's through toolkit.env, a
+    preinstalled one by the README's prerequisite (static nodes) or the pool's userData (AL2023)."""
+    from tests.outputkit import REPO, compile_ok
+
+    c = examples.get(example) or compile_ok(REPO / "examples" / f"{'aws-burst' if example == 'aws' else example}.yaml")
+    v = one(c, VALUES)
+    strategy = _plugin_strategy(v)
+    assert strategy in ("volume-mounts", "cdi-annotations,cdi-cri")
+    readme = c.files["README.md"].decode()
+    if v["toolkit"]["enabled"]:
+        assert _toolkit_env(v) == {"ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED": "false",
+                                   "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS": "true"}
+    else:
+        assert strategy == "volume-mounts"
+        assert "`accept-nvidia-visible-devices-envvar-when-unprivileged = false`" in readme
+        assert "`accept-nvidia-visible-devices-as-volume-mounts = true`" in readme
+        assert "default runtime" in readme
+    for path, data in c.files.items():
+        if not path.endswith("/ec2nodeclass.yaml"):
+            continue
+        nc = yaml.safe_load(data)
+        if nc["spec"]["amiSelectorTerms"][0]["alias"].startswith("al2023@"):
+            ud = nc["spec"]["userData"]
+            assert ("nvidia-ctk config --in-place --set accept-nvidia-visible-devices-envvar-when-unprivileged=false"
+                    " --set accept-nvidia-visible-devices-as-volume-mounts=true") in ud, path
+
+
+
+# --- driver upgrades never delete the pods of training/batch pools (issue #28 item 4) ----
+
+
+def _static_node_labels(c) -> dict[str, dict[str, str]]:
+    out = {}
+    for path, data in c.files.items():
+        if path.endswith("/node-labels.yaml"):
+            rule = next(yaml.safe_load_all(data))["spec"]["rules"][0]
+            out[rule["labels"]["gpuplan.dev/pool"]] = rule["labels"]
+    return out
+
+
+def _upgrade_deletes_pods(values: dict, node_labels: dict[str, str], drivers: list[dict] = ()) -> bool:
+    """Whether the GPU Operator v26.7.0 upgrade controller would delete the GPU pods of a
+    node whose driver changes: autoUpgrade on (values.yaml:170), the driver DaemonSet on
+    the node, the node not labelled nvidia.com/gpu-driver-upgrade.skip=true
+    (k8s-operator-libs pkg/upgrade/common_manager.go:679-681, upgrade_inplace.go:85-88),
+    and no waitForCompletion.podSelector (an empty one skips the wait,
+    common_manager.go:405-419)."""
+    d = values["driver"]
+    if d.get("nvidiaDriverCRD", {}).get("enabled"):
+        # each NVIDIADriver's own policy (controllers/upgrade_controller.go:199-262)
+        [d] = [x["spec"] for x in drivers if _selects(x["spec"]["nodeSelector"], node_labels)]
+        d = {"enabled": True, **d}
+    if not d["enabled"] or not d.get("upgradePolicy", {}).get("autoUpgrade", True):
+        return False
+    if node_labels.get("nvidia.com/gpu.deploy.driver") == "false":
+        return False
+    if node_labels.get("nvidia.com/gpu-driver-upgrade.skip") == "true":
+        return False
+    return not d.get("upgradePolicy", {}).get("waitForCompletion", {}).get("podSelector")
+
+
+def test_training_pool_pods_are_never_deleted_by_a_driver_upgrade(examples):
+    c = examples["argocd"]  # train-a100 (training tier), infer-a100 (inference), dev-a100 (notebooks)
+    v = one(c, VALUES)
+    labels = _static_node_labels(c)
+    drivers = _drivers(c)
+    assert not _upgrade_deletes_pods(v, labels["train-a100"], drivers)
+    assert _upgrade_deletes_pods(v, labels["infer-a100"], drivers)
+    assert _upgrade_deletes_pods(v, labels["dev-a100"], drivers)
+    readme = c.files["README.md"].decode()
+    section = readme.split("### Driver upgrades", 1)[1].split("\n## ", 1)[0]
+    assert "Upgraded automatically (their GPU pods are deleted): `infer-a100`, `dev-a100`." in section
+    assert "`train-a100`" in section.split("Held", 1)[1]
+    assert "--field-selector spec.nodeName=<node>" in section
+
+
+@pytest.mark.parametrize(("upgrade", "held"), [
+    ("{}", True),
+    ("{holdJobPools: false}", False),
+    ("{autoUpgrade: false}", False),
+])
+def test_hold_follows_the_upgrade_policy(build, upgrade, held):
+    c = build(fleet("""\
+  pools:
+    - {name: train, gpu: L40S, gpusPerNode: 4, nodes: [n1]}
+    - {name: serve, gpu: L40S, gpusPerNode: 4, nodes: [n2]}
+  tiers:
+    - {name: jobs, pool: train, workload: batch, priority: 100}
+    - {name: web, pool: serve, workload: inference, priority: 200}
+""").replace("    gitops:", f"    gpuOperator: {{driverUpgrade: {upgrade}}}\n    gitops:"))
+    labels = _static_node_labels(c)
+    assert ("nvidia.com/gpu-driver-upgrade.skip" in labels["train"]) is held
+    assert "nvidia.com/gpu-driver-upgrade.skip" not in labels["serve"]
+    v = one(c, VALUES)
+    assert _upgrade_deletes_pods(v, labels["train"]) is (upgrade == "{holdJobPools: false}")
+
+
+# --- per-pool drivers: NVIDIADriver objects (issue #28 item 1) ------------------------
+
+
+def _drivers(c) -> list[dict]:
+    data = c.files.get("gpu-operator/nvidiadrivers.yaml")
+    return [d for d in yaml.safe_load_all(data) if d] if data else []
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def test_example_fleet_gets_one_nvidiadriver_per_static_pool(examples):
+    """examples/fleet.yaml mixes static Ubuntu pools with a Karpenter AL2023 pool. In
+    ClusterPolicy mode the driver image's OS tag comes from one arbitrary GPU node
+    (NVIDIA/gpu-operator@v26.7.0 controllers/state_manager.go:579-611), so it can be the
+    AL2023 node's; an NVIDIADriver groups its nodes by their own OS
+    (internal/state/nodepool.go:60-119). The chart's default NVIDIADriver would select every
+    GPU node (templates/nvidiadriver.yaml): it is off."""
+    c = examples["argocd"]
+    v = one(c, VALUES)
+    assert v["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}
+    drivers = _drivers(c)
+    static = _static_node_labels(c)
+    assert [d["metadata"]["name"] for d in drivers] == ["train-a100", "infer-a100", "dev-a100"]
+    karpenter = [next(yaml.safe_load_all(data))["spec"]["template"]["metadata"]["labels"]
+                 for path, data in c.files.items() if path.endswith("/nodepool.yaml")]
+    assert karpenter
+    for d in drivers:
+        spec = d["spec"]
+        assert spec["default"] is False and spec["version"] == "595.91.07" and spec["usePrecompiled"] is False
+        chosen = [pool for pool, labels in static.items() if _selects(spec["nodeSelector"], labels)]
+        assert chosen == [d["metadata"]["name"]]  # its own pool's nodes, and no other's: no overlap
+        assert not any(_selects(spec["nodeSelector"], labels) for labels in karpenter)
+        assert spec["tolerations"] == v["daemonsets"]["tolerations"]
+    assert "gpu-operator/nvidiadrivers.yaml" in one(c, "kustomization.yaml")["resources"]
+
+
+def test_uniform_static_fleet_keeps_the_clusterpolicy_driver(build):
+    body = """\
+  pools:
+    - {name: a, gpu: L40S, gpusPerNode: 4, nodes: [n1], os: ubuntu22.04}
+    - {name: b, gpu: L40S, gpusPerNode: 4, nodes: [n2], os: ubuntu22.04}
+"""
+    c = build(fleet(body))
+    assert not _drivers(c)
+    d = one(c, VALUES)["driver"]
+    assert "nvidiaDriverCRD" not in d and d["version"] == "595.91.07"
+    # another OS on one pool, or another driver: one NVIDIADriver per pool
+    for changed in (body.replace("nodes: [n2], os: ubuntu22.04", "nodes: [n2], os: rhel9.4"),
+                    body.replace("nodes: [n2], os: ubuntu22.04", "nodes: [n2], os: ubuntu22.04, driverVersion: R580")):
+        c = build(fleet(changed))
+        drivers = {x["metadata"]["name"]: x["spec"] for x in _drivers(c)}
+        assert set(drivers) == {"a", "b"}
+    assert drivers["b"]["version"] == "580" and drivers["b"]["usePrecompiled"] is True
+    assert drivers["a"]["version"] == "595.91.07" and drivers["a"]["usePrecompiled"] is False
+
+
+def test_pool_driver_on_a_karpenter_pool_is_refused(tmp_path):
+    from gpuplan.compiler import check_fleet
+
+    p = tmp_path / "f.yaml"
+    p.write_text(fleet("""\
+  pools:
+    - {name: s, gpu: L40S, gpusPerNode: 4, nodes: [n1]}
+    - name: k
+      gpu: H100-SXM5-80GB
+      driverVersion: 570.133.20
+      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 8, amiVersion: v20260801}
+""").replace("    gitops:", "    aws: {clusterName: t, nodeRole: r}\n    gpuOperator: {toolkit: preinstalled}\n"
+             "    gitops:"))
+    [d] = [d for d in check_fleet(p).diagnostics if d.code == "GP652"]
+    assert d.is_error and d.path == "spec.pools[1].driverVersion" and d.hint
+
+
+def test_nvidiadrivers_pass_the_pinned_crd_and_its_cel_rules(examples, tmp_path):
+    """The NVIDIADriver schema and CEL rules of gpu-operator v26.7.0
+    (deployments/gpu-operator/crds/nvidia.com_nvidiadrivers.yaml) are pinned: the emitted
+    objects pass, and the CEL rule that forbids a default NVIDIADriver with a nodeSelector
+    is evaluated (not skipped)."""
+    from gpuplan.verify import verify_paths
+
+    text = examples["argocd"].files["gpu-operator/nvidiadrivers.yaml"].decode()
+    (tmp_path / "ok.yaml").write_text(text)
+    r = verify_paths([str(tmp_path)])
+    assert r.ok, r.diagnostics
+    assert r.stats.cel_evaluations >= 3
+    (tmp_path / "ok.yaml").write_text(text.replace("default: false", "default: true", 1))
+    r = verify_paths([str(tmp_path)])
+    assert [d.code for d in r.diagnostics if d.is_error] == ["GP840"]
+
+
+def test_mig_reset_refused_on_ec2_reboots_instead_of_failing(examples):
+    """aws-burst has a Karpenter MIG pool (mig-a100 on p4d): turning MIG mode on needs a GPU
+    reset that EC2 can refuse; without WITH_REBOOT mig-manager marks the node failed and
+    it stays behind its MIG gate (NVIDIA/mig-parted@v0.15.0
+    pkg/mig/reconfigure/reconfigure.go:184-208). Static-only MIG fleets keep the default."""
+    from tests.outputkit import REPO, compile_ok
+
+    aws = one(compile_ok(REPO / "examples" / "aws-burst.yaml"), VALUES)["migManager"]
+    assert {"name": "WITH_REBOOT", "value": "true"} in aws["env"]
+    static = one(examples["argocd"], VALUES)["migManager"]  # MIG on static infer-a100 only
+    assert "env" not in static

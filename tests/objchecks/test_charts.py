@@ -108,7 +108,7 @@ def test_flux_and_own_project_are_not_checked():
     assert rf is not None and not charts.needed(rf)
 
 
-@pytest.mark.parametrize("name", ["kueue-0.19.2.json", "gpu-operator-v26.7.0.json"])
+@pytest.mark.parametrize("name", ["kueue-0.19.2.json", "gpu-operator-v26.7.0.json", "dra-driver-nvidia-gpu-0.5.0.json"])
 def test_pinned_data_files_are_well_formed(name):
     data = json.loads((ROOT / "gpuplan" / "upstream" / "charts" / name).read_text())
     assert data["commit"] and data["tag"] and data["repository"] and data["objects"]
@@ -148,3 +148,25 @@ metadata:
     assert parse_condition("and .Values.a (not .Values.b.c)") == ([["a", True], ["b.c", False]], [])
     assert parse_condition('and .Values.x (.Capabilities.APIVersions.Has "v1/X")') == (
         [["x", True]], ['(.Capabilities.APIVersions.Has "v1/X")'])
+
+
+def test_the_dra_driver_chart_is_checked_against_the_project():
+    """The DRA driver's chart renders DeviceClasses (resource.k8s.io, its apiVersion picked by
+    the cluster's Capabilities), RBAC, a ValidatingAdmissionPolicy and the kubelet plugin
+    DaemonSet in the release namespace: all admitted by the generated project, and a project
+    without DeviceClass in its whitelist is a GP526 naming the template."""
+    rf, tree = _tree(ROOT / "examples" / "dra.yaml")
+    apps = {s[0] for d in tree.docs if d["kind"] == "Application" for s in charts._chart_sources(d)}
+    assert "dra-driver-nvidia-gpu" in apps
+    data = charts.chart_objects("dra-driver-nvidia-gpu", "0.5.0")
+    assert {o["group"] for o in data["objects"] if o["kind"] == "DeviceClass"} == {"resource.k8s.io"}
+    assert not list(charts.check(rf, tree.docs))
+    docs = [dict(d) for d in tree.docs]
+    project = next(d for d in docs if d["kind"] == "AppProject")
+    spec = dict(project["spec"])
+    spec["clusterResourceWhitelist"] = [w for w in spec["clusterResourceWhitelist"] if w.get("kind") != "DeviceClass"
+                                        and w.get("group") != "resource.k8s.io"]
+    docs[docs.index(project)] = {**project, "spec": spec}
+    found = [d for d in charts.check(rf, docs) if "dra-driver-nvidia-gpu" in d.message]
+    assert found and all(d.code == "GP526" for d in found)
+    assert any("templates/deviceclass-gpu.yaml" in d.message for d in found)

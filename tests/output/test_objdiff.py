@@ -140,3 +140,70 @@ def test_long_values_are_truncated() -> None:
     new = {"v.yaml": dump({"a": "y" * 500}).encode()}
     line = render_text(diff_trees(old, new)).splitlines()[2]
     assert line.startswith('    a: "xxx') and "…" in line and len(line) < 200
+
+
+# --- #27: lists matched by natural key, long strings shown where they changed -------------
+
+
+def _rules(alerts: list[tuple[str, str]]) -> dict:
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+            "metadata": {"name": "gpuplan", "namespace": "monitoring"},
+            "spec": {"groups": [{"name": "gpuplan.gpu", "rules": [
+                {"alert": a, "expr": e, "for": "5m"} for a, e in alerts] + [
+                {"record": "gpuplan:gpu_used:sum", "expr": "sum(DCGM_FI_DEV_GPU_UTIL)"}]}]}}
+
+
+ALERTS = [(f"GPUAlert{i:02d}", f"avg by (node) (DCGM_FI_DEV_GPU_TEMP{{pool=\"p{i}\"}}) > {80 + i}")
+          for i in range(40)]
+
+
+def _tree(doc: dict) -> dict[str, bytes]:
+    return {"monitoring/rules.yaml": dump_documents_bytes([doc])}
+
+
+def test_one_alert_added_is_one_addition_not_forty_renames():
+    new = ALERTS[:3] + [("GPUNew", "up == 0")] + ALERTS[3:]
+    d = diff_trees(_tree(_rules(ALERTS)), _tree(_rules(new)))
+    [c] = d.changed
+    assert [(f.path, f.kind) for f in c.fields] == [
+        ('spec.groups[name=gpuplan.gpu].rules[alert=GPUNew]', "added")]
+
+
+def test_rules_without_unique_names_are_aligned_by_content():
+    old = [{"expr": f"a{i}"} for i in range(10)]
+    new = old[:2] + [{"expr": "inserted"}] + old[2:]
+    doc = lambda rules: {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "spec": {"r": rules}}
+    [c] = diff_trees(_tree(doc(old)), _tree(doc(new))).changed
+    assert [(f.path, f.kind) for f in c.fields] == [("spec.r[2]", "added")]
+
+
+def test_tolerations_by_key_and_containers_by_name():
+    def ds(tols, containers):
+        return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x", "namespace": "n"},
+                "spec": {"tolerations": tols, "containers": containers}}
+    t = [{"key": "a", "operator": "Exists", "effect": "NoSchedule"},
+         {"key": "b", "operator": "Exists", "effect": "NoSchedule"}]
+    c = [{"name": "one", "image": "i:1"}, {"name": "two", "image": "i:2"}]
+    old = ds(t, c)
+    new = ds([{"key": "z", "operator": "Exists", "effect": "NoSchedule"}] + t, [c[1], {**c[0], "image": "i:9"}])
+    [ch] = diff_trees(_tree(old), _tree(new)).changed
+    got = {(f.path, f.kind) for f in ch.fields}
+    assert got == {("spec.tolerations[key=z]", "added"), ("spec.containers[name=one].image", "changed")}
+    # one key with two effects: matched by key and effect
+    two = [{"key": "a", "effect": "NoSchedule"}, {"key": "a", "effect": "NoExecute"}]
+    [ch] = diff_trees(_tree(ds(two, c)), _tree(ds(two[1:], c))).changed
+    assert [(f.path, f.kind) for f in ch.fields] == [("spec.tolerations[key=a,effect=NoSchedule]", "removed")]
+
+
+def test_a_long_expression_shows_the_part_that_changed():
+    expr = "sum by (namespace) (kube_pod_container_resource_requests{resource=\"nvidia_com_gpu\"}) / " \
+           "sum(kube_resourcequota{type=\"hard\",resource=\"requests.nvidia.com/gpu\"}) > 0.9"
+    new = [(ALERTS[0][0], expr), *ALERTS[1:]]
+    old = [(ALERTS[0][0], expr.replace("> 0.9", "> 0.8")), *ALERTS[1:]]
+    text = render_text(diff_trees(_tree(_rules(old)), _tree(_rules(new))))
+    [line] = [ln for ln in text.splitlines() if ".expr:" in ln]
+    before, after = line.split(": ", 1)[1].split(" → ")
+    assert before != after  # a cut at a fixed width would show the same start on both sides
+    assert "0.8" in before and "0.9" in after
+    md = render_markdown(diff_trees(_tree(_rules(old)), _tree(_rules(new))))
+    assert "0.8" in md and "0.9" in md

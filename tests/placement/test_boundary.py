@@ -384,3 +384,51 @@ def test_every_other_pool_gets_the_same_verdict(path):
             pod["spec"]["nodeSelector"] = {POOL_LABEL: p.name}
             verdicts.add(tuple(w.cluster.policy_denials(pod, w.ns["default"], w.cluster.selected(w.ns["default"]), JOBS)))
         assert len(verdicts) <= 1, (tier.name, verdicts)
+
+
+# --- the tenant pages say what the cluster enforces ------------------------------------------------
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_tenant_pages_state_the_quotas_the_cluster_enforces(path, tmp_path):
+    """Every "Enforced by ResourceQuota" number on a tenant page is what the generated
+    ResourceQuotas let that class hold in that namespace."""
+    import re
+
+    import yaml
+
+    from gpuplan.compiler import compile_fleet
+    from gpuplan.identity import quota_cap
+
+    c = compile_fleet(path, out_dir=tmp_path / "out")
+    quotas: dict[str, list] = {}
+    for f, data in c.files.items():
+        if f.endswith("resourcequotas.yaml"):
+            for d in yaml.safe_load_all(data):
+                if d:
+                    quotas.setdefault(d["metadata"]["namespace"], []).append(d)
+    seen = 0
+    for f, data in c.files.items():
+        if not re.fullmatch(r"tenants/[^/]+/README\.md", f):
+            continue
+        text = data.decode()
+        for section in text.split("\n## Tier ")[1:]:
+            res = re.search(r"resource `([^`]+)`", section).group(1)
+            m = re.search(r"Enforced by ResourceQuota, for pods of `([^`]+)`: (.*)\n", section)
+            if not m:
+                continue
+            for ns, cap in re.findall(r"`([^`]+)` at most (\d+)", m.group(2)):
+                assert quota_cap(quotas[ns], m.group(1), res) == int(cap), (f, ns)
+                seen += 1
+    assert seen > 0
+
+
+def test_the_proof_finds_a_gpu_claim_outside_the_grants(tmp_path, monkeypatch):
+    def drop_claims_policy(docs):
+        docs[:] = [d for d in docs if not (d["kind"].startswith("ValidatingAdmissionPolicy")
+                                           and d["metadata"]["name"].endswith("-claims"))]
+    _weaken(monkeypatch, drop_claims_policy)
+    text = (REPO / "examples" / "dra.yaml").read_text()
+    found = [d for d in _rf_text(tmp_path, text).diagnostics if d.code == "GP527"]
+    assert any("ResourceClaim of DeviceClass gpu.nvidia.com" in d.message and "'default'" in d.message
+               and "uncharged" in d.message for d in found)

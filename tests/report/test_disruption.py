@@ -31,15 +31,17 @@ TWO_TENANTS = edit(BASE, "  tenants:\n", "  tenants:\n    - {name: beta, namespa
 
 def test_namespace_removal_is_destructive_and_first(tmp_path):
     old, new = write(tmp_path, TWO_TENANTS, "old.yaml"), write(tmp_path, BASE, "new.yaml")
-    for fmt, first in (("text", "DISRUPTIVE CHANGES (1)"), ("markdown", "### :warning: Disruptive changes (1)")):
+    # the AppProject's hand step (#27), then the namespace
+    for fmt, first in (("text", "DISRUPTIVE CHANGES (2)"), ("markdown", "### :warning: Disruptive changes (2)")):
         r = plan(new, "--base", old, "--format", fmt)
         assert r.exit_code == 0, r.output
         assert r.stdout.startswith(first), r.stdout[:200]
         head = r.stdout.split("Capacity: small")[0]
         assert "Namespace beta-ns" in head and "destructive" in head.lower()
     data = json.loads(plan(new, "--base", old, "--format", "json").stdout)
-    assert data["disruptive"][0]["severity"] == "destructive"
-    assert data["disruptive"][0]["subject"] == "Namespace beta-ns"
+    assert data["disruptive"][0]["severity"] == "hand-step"
+    assert data["disruptive"][1]["severity"] == "destructive"
+    assert data["disruptive"][1]["subject"] == "Namespace beta-ns"
     html = plan(new, "--base", old, "--format", "html").stdout
     assert html.index("Namespace beta-ns") < html.index("Capacity: small</h1>")
 
@@ -101,7 +103,7 @@ def test_diff_lists_namespace_removal_first(tmp_path, gpuplan_cli):
     spec = write(tmp_path, TWO_TENANTS)
     assert gpuplan_cli("build", str(spec), "-o", str(tmp_path / "generated")).returncode == 0
     spec.write_text(BASE)
-    for fmt, first in (("text", "DISRUPTIVE CHANGES (1)"), ("markdown", "### :warning: Disruptive changes (1)")):
+    for fmt, first in (("text", "DISRUPTIVE CHANGES (2)"), ("markdown", "### :warning: Disruptive changes (2)")):
         r = gpuplan_cli("diff", "--format", fmt, str(spec), "-o", str(tmp_path / "generated"))
         assert r.returncode == 0, r.stderr
         assert r.stdout.startswith(first)
@@ -136,3 +138,34 @@ def test_renamed_config_with_the_same_layout_is_not_a_drain(tmp_path):
     old["pools/infer/node-labels.yaml"] = new["pools/infer/node-labels.yaml"].decode().replace(name, legacy).encode()
     [d] = disruptions(old, new)
     assert d.severity == "reconfigure" and "same layout" in d.message and d.subject == "node n3 (pool infer)"
+
+
+# --- #27: hand steps and held syncs -------------------------------------------------------
+
+
+def test_adding_a_tenant_puts_the_project_hand_step_first(tmp_path):
+    """Argo CD refuses objects in a namespace the live AppProject does not list and
+    fails the whole sync: applying bootstrap.yaml is a step before merging."""
+    ds = disruptions(tree(tmp_path, BASE, "old.yaml"), tree(tmp_path, TWO_TENANTS, "new.yaml"))
+    assert ds and ds[0].severity == "hand-step" and ds[0].subject.startswith("AppProject ")
+    assert "BEFORE merging" in ds[0].message and "beta-ns" in ds[0].message
+    r = plan(write(tmp_path, TWO_TENANTS, "n.yaml"), "--base", write(tmp_path, BASE, "o.yaml"), "--format", "markdown")
+    assert r.exit_code == 0 and "No disruptive changes" not in r.stdout
+    assert r.stdout.index("hand-step") < r.stdout.index("Capacity: small")
+
+
+def test_removing_a_tenant_says_what_the_prune_confirmation_holds(tmp_path):
+    ds = disruptions(tree(tmp_path, TWO_TENANTS, "old.yaml"), tree(tmp_path, BASE, "new.yaml"))
+    assert [d.severity for d in ds][:2] == ["hand-step", "destructive"]
+    assert "AFTER the root sync has pruned" in ds[0].message
+    ns = next(d for d in ds if d.subject == "Namespace beta-ns")
+    assert "NO later change" in ns.message and "kubectl delete namespace beta-ns" in ns.message
+
+
+def test_flux_namespace_removal_holds_nothing(tmp_path):
+    old = TWO_TENANTS.replace("    gitops:\n", "    gitops:\n      engine: flux\n", 1)
+    new = BASE.replace("    gitops:\n", "    gitops:\n      engine: flux\n", 1)
+    assert old != TWO_TENANTS
+    ds = disruptions(tree(tmp_path, old, "old.yaml"), tree(tmp_path, new, "new.yaml"))
+    assert [d.severity for d in ds] == ["destructive"]
+    assert "NO later change" not in ds[0].message

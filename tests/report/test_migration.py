@@ -122,7 +122,7 @@ def test_moving_back_to_the_device_plugin_is_planned_too():
 def test_karpenter_pools_move_by_drift(tmp_path):
     def karp(text):
         text = text.replace("""      gpusPerNode: 4
-      nodes: [gpu-a100-01, gpu-a100-02]""", """      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16}""")
+      nodes: [gpu-a100-01, gpu-a100-02]""", """      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, nodeOverlay: true}""")
         # a fleet of static and EKS AL2023 pools names its toolkit (GP640)
         text = text.replace("      driver: managed\n", "      driver: managed\n      toolkit: preinstalled\n")
         return text.replace("    allocation:\n", "    aws: {clusterName: c, nodeRole: r}\n    allocation:\n")

@@ -81,6 +81,27 @@ def test_gp411_quota_on_pool_without_capacity(run):
 def test_gp412_capacity_no_tier_offers(run):
     text = edit(BASE, "layout: {1g.10gb: 7}", "layout: {3g.40gb: 1, 1g.10gb: 4}")
     d = only(run(text), "GP412")
-    assert d.message == "pool 'infer' advertises 4 nvidia.com/mig-3g.40gb that no tier hands out"
+    # four 3g.40gb slices of an A100 80GB (4 of its 8 memory slices each) = 2 GPUs at 2.0/h for 730 h
+    assert d.message == ("pool 'infer' advertises 4 nvidia.com/mig-3g.40gb that no tier hands out "
+                         "(2 GPU-eq, 2,920.00 a month): paid for and grantable by no one")
     assert (d.line, d.col) == position(text, "infer\n")
-    assert d.severity.value == "info"
+    assert d.severity.value == "warning"
+
+
+def test_stranded_capacity_is_a_line_of_the_plan_with_its_price(tmp_path):
+    from gpuplan.compiler import check_fleet
+    from gpuplan.report.render import render_text
+
+    text = edit(BASE, "layout: {1g.10gb: 7}", "layout: {3g.40gb: 1, 1g.10gb: 4}")
+    p = tmp_path / "fleet.yaml"
+    p.write_text(text)
+    report = check_fleet(p).resolved.capacity
+    [s] = report.stranded
+    assert (s.pool, s.resource, s.units, s.gpus, s.cost_per_month) == ("infer", "nvidia.com/mig-3g.40gb", 4, 2.0, 2920.0)
+    out = render_text(report)
+    assert "Stranded capacity" in out
+    row = next(ln for ln in out.splitlines() if "nvidia.com/mig-3g.40gb" in ln and "2,920.00" in ln)
+    assert row.split()[:3] == ["infer", "nvidia.com/mig-3g.40gb", "4"]
+    # a layout every slice of which some tier names strands nothing
+    p.write_text(BASE)
+    assert check_fleet(p).resolved.capacity.stranded == ()

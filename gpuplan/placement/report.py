@@ -1,0 +1,29 @@
+"""The capacity report with the proofs over the generated objects: the placement proof
+(:mod:`gpuplan.placement`) and the tenancy boundary (:mod:`gpuplan.placement.boundary`).
+
+Stage: check-objects (docs/architecture.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gpuplan.resolve import ResolvedFleet
+
+if TYPE_CHECKING:
+    from gpuplan.capacity import CapacityReport
+
+
+def with_placement(rf: ResolvedFleet, report: "CapacityReport", docs: list[dict[str, Any]]) -> "CapacityReport":
+    """The capacity report with the placement proof and the boundary, for fleets with tiers.
+    Not part of ``capacity``: the proofs read quotas that read the capacity."""
+    from dataclasses import replace
+
+    from gpuplan.placement import MAX_PAIRS, pairs, proof
+    from gpuplan.placement.boundary import boundary
+
+    if not rf.fleet.spec.tiers or pairs(rf) > MAX_PAIRS:
+        return report
+
+    bound = boundary(rf, docs) if any(d.get("kind") == "ValidatingAdmissionPolicy" for d in docs) else None
+    return replace(report, placement=proof(rf, docs), boundary=bound)
+

@@ -1,0 +1,261 @@
+"""Device-plugin config names across two builds (#27): a pool's name depends on that
+pool alone, and the ConfigMap keeps every name a node of the old tree may still carry.
+
+Each test builds a tree, changes the spec, builds again over that tree (as
+`gpuplan build` does) and asserts, per pool, which name its nodes carry after the
+change and whether the new ConfigMap still has it: static nodes are relabelled by
+nfd-master (they carry the new name), Karpenter nodes keep the label they were
+launched with until replaced (they carry old and new names alike)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from tests.outputkit import compile_ok, docs, one
+
+from gpuplan.compiler import Options, compile_fleet
+from gpuplan.identity import DEVICE_PLUGIN_CONFIG_LABEL, KEPT_CONFIGS_ANNOTATION, POOL_LABEL
+from gpuplan.output.tree import write_tree
+
+REPO = Path(__file__).resolve().parents[2]
+AWS = (REPO / "examples" / "aws-burst.yaml").read_text(encoding="utf-8")
+CM = "gpu-operator/device-plugin-config.yaml"
+
+def _l4_pool(name: str, sharing: str) -> str:
+    """A Karpenter pool of L4 nodes (with a NodeOverlay: GP615), as spec text under `pools:`."""
+    return f"""
+    - name: {name}
+      gpu: L4
+      karpenter:
+        instanceTypes: [g6.12xlarge]
+        capacityTypes: [on-demand]
+        maxGPUs: 8
+        amiFamily: AL2023
+        amiVersion: v20260801
+        nodeOverlay: true
+      sharing: {sharing}
+"""
+
+
+MPS_POOL = _l4_pool("notebooks-l4", "{mode: mps, replicas: 4}") + "\n  tiers:"
+
+
+def _build(tmp_path: Path, text: str, *, retire: frozenset[str] = frozenset()):
+    """Build ``text`` over the tree in tmp_path/generated, write it, return the result."""
+    spec = tmp_path / "fleet.yaml"
+    spec.write_text(text, encoding="utf-8")
+    tree = tmp_path / "generated"
+    if retire:
+        c = compile_fleet(spec, out_dir=tree, options=Options(retire_configs=retire))
+        assert c.files
+    else:
+        c = compile_ok(spec)
+    write_tree(tree, c.files, force=True)
+    return c
+
+
+def _nodepool_names(c) -> dict[str, str]:
+    """Karpenter pool -> the config name its NodePool gives new nodes."""
+    out = {}
+    for path in c.files:
+        if path.endswith("/nodepool.yaml"):
+            labels = one(c, path)["spec"]["template"]["metadata"]["labels"]
+            out[labels[POOL_LABEL]] = labels[DEVICE_PLUGIN_CONFIG_LABEL]
+    return out
+
+
+def _static_names(c) -> dict[str, str]:
+    """Static pool -> the config name its NodeFeatureRule puts on its nodes."""
+    out = {}
+    for path in c.files:
+        if path.endswith("/node-labels.yaml"):
+            for d in docs(c.files[path]):
+                if d["kind"] == "NodeFeatureRule":
+                    for rule in d["spec"]["rules"]:
+                        labels = rule.get("labels", {})
+                        if DEVICE_PLUGIN_CONFIG_LABEL in labels:
+                            out[labels[POOL_LABEL]] = labels[DEVICE_PLUGIN_CONFIG_LABEL]
+    return out
+
+
+def _keys(c) -> set[str]:
+    return set(one(c, CM)["data"])
+
+
+def _carried(before, after) -> dict[str, set[str]]:
+    """Pool -> the config names its nodes may carry once `after` is applied over `before`."""
+    out: dict[str, set[str]] = {}
+    old_k, new_k = _nodepool_names(before), _nodepool_names(after)
+    for pool, name in new_k.items():
+        out[pool] = {name} | ({old_k[pool]} if pool in old_k else set())
+    for pool, name in _static_names(after).items():
+        out[pool] = {name}
+    return out
+
+
+def test_adding_an_mps_pool_renames_no_other_pool(tmp_path):
+    before = _build(tmp_path, AWS)
+    after = _build(tmp_path, AWS.replace("\n  tiers:", MPS_POOL, 1))
+    # the change does flip the cluster-wide strategy (mixed + MPS: each node decides)...
+    assert one(before, "gpu-operator/values.yaml")["mig"]["strategy"] == "mixed"
+    assert one(after, "gpu-operator/values.yaml")["mig"]["strategy"] == ""
+    # ...yet no existing pool's nodes are relabelled or drift, and nothing is kept
+    old, new = _nodepool_names(before), _nodepool_names(after)
+    assert {p: new[p] for p in old} == old
+    for pool in old:  # the template is what Karpenter hashes for drift
+        nodepool = f"pools/{pool}/nodepool.yaml"
+        assert one(before, nodepool)["spec"]["template"] == one(after, nodepool)["spec"]["template"]
+    assert KEPT_CONFIGS_ANNOTATION not in one(after, CM)["metadata"].get("annotations", {})
+    for pool, names in _carried(before, after).items():
+        assert names <= _keys(after), pool
+
+
+# aws-burst plus a time-sliced Karpenter pool for batch jobs: its budgets block drift
+SLICED = AWS.replace("\n  tiers:", _l4_pool("batch-l4", "{mode: time-slicing, replicas: 2}") + """
+  tiers:
+    - name: batch
+      pool: batch-l4
+      workload: batch
+      priority: 1000""", 1)
+
+
+def test_a_changed_karpenter_config_keeps_the_old_name_until_retired(tmp_path):
+    before = _build(tmp_path, SLICED)
+    after = _build(tmp_path, SLICED.replace("replicas: 2}", "replicas: 4}", 1))
+    old, new = _nodepool_names(before)["batch-l4"], _nodepool_names(after)["batch-l4"]
+    assert old != new
+    assert one(after, "pools/batch-l4/nodepool.yaml")["spec"]["disruption"]["budgets"][0] == {
+        "nodes": "0", "reasons": ["Drifted"]}
+    # batch-l4 blocks drift: its nodes keep `old` until they expire, so the ConfigMap keeps it, verbatim
+    assert {old, new} <= _keys(after)
+    assert one(after, CM)["data"][old] == one(before, CM)["data"][old]
+    assert json.loads(one(after, CM)["metadata"]["annotations"][KEPT_CONFIGS_ANNOTATION]) == {old: "batch-l4"}
+    for pool, names in _carried(before, after).items():
+        assert names <= _keys(after), pool
+    # a build over that tree keeps it again: `gpuplan check` stays clean
+    again = _build(tmp_path, SLICED.replace("replicas: 2}", "replicas: 4}", 1))
+    assert again.files[CM] == after.files[CM]
+    # a third layout keeps both older names
+    third = _build(tmp_path, SLICED.replace("replicas: 2}", "replicas: 8}", 1))
+    assert {old, new, _nodepool_names(third)["batch-l4"]} <= _keys(third)
+    # retired by hand: gone, and not read back
+    retired = _build(tmp_path, SLICED.replace("replicas: 2}", "replicas: 8}", 1), retire=frozenset({old}))
+    assert old not in _keys(retired) and new in _keys(retired)
+    assert old not in _keys(_build(tmp_path, SLICED.replace("replicas: 2}", "replicas: 8}", 1)))
+
+
+def test_a_removed_pool_takes_its_kept_names_along(tmp_path):
+    _build(tmp_path, SLICED)
+    after = _build(tmp_path, SLICED.replace("replicas: 2}", "replicas: 4}", 1))
+    assert one(after, CM)["metadata"]["annotations"].get(KEPT_CONFIGS_ANNOTATION)
+    spec = yaml.safe_load(SLICED.replace("replicas: 2}", "replicas: 4}", 1))
+    spec["spec"]["pools"] = [p for p in spec["spec"]["pools"] if p["name"] != "batch-l4"]
+    spec["spec"]["tiers"] = [t for t in spec["spec"]["tiers"] if t["pool"] != "batch-l4"]
+    gone = _build(tmp_path, yaml.safe_dump(spec, sort_keys=False))
+    assert not any(k.startswith("batch-l4") for k in _keys(gone))
+    assert KEPT_CONFIGS_ANNOTATION not in one(gone, CM)["metadata"].get("annotations", {})
+
+
+def test_static_pools_keep_no_old_name(tmp_path):
+    text = (REPO / "examples" / "flux-onprem.yaml").read_text(encoding="utf-8")
+    assert "replicas: 8" in text
+    before = _build(tmp_path, text)
+    after = _build(tmp_path, text.replace("replicas: 8", "replicas: 6", 1))
+    changed = {p for p, n in _static_names(after).items() if _static_names(before)[p] != n}
+    assert changed  # nfd-master relabels these nodes in the same sync
+    assert _keys(after) == {"gpuplan.default", *_static_names(after).values(), *_nodepool_names(after).values()}
+
+
+def test_a_hand_written_kept_name_is_not_carried(tmp_path):
+    """The annotation is read back from a committed tree: only `<pool>-<8 hex>`
+    names of a Karpenter pool that the old ConfigMap holds are kept."""
+    before = _build(tmp_path, SLICED)
+    cm_path = tmp_path / "generated" / CM
+    cm = yaml.safe_load(cm_path.read_text(encoding="utf-8"))
+    cm["data"]["evil"] = "version: v1\n"
+    cm["data"]["batch-l4-zzzzzzzz"] = "version: v1\n"
+    cm["data"]["infer-l40s-00000000"] = "version: v1\n"
+    cm["metadata"].setdefault("annotations", {})[KEPT_CONFIGS_ANNOTATION] = json.dumps(
+        {"evil": "batch-l4", "batch-l4-zzzzzzzz": "batch-l4", "mig-a100-00000000": "mig-a100",
+         "infer-l40s-00000000": "infer-l40s"})
+    cm_path.write_text(yaml.safe_dump(cm), encoding="utf-8")
+    after = _build(tmp_path, SLICED)
+    assert _keys(after) == _keys(before)
+
+
+def test_the_report_says_the_old_name_is_kept(tmp_path):
+    from gpuplan.report.disruption import disruptions
+
+    before = _build(tmp_path, SLICED)
+    after = _build(tmp_path, SLICED.replace("replicas: 2}", "replicas: 4}", 1))
+    [d] = [d for d in disruptions(before.files, after.files) if d.subject == "NodePool batch-l4"]
+    old = _nodepool_names(before)["batch-l4"]
+    assert f"old nodes keep nvidia.com/device-plugin.config={old}," in d.message
+    assert "finds no config of its old name" not in d.message
+
+
+def test_plan_base_builds_the_new_tree_over_the_base(tmp_path):
+    """`gpuplan plan --base` renders both specs in memory: the new one keeps the
+    base's names as a build over the base's tree would."""
+    from click.testing import CliRunner
+
+    from gpuplan.cli.main import cli
+
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(SLICED, encoding="utf-8")
+    new.write_text(SLICED.replace("replicas: 2}", "replicas: 4}", 1), encoding="utf-8")
+    r = CliRunner().invoke(cli, ["plan", str(new), "--base", str(old), "--format", "json"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    [d] = [d for d in json.loads(r.stdout)["disruptive"] if d["subject"] == "NodePool batch-l4"]
+    assert "which the device-plugin and mig-parted ConfigMaps keep for them" in d["message"]
+
+
+MIG_CM = "gpu-operator/mig-parted-config.yaml"
+
+
+def _mig_configs(c) -> dict:
+    return yaml.safe_load(one(c, MIG_CM)["data"]["config.yaml"])["mig-configs"]
+
+
+def _mig_label(c, path: str) -> str:
+    return one(c, path)["spec"]["template"]["metadata"]["labels"]["nvidia.com/mig.config"]
+
+
+def test_a_changed_karpenter_mig_layout_keeps_the_old_mig_config(tmp_path):
+    layout = "layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}"
+    assert AWS.count(layout) == 1
+    before = _build(tmp_path, AWS)
+    after = _build(tmp_path, AWS.replace(layout, "layout: {3g.40gb: 2}", 1).replace(
+        "    - name: serving-medium\n      pool: mig-a100\n      profile: 2g.20gb\n", "    - name: serving-medium\n"
+        "      pool: mig-a100\n      profile: 3g.40gb\n", 1).replace(
+        "    - name: serving-small\n      pool: mig-a100\n      profile: 1g.10gb\n", "    - name: serving-small\n"
+        "      pool: mig-a100\n      profile: 3g.40gb\n", 1))
+    old, new = _mig_label(before, "pools/mig-a100/nodepool.yaml"), _mig_label(after, "pools/mig-a100/nodepool.yaml")
+    assert old != new
+    # old nodes keep `old` until replaced: mig-manager, restarted there, finds its layout and leaves the GPUs
+    assert _mig_configs(after)[old] == _mig_configs(before)[old]
+    assert new in _mig_configs(after)
+    ann = one(after, MIG_CM)["metadata"]["annotations"][KEPT_CONFIGS_ANNOTATION]
+    assert json.loads(ann) == {old: "mig-a100"}
+    retired = compile_fleet(tmp_path / "fleet.yaml", out_dir=tmp_path / "generated",
+                            options=Options(retire_configs=frozenset({old})))
+    assert old not in _mig_configs(retired)
+
+
+def test_a_changed_static_mig_layout_keeps_nothing(tmp_path):
+    text = (REPO / "examples" / "flux-onprem.yaml").read_text(encoding="utf-8")
+    before = _build(tmp_path, text)
+    names = set(_mig_configs(before))
+    assert len(names) > 1
+    cm = yaml.safe_load((tmp_path / "generated" / MIG_CM).read_text(encoding="utf-8"))
+    # a static pool's name from an older build: nfd-master relabels its nodes, nothing is kept
+    cfgs = yaml.safe_load(cm["data"]["config.yaml"])
+    stale = next(n for n in cfgs["mig-configs"] if n != "all-disabled")
+    cfgs["mig-configs"][stale[:-8] + "00000000"] = cfgs["mig-configs"][stale]
+    cm["data"]["config.yaml"] = yaml.safe_dump(cfgs)
+    cm["metadata"].setdefault("annotations", {})[KEPT_CONFIGS_ANNOTATION] = json.dumps(
+        {stale[:-8] + "00000000": stale[len("gpuplan-"):-9]})
+    (tmp_path / "generated" / MIG_CM).write_text(yaml.safe_dump(cm), encoding="utf-8")
+    assert set(_mig_configs(_build(tmp_path, text))) == names
