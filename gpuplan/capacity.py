@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from gpuplan.spec.models import Mig
 from gpuplan.units import (
-    HOURS_PER_MONTH, capacity_explanation, max_oversubscription, pool_resources, tier_profile, unit_gpu_fraction,
+    HOURS_PER_MONTH, capacity_explanation, max_oversubscription, pool_resources, preemptible_pool, preemptible_tier,
+    tier_profile, unit_gpu_fraction,
 )
 
 if TYPE_CHECKING:
     from gpuplan.queues import QueueLedger
     from gpuplan.resolve import PoolView, ResolvedFleet
-    from gpuplan.spec.models import Tier
 
 
 # --- the report ------------------------------------------------------------------------
@@ -94,6 +94,7 @@ class PoolReport:
     node_layouts: tuple[tuple[str, tuple[tuple[tuple[str, int], ...] | None, ...]], ...] = ()
     preemptible: bool = False  # its nodes may be spot (reclaimed with two minutes' notice)
     spot_price_per_gpu_hour: float | None = None
+    capacity_types: tuple[str, ...] = ()  # a Karpenter pool's; () for static nodes
 
     @property
     def idle_compute_slices(self) -> int:
@@ -364,6 +365,7 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
             cost_per_month=cost, allocated_cost_per_month=None if price is None else _money(allocated),
             node_layouts=node_layouts, preemptible=preemptible_pool(pv),
             spot_price_per_gpu_hour=pv.pool.spot_price_per_gpu_hour,
+            capacity_types=tuple(pv.pool.karpenter.capacity_types) if pv.pool.karpenter is not None else (),
         ))
 
     tenants = []
@@ -403,29 +405,6 @@ def _stranded(rf: "ResolvedFleet", pools: list[PoolReport], tiers: list[TierRepo
     return tuple(out)
 
 
-# --- preemptible capacity ----------------------------------------------------------------------
-
-PREEMPTIBLE_WORKLOADS = ("batch", "interactive")
-
-
-def preemptible_tier(tier: "Tier") -> bool:
-    """Whether the tier may run on spot capacity: its ``preemptible``, else yes for batch and
-    interactive tiers without a gang, no for inference, training and gangs."""
-    if tier.preemptible is not None:
-        return tier.preemptible
-    return tier.workload in PREEMPTIBLE_WORKLOADS and tier.gang is None
-
-
-def preemptible_pool(pv: "PoolView") -> bool:
-    """Whether the pool's nodes may be spot: a Karpenter pool that allows ``spot``. When a
-    NodePool allows several capacity types Karpenter takes reserved capacity first, then spot,
-    then on-demand (aws/karpenter-provider-aws v1.14.1
-    website/content/en/docs/concepts/nodepools.md:276), so a pool that allows spot guarantees
-    no unit: every one may be spot."""
-    k = pv.pool.karpenter
-    return k is not None and "spot" in k.capacity_types
-
-
 @dataclass(frozen=True)
 class Exposure:
     """A tier's (or tenant's) granted capacity on pools that allow spot."""
@@ -445,8 +424,8 @@ def exposure(report: "CapacityReport") -> tuple[list[Exposure], list[Exposure]]:
     tiers, tenants = [], {}
     for tr in report.tiers:
         pr = pools.get(tr.pool)
-        if pr is None or not pr.preemptible or not tr.quota:
-            continue
+        if pr is None or not pr.preemptible or not tr.quota or not tr.preemptible:
+            continue  # a tier that must not be interrupted is pinned off spot (identity.capacity_pin)
         for g in tr.grants:
             if not g.units:
                 continue
@@ -469,3 +448,19 @@ def exposure(report: "CapacityReport") -> tuple[list[Exposure], list[Exposure]]:
 
 def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else round(a + b, 2)
+
+
+def capacity_split(report: "CapacityReport") -> list[tuple[str, tuple[str, ...], float | None, float | None]]:
+    """Per pool that allows spot: (pool, capacity types, GPU-eq granted to tiers that must not be
+    interrupted - on guaranteed capacity, pinned there -, GPU-eq granted to preemptible tiers)."""
+    out = []
+    for pr in report.pools:
+        if not pr.preemptible:
+            continue
+        held = [t for t in report.tiers if t.pool == pr.name and t.resource]
+        guaranteed = [t.gpus for t in held if not t.preemptible]
+        preemptible = [t.gpus for t in held if t.preemptible]
+        out.append((pr.name, pr.capacity_types,
+                    None if None in guaranteed else sum(guaranteed),
+                    None if None in preemptible else sum(preemptible)))
+    return out

@@ -87,6 +87,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.tenancy",
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",
+    "gpuplan.rules.autoscaler",
     "gpuplan.rules.operator",
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",

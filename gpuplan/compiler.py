@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, MutableMapping
+from typing import Callable, Mapping, MutableMapping
 
 from gpuplan.artifacts import dig
 from gpuplan.diagnostics import Diagnostic, has_errors, normalise
@@ -37,6 +37,9 @@ class Options:
     # config names kept for old nodes that the build retires
     # (`gpuplan build --retire-config`; gpuplan.identity.kept_plugin_configs)
     retire_configs: frozenset[str] = frozenset()
+    # namespaces the AppProject keeps as destinations after they left the tree that the
+    # build retires (`gpuplan build --retire-namespace`; gpuplan.lower.gitops.kept_namespaces)
+    retire_namespaces: frozenset[str] = frozenset()
     # read those names from the tree at out_dir (off: a fresh build, e.g. the golden trees)
     keep_previous: bool = True
 
@@ -236,8 +239,30 @@ def _configmap(docs: list[dict], name: str) -> tuple[dict, dict[str, str]]:
     return {}, {}
 
 
+def _project_namespaces(rf: ResolvedFleet, docs: Callable[[str], list[dict]]) -> frozenset[str]:
+    """The destination namespaces of the fleet's own AppProject in the old tree:
+    ``delivery/project/appproject.yaml``, or ``delivery/bootstrap.yaml`` for a tree
+    from before the project had its own Application. None under ``gitops.project``."""
+    g = rf.fleet.spec.cluster.gitops
+    if g.engine != "argocd" or g.project is not None:
+        return frozenset()
+    from gpuplan.identity import project_name
+    from gpuplan.k8snames import is_dns_label
+    from gpuplan.lower.gitops import BOOTSTRAP_PATH, PROJECT_PATH
+
+    for path in (PROJECT_PATH, BOOTSTRAP_PATH):
+        for d in docs(path):
+            if d.get("kind") != "AppProject" or dig(d, "metadata", "name") != project_name(rf):
+                continue
+            dests = dig(d, "spec", "destinations")
+            return frozenset(ns for x in dests if is_dns_label(ns := dig(x, "namespace"))) \
+                if isinstance(dests, list) else frozenset()
+    return frozenset()
+
+
 def previous_configs(rf: ResolvedFleet, *, out_dir: Path | str | None = None,
-                     files: Mapping[str, bytes] | None = None, retire: frozenset[str] = frozenset()):
+                     files: Mapping[str, bytes] | None = None, retire: frozenset[str] = frozenset(),
+                     retire_namespaces: frozenset[str] = frozenset()):
     """What the previous tree (on disk at ``out_dir``, or rendered into
     ``files``) says about the config names nodes may still carry: the old
     device-plugin and mig-parted ConfigMaps' configs and kept names, and the
@@ -263,8 +288,9 @@ def previous_configs(rf: ResolvedFleet, *, out_dir: Path | str | None = None,
         parsed = _old_docs_in_memory({"config": text.encode("utf-8")}, "config")
         configs = dig(parsed[0], "mig-configs") if len(parsed) == 1 else None
         mig_data = {k: v for k, v in configs.items() if isinstance(k, str)} if isinstance(configs, dict) else {}
+    namespaces = _project_namespaces(rf, docs)
     if not data and not mig_data:
-        return PreviousConfigs(retire=retire)
+        return PreviousConfigs(retire=retire, namespaces=namespaces, retire_namespaces=retire_namespaces)
     for pv in rf.pools:
         if pv.pool.karpenter is None:
             continue
@@ -275,7 +301,8 @@ def previous_configs(rf: ResolvedFleet, *, out_dir: Path | str | None = None,
             for label, names in ((DEVICE_PLUGIN_CONFIG_LABEL, owners), (MIG_CONFIG_LABEL, mig_owners)):
                 if isinstance(labels.get(label), str):
                     names[labels[label]] = pv.name
-    return PreviousConfigs(data=data, owners=owners, retire=retire, mig_data=mig_data, mig_owners=mig_owners)
+    return PreviousConfigs(data=data, owners=owners, retire=retire, mig_data=mig_data, mig_owners=mig_owners,
+                           namespaces=namespaces, retire_namespaces=retire_namespaces)
 
 
 def spec_label(spec: Path | str, out_dir: Path | str) -> str:
@@ -313,7 +340,8 @@ def compile_fleet(
     rf = checked.resolved
     # config names that nodes of the existing tree may still carry (#27)
     if options.keep_previous:
-        rf.previous = previous_configs(rf, out_dir=out_dir, retire=options.retire_configs)
+        rf.previous = previous_configs(rf, out_dir=out_dir, retire=options.retire_configs,
+                                       retire_namespaces=options.retire_namespaces)
     out = Path(out_dir).as_posix()
     v = None
     if options.verify:

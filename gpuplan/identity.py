@@ -23,6 +23,7 @@ from typing import Any
 from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 from gpuplan.spec.models import Mig, Tier, Topology
+from gpuplan.units import preemptible_tier
 
 
 # --- Labels, keys and names ----------------------------------------------------------------
@@ -475,6 +476,11 @@ class PreviousConfigs:
     # and name -> Karpenter pool (old NodePools' nvidia.com/mig.config, old annotation)
     mig_data: dict[str, Any] = field(default_factory=dict)
     mig_owners: dict[str, str] = field(default_factory=dict)
+    # the destination namespaces of the old tree's own Argo CD AppProject, and those
+    # the person building retires (`gpuplan build --retire-namespace`):
+    # gpuplan.lower.gitops.kept_namespaces
+    namespaces: frozenset[str] = frozenset()
+    retire_namespaces: frozenset[str] = frozenset()
 
 
 def kept_plugin_configs(rf: ResolvedFleet) -> dict[str, tuple[str, str]]:
@@ -734,10 +740,14 @@ def contract_pod_spec(rf: ResolvedFleet, tier, resource: str, units: int) -> dic
     """What a pod of the tier must say: its PriorityClass, its pool's selector, tolerations
     for its pool's taints (the binding taint included), its resource as requests = limits."""
     qty = {resource: str(units)}
+    selector = {POOL_LABEL: tier.pool}
+    pin = capacity_pin(rf, tier)
+    if pin is not None:  # a tier that must not be interrupted stays off the pool's spot nodes
+        selector[CAPACITY_TYPE_LABEL] = pin
     return {
         "priorityClassName": priority_class_name(tier),
         # the pool binding; with Kueue it also picks the tier's flavor (flavor nodeLabels)
-        "nodeSelector": {POOL_LABEL: tier.pool},
+        "nodeSelector": selector,
         "tolerations": tolerations_for(pool_node_taints(rf.pool_by_name[tier.pool])),
         "restartPolicy": "Never",
         "containers": [{"name": "main", "image": EXAMPLE_IMAGE, "command": ["nvidia-smi"],
@@ -755,19 +765,40 @@ def contract_spec(rf: ResolvedFleet, tier) -> dict[str, Any]:
     return contract_pod_spec(rf, tier, res, contract_units(tier))
 
 
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+
+def pod_annotations(rf: ResolvedFleet, tier) -> dict[str, str]:
+    """Annotations a tier's pods carry: on a Karpenter pool, a training or gang tier's pods say
+    ``karpenter.sh/do-not-disrupt: "true"``, which keeps Karpenter from consolidating or drifting
+    their node while they run (aws/karpenter-provider-aws v1.14.1
+    website/content/en/docs/concepts/disruption.md:354-372); a spot interruption or ``expireAfter``
+    still ends it, so jobs checkpoint."""
+    pv = rf.pool_by_name.get(tier.pool)
+    if pv is None or pv.pool.karpenter is None or not (tier.workload == "training" or tier.gang is not None):
+        return {}
+    return {DO_NOT_DISRUPT: "true"}
+
+
 def contract_pod(rf: ResolvedFleet, tier, namespace: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
     """The tier's example Pod in ``namespace`` (the placement proof's subject);
     ``spec``: the tier's contract pod spec, when the caller has it already."""
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{tier.name}-example", "namespace": namespace},
-            "spec": spec or contract_spec(rf, tier)}
+    meta: dict[str, Any] = {"name": f"{tier.name}-example", "namespace": namespace}
+    ann = pod_annotations(rf, tier)
+    if ann:
+        meta["annotations"] = ann
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec or contract_spec(rf, tier)}
 
 
 def contract_job(rf: ResolvedFleet, tier, namespace: str, spec: dict[str, Any] | None = None) -> dict[str, Any]:
     """The tier's example Job (not queued: the Job controller creates the pod at once)."""
+    template: dict[str, Any] = {"spec": spec or contract_spec(rf, tier)}
+    ann = pod_annotations(rf, tier)
+    if ann:
+        template = {"metadata": {"annotations": ann}, **template}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"generateName": f"{tier.name}-", "namespace": namespace},
-            "spec": {"backoffLimit": 0, "template": {"spec": spec or contract_spec(rf, tier)}}}
+            "spec": {"backoffLimit": 0, "template": template}}
 
 
 # --- Kueue: what a tenant's Job names ------------------------------------------------------
@@ -785,3 +816,27 @@ UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
 
 
 LOCAL_QUEUE = "default"
+
+# --- capacity types ----------------------------------------------------------------------------
+
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"  # a label Karpenter sets on its nodes
+
+
+def guaranteed_capacity_type(pv: PoolView) -> str | None:
+    """The capacity type a pod pins to stay off spot on a pool that allows spot and another
+    type (``on-demand``, else ``reserved``); None where there is no choice to make."""
+    k = pv.pool.karpenter
+    if k is None or "spot" not in k.capacity_types:
+        return None
+    return next((c for c in ("on-demand", "reserved") if c in k.capacity_types), None)
+
+
+def capacity_pin(rf: ResolvedFleet, tier: Tier) -> str | None:
+    """The capacity type a tier's pods must select (nodeSelector ``karpenter.sh/capacity-type``,
+    which Karpenter honours when it picks an offering: website/content/en/docs/concepts/
+    scheduling.md:211-219): the guaranteed type of its pool, for a tier that must not be
+    interrupted on a pool that also allows spot; None otherwise."""
+    pv = rf.pool_by_name.get(tier.pool)
+    if pv is None or preemptible_tier(tier):
+        return None
+    return guaranteed_capacity_type(pv)

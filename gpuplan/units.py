@@ -106,3 +106,25 @@ def capacity_explanation(pv: "PoolView", resource: str) -> str:
         return f"{nodes_txt} × {gpn} GPUs × {s.replicas} replicas"
     per_node = pool_resources_per_node(pv).get(resource, 0)
     return f"{nodes_txt} × {per_node} per node"
+
+
+# --- capacity types ----------------------------------------------------------------------------
+
+PREEMPTIBLE_WORKLOADS = ("batch", "interactive")
+
+
+def preemptible_tier(tier: "Tier") -> bool:
+    """Whether the tier may run on spot capacity: its ``preemptible``, else yes for batch and
+    interactive tiers without a gang, no for inference, training and gangs."""
+    if tier.preemptible is not None:
+        return tier.preemptible
+    return tier.workload in PREEMPTIBLE_WORKLOADS and tier.gang is None
+
+
+def preemptible_pool(pv: "PoolView") -> bool:
+    """Whether the pool's nodes may be spot: a Karpenter pool that allows ``spot``. When a
+    NodePool allows several capacity types Karpenter takes reserved capacity first, then spot,
+    then on-demand (aws/karpenter-provider-aws v1.14.1
+    website/content/en/docs/concepts/nodepools.md:276)."""
+    k = pv.pool.karpenter
+    return k is not None and "spot" in k.capacity_types

@@ -26,7 +26,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 SCHEMA_VERSION = 1
 OUT = Path(__file__).with_name("drivers.json")
@@ -92,15 +92,23 @@ def build(repo: Path) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str]) -> int:
+def run(argv: list[str], usage: str, build: Callable[[Path], dict[str, Any]], out: Path,
+        lines: Callable[[dict[str, Any]], list[str]]) -> int:
+    """The command line of a table built from one clone: ``argv`` is the clone's path; writes
+    ``out`` (sorted JSON) and prints ``lines`` of the result."""
     if len(argv) != 1:
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        print(usage.split("\n\n")[1], file=sys.stderr)
         return 2
     data = build(Path(argv[0]))
-    OUT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    for key, f in data["gpus"].items():
-        print(f"{key}: {f['first']} ({', '.join(f['branches'].values())})")
+    out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    for line in lines(data):
+        print(line)
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return run(argv, __doc__ or "", build, OUT, lambda data: [
+        f"{key}: {f['first']} ({', '.join(f['branches'].values())})" for key, f in data["gpus"].items()])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ GPUs" table of every tagged release of NVIDIA/open-gpu-kernel-modules (the clone
 newest tag and commit are in the JSON and in ``gpuplan/upstream/SOURCES.md``). Per model,
 per driver branch, the first release whose table lists one of the model's PCI device ids.
 MIG profiles have their own floors (per branch, ``MigProfile.min_driver``, from NVIDIA's
-MIG user guide), checked with the layout (GP205). Stdlib only.
+MIG user guide), checked with the layout (GP205). ``ami_drivers.json`` (``build_ami_drivers.py``,
+from the EKS AMI release notes) holds the driver each EKS AL2023 AMI release ships, for Karpenter
+pools. Stdlib only.
 
 Stage: foundation (docs/architecture.md)."""
 
@@ -42,10 +44,14 @@ def version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("."))
 
 
-@lru_cache(maxsize=1)
-def _load() -> dict[str, Any]:
-    with _DATA.open("r", encoding="utf-8") as fh:
+@lru_cache(maxsize=2)
+def _read(path: Path) -> dict[str, Any]:
+    with path.open("r", encoding="utf-8") as fh:
         return json.load(fh)
+
+
+def _load() -> dict[str, Any]:
+    return _read(_DATA)
 
 
 def source() -> dict[str, Any]:
@@ -82,3 +88,20 @@ def below_floor(gpu_key: str, driver: str) -> str | None:
                                        and version_key(driver) < version_key(floor.first)):
         return floor.first
     return None
+
+
+_AMI_DATA = Path(__file__).with_name("ami_drivers.json")
+
+
+def ami_driver_source() -> dict[str, Any]:
+    """Where the AMI -> driver table comes from (repository, path, commit and its date)."""
+    return dict(_read(_AMI_DATA)["source"])
+
+
+def ami_driver(ami_family: str, ami_version: str) -> str | None:
+    """The NVIDIA driver an EKS AMI release ships (``ami_drivers.json``, built by
+    ``build_ami_drivers.py`` from the AMI release notes); None when the table does not
+    know the release (Bottlerocket, ``latest``, or a release newer than the table)."""
+    if ami_family != "AL2023":
+        return None
+    return _read(_AMI_DATA)["al2023"].get(ami_version)

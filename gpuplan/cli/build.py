@@ -22,7 +22,8 @@ output_option = click.option(
 
 
 def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, allow_outside: bool = False,
-             verify: bool = False, files=None, retire: frozenset[str] = frozenset()):
+             verify: bool = False, files=None, retire: frozenset[str] = frozenset(),
+             retire_namespaces: frozenset[str] = frozenset()):
     """Compile (in memory, unless ``files`` takes the bytes: then the spec's
     positions are freed once checked, as nothing after reads them); print
     diagnostics; None when the spec is invalid."""
@@ -30,7 +31,8 @@ def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, al
 
     compiled = compile_fleet(fleet, out_dir=out_dir, files=files,
                              options=Options(strict=strict, allow_inventory_outside=allow_outside, verify=verify,
-                                             release_spec=files is not None, retire_configs=retire))
+                                             release_spec=files is not None, retire_configs=retire,
+                                             retire_namespaces=retire_namespaces))
     emit(compiled.diagnostics, fmt, verbose=verbose, sources=compiled.sources)
     if compiled.rejected:
         return compiled
@@ -62,13 +64,17 @@ def _refuse_tree_path(ctx: click.Context, out_dir: str, fleet: str, fmt: str, op
 @click.option("--retire-config", "retire", multiple=True, metavar="NAME",
               help="Drop a device-plugin or mig-parted config name the tree keeps for old Karpenter nodes (the "
                    "ConfigMaps' gpuplan.dev/kept-configs annotation) once no node carries it. Repeatable.")
+@click.option("--retire-namespace", "retire_ns", multiple=True, metavar="NAMESPACE",
+              help="Drop a namespace the Argo CD AppProject keeps as a destination after it left the tree (the "
+                   "project's gpuplan.dev/kept-namespaces annotation) once the root sync has pruned its objects "
+                   "(or the namespace is deleted). Repeatable.")
 @format_option
 @strict_option
 @verbose_option
 @outside_option
 @click.pass_context
-def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, retire: tuple[str, ...], fmt: str, strict: bool,
-          verbose: bool, allow_outside: bool) -> None:
+def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, retire: tuple[str, ...],
+          retire_ns: tuple[str, ...], fmt: str, strict: bool, verbose: bool, allow_outside: bool) -> None:
     """Compile FLEET into the generated tree (default: generated/).
 
     The tree is written to a temporary directory and swapped in whole; files
@@ -83,7 +89,7 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, retire: tup
     # the output); the tree is swapped in only by commit, after verification.
     with TreeWriter(Path(out_dir), force=force) as tree:
         compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside, verify=True, files=tree,
-                            retire=frozenset(retire))
+                            retire=frozenset(retire), retire_namespaces=frozenset(retire_ns))
         if compiled is None:
             ctx.exit(int(ExitCode.INVALID))
         if compiled.rejected:

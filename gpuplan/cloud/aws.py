@@ -66,6 +66,14 @@ class InstanceType:
     def nvlink(self) -> bool:
         return self.family in NVLINK_FAMILIES
 
+    @property
+    def efa_interfaces(self) -> int:
+        """EFA interfaces the instance type takes (0: no EFA), Karpenter's ``vpc.amazonaws.com/efa``
+        capacity in the instance-type data (from EC2 DescribeInstanceTypes ``EfaInfo``;
+        aws/karpenter-provider-aws@v1.14.1 pkg/apis/v1/labels.go:140). Karpenter attaches this many
+        when a pod asks for the resource (pkg/providers/instance/instance.go:699-720)."""
+        return int(dict(self.resources).get("vpc.amazonaws.com/efa", "0") or 0)
+
 
 @lru_cache(maxsize=1)
 def instance_types() -> dict[str, InstanceType]:

@@ -558,6 +558,9 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
             k["zones"] = zones
         if isinstance(tspec.get("expireAfter"), str) and tspec["expireAfter"] != V.DEFAULT_EXPIRE_AFTER:
             k["expireAfter"] = tspec["expireAfter"]
+        if isinstance(tspec.get("terminationGracePeriod"), str):
+            k["terminationGracePeriod"] = tspec["terminationGracePeriod"]
+            kn["terminationGracePeriod"] = Note("from the NodePool template's terminationGracePeriod")
         ca = _get(spec, "disruption", "consolidateAfter")
         if isinstance(ca, str) and ca != "Never":
             k["consolidateAfter"] = ca

@@ -56,6 +56,7 @@ NAME_LABEL = "kubernetes.io/metadata.name"
 # KEP-5004: every DeviceClass has this extended resource name (1.34 alpha, 1.36 beta)
 IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
+DAEMONSET_CONTROLLER = "system:serviceaccount:kube-system:daemon-set-controller"
 
 # kind -> (API group, resource, CEL from the object to its list of pod specs)
 WORKLOADS: dict[str, tuple[str, str, str]] = {
@@ -96,8 +97,26 @@ def enabled(rf: ResolvedFleet) -> bool:
 
 
 def exempt_namespaces(rf: ResolvedFleet) -> list[str]:
+    """Namespaces no binding selects: the cluster's system namespaces (kube-proxy, CNI and CSI
+    node plugins tolerate every taint), the namespaces of what gpuplan installs (the GPU
+    Operator's validator pods request a GPU; its and the DRA driver's DaemonSets tolerate the
+    GPU pools), the GitOps engine's and ``admission.unmanagedNamespaces`` - trusted, and said so
+    in docs/placement.md "Threat model"."""
+    from gpuplan.dra import any_dra
+    from gpuplan.lower.dra import NAMESPACE as DRA_NAMESPACE
+    from gpuplan.lower.gitops import gitops_namespace
+
     c = rf.fleet.spec.cluster
-    return sorted({c.gpu_operator.namespace, *c.admission.unmanaged_namespaces})
+    spec = rf.fleet.spec
+    out = {c.gpu_operator.namespace, gitops_namespace(rf), *c.admission.system_namespaces,
+           *c.admission.unmanaged_namespaces}
+    if spec.queueing is not None:
+        out.add(spec.queueing.kueue.namespace)
+    if any_dra(rf):
+        out.add(DRA_NAMESPACE)
+    if spec.monitoring is not None and spec.monitoring.namespace:
+        out.add(spec.monitoring.namespace)
+    return sorted(out)
 
 
 def _lit(v: Any) -> str:
@@ -228,7 +247,10 @@ def namespace_validations(rf: ResolvedFleet) -> list[dict[str, str]]:
          "message": "GPU resources only under the PriorityClass of a gpuplan tier granted to this namespace "
                     "(see the tenant page of the namespace's tenant)",
          "reason": "Forbidden"},
-        {"expression": f"variables.specs.all(s, !{tolerates_pool('s')} || {_pc('s')} in {classes})",
+        # a DaemonSet's pods are created by its controller: the DaemonSet itself was held to this rule when
+        # it was created or changed (its template), so a DaemonSet that predates the policy keeps working
+        {"expression": f"request.userInfo.username == {_lit(DAEMONSET_CONTROLLER)} || "
+                       f"variables.specs.all(s, !{tolerates_pool('s')} || {_pc('s')} in {classes})",
          "message": f"only pods of a gpuplan tier may tolerate the GPU pools' taint {POOL_TAINT_KEY} "
                     "(a toleration with that key, or a keyless Exists)",
          "reason": "Forbidden"},
@@ -332,6 +354,18 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
                     + (" (or claim it)" if dra else "") + ": a tier's class is for pods that use its GPUs",
          "reason": "Invalid"},
     ]
+    from gpuplan.identity import CAPACITY_TYPE_LABEL, capacity_pin
+
+    pins = {capacity_pin(rf, t) for t in tiers}
+    if len(pins) == 1 and None not in pins:
+        pin = pins.pop()
+        cap = _lit(CAPACITY_TYPE_LABEL)
+        # Karpenter takes spot before on-demand on a pool that allows both (nodepools.md:276); the
+        # selector makes it launch, and the scheduler place, the pod on the guaranteed type
+        out.append({"expression": f"{mine}.all(s, has({sel}) && {cap} in {sel} && {sel}[{cap}] == {_lit(pin)})",
+                    "message": f"pods of PriorityClass {pc} must not be interrupted: they select nodeSelector "
+                               f"{CAPACITY_TYPE_LABEL}: {pin} (their pool also allows spot)",
+                    "reason": "Invalid"})
     for t in tiers:
         if t.max_gpus_per_pod is None:
             continue

@@ -95,12 +95,18 @@ CRD_MAY_BE_MISSING = frozenset({"NodeFeatureRule", "NodePool", "EC2NodeClass", "
 
 # Namespaces are never pruned or deleted by the GitOps engine: removing a tenant
 # from fleet.yaml would otherwise delete its namespaces and every object in them.
-# Argo CD: `Prune=confirm` holds the prune until someone confirms it in the UI or
-# CLI (gitops-engine/pkg/sync/sync_context.go:322-331), `Delete=false` keeps the
-# namespace when the Application itself is deleted (controller/appcontroller.go:
-# 1253-1260). Flux: `prune: disabled` skips it in garbage collection
+# Argo CD (argoproj/argo-cd@v3.5.1): `Prune=false` skips the prune and counts as a
+# success (gitops-engine/pkg/sync/sync_context.go:333-342,1454-1458,1568-1573), so
+# the sync goes on; `Prune=confirm` would instead hold the *whole* operation until
+# someone confirms (sync_context.go:458-475,1616-1624) and auto-sync starts no new
+# one meanwhile (controller/appcontroller.go:2336-2338), which held every later
+# commit (#27). `IgnoreExtraneous` (compare-options) keeps the orphaned Namespace
+# from making the Application OutOfSync (controller/state.go:986-997), so nothing
+# re-syncs for it. `Delete=false` keeps the namespace when the Application itself
+# is deleted. Flux: `prune: disabled` skips it in garbage collection
 # (fluxcd/kustomize-controller@v1.9.4 docs/spec/v1/kustomizations.md:1686-1693).
 PROTECTED_KINDS = frozenset({"Namespace"})
+ARGO_COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
 
 
 def engine(rf: ResolvedFleet) -> str:
@@ -127,7 +133,8 @@ def object_annotations(rf: ResolvedFleet, kind: str, *, recreate: bool = False) 
         if kind in CRD_MAY_BE_MISSING:
             opts.append("SkipDryRunOnMissingResource=true")
         if kind in PROTECTED_KINDS:
-            opts += ["Prune=confirm", "Delete=false"]
+            opts += ["Prune=false", "Delete=false"]
+            out[ARGO_COMPARE_OPTIONS] = "IgnoreExtraneous"
         if opts:
             out[ARGO_SYNC_OPTIONS] = ",".join(opts)
     else:

@@ -21,7 +21,7 @@ from gpuplan.identity import (
     static_pool_taints,
 )
 from gpuplan.lower.common import cell, engine
-from gpuplan.lower.gitops import gitops_namespace
+from gpuplan.lower.gitops import admin_project_name, gitops_namespace, project_app_name
 from gpuplan.lower.kueue import BY_HAND_PATH as KUEUE_BY_HAND
 from gpuplan.resolve import ResolvedFleet
 
@@ -157,8 +157,97 @@ def _driver_upgrades(rf: ResolvedFleet) -> dict[str, Any]:
             "operator_ns": cell(op.namespace)}
 
 
+def _efa_pools(rf: ResolvedFleet) -> list[dict[str, str]]:
+    """Karpenter pools whose multi-node jobs use EFA (:func:`gpuplan.lower.karpenter_aws.pool_efa`):
+    EFA interfaces per node and the taints the EFA device plugin must tolerate (the eks-charts
+    ``aws-efa-k8s-device-plugin`` chart tolerates none by default, ``tolerations: []``)."""
+    from gpuplan.lower.karpenter_aws import pool_efa
+
+    out = []
+    for pv in rf.pools:
+        if pv.pool.karpenter is None or not (n := pool_efa(rf, pv)):
+            continue
+        out.append({"name": cell(pv.name), "count": str(n),
+                    "taints": ", ".join(f"`{cell(_taint_text(t))}`" for t in pool_taints(pv))})
+    return out
+
+
+def _job_grace(rf: ResolvedFleet) -> list[dict[str, str]]:
+    """Karpenter pools with a NodePool ``terminationGracePeriod`` and its value."""
+    from gpuplan.lower.karpenter import termination_grace_period
+
+    return [{"name": cell(pv.name), "grace": cell(g)} for pv in rf.pools
+            if pv.pool.karpenter is not None and (g := termination_grace_period(rf, pv)) is not None]
+
+
+# The GPU Operator's OS tag of the EKS AL2023 AMI (NFD os-release ID + VERSION_ID).
+EKS_AL2023_OS = "amzn2023"
+
+
+def _nodeadm_pools(rf: ResolvedFleet) -> list[dict[str, str]]:
+    """Static pools on the EKS AL2023 AMI (``os: amzn2023``) with a kubelet drop-in: nodeadm
+    starts the kubelet with ``--config-dir=/etc/kubernetes/kubelet/config.json.d`` only when its
+    NodeConfig has ``spec.kubelet.config``, and writes that config there itself
+    (awslabs/amazon-eks-ami@81fec2e8 nodeadm/internal/kubelet/config.go:31-35,351-359): a file
+    copied to kubeadm's ``/etc/kubernetes/kubelet.conf.d`` is never read. The settings go into
+    the node's NodeConfig instead, the same document the Karpenter AL2023 pools' userData has."""
+    from gpuplan.lower.karpenter_aws import al2023_nodeconfig
+    from gpuplan.render.yamlwriter import dump
+
+    out = []
+    for pv in rf.pools:
+        if not pv.pool.is_static or pv.pool.os != EKS_AL2023_OS:
+            continue
+        nc = al2023_nodeconfig(pv)
+        if nc is not None:
+            out.append({"name": cell(pv.name), "nodeconfig": dump(nc).rstrip("\n")})
+    return out
+
+
+def _karpenter_floor(rf: ResolvedFleet) -> str:
+    """What a Karpenter release older than the pinned v1.14.1 lacks of what this tree uses."""
+    kp = [pv.pool.karpenter for pv in rf.pools if pv.pool.karpenter is not None]
+    lacks = []
+    if any(k.node_overlay for k in kp):
+        # kubernetes-sigs/karpenter: pkg/apis/v1alpha1/nodeoverlay.go first in v1.7.0
+        lacks.append("releases before v1.7 have no NodeOverlay")
+    if any(k.capacity_reservations for k in kp):
+        # aws/karpenter-provider-aws: capacityReservationSelectorTerms first in v1.3.0;
+        # kubernetes-sigs/karpenter pkg/operator/options/options.go: ReservedCapacity=true from v1.6.0
+        lacks.append("before v1.3 the EC2NodeClass has no `capacityReservationSelectorTerms`, and before "
+                     "v1.6 the `ReservedCapacity` feature gate is off by default")
+    return "; ".join(lacks)
+
+
+def _dra_caveats(rf: ResolvedFleet) -> dict[str, Any]:
+    """docs/dra.md "Not covered", for the DRA pools of this fleet."""
+    from gpuplan.dra import dra_pools, pool_extended_resources
+
+    pools = dra_pools(rf)
+    if not pools:
+        return {"dra_pools": "", "dra_mixed": False, "dra_mig": "", "dra_karpenter": "", "dra_extended": False}
+    def names(pvs: list) -> str:
+        return ", ".join(f"`{cell(pv.name)}`" for pv in pvs)
+
+    return {
+        "dra_pools": names(pools),
+        "dra_mixed": len(pools) < len(rf.pools),
+        "dra_mig": names([pv for pv in pools if pv.pool.sharing.mode == "mig"]),
+        "dra_karpenter": names([pv for pv in pools if pv.pool.karpenter is not None]),
+        "dra_extended": any(pool_extended_resources(rf, pv) for pv in pools),
+    }
+
+
+def _admission(rf: ResolvedFleet) -> dict[str, Any]:
+    from gpuplan.lower import admission
+
+    if not admission.enabled(rf):
+        return {"exempt_namespaces": []}
+    return {"exempt_namespaces": [cell(n) for n in admission.exempt_namespaces(rf)]}
+
+
 def _prerequisites(rf: ResolvedFleet) -> dict[str, Any]:
-    from gpuplan.capacity import preemptible_pool
+    from gpuplan.units import preemptible_pool
     from gpuplan.lower.operator import nfd_taints_needed, per_pool_drivers
 
     op = rf.fleet.spec.cluster.gpu_operator
@@ -180,6 +269,11 @@ def _prerequisites(rf: ResolvedFleet) -> dict[str, Any]:
                _preinstalled_toolkit_note(rf, op.driver == "managed"))
     return {
         "karpenter": bool(kp),
+        "efa_pools": _efa_pools(rf),
+        "karpenter_floor": _karpenter_floor(rf),
+        "nodeadm_pools": _nodeadm_pools(rf),
+        **_dra_caveats(rf),
+        "job_grace": _job_grace(rf),
         "spot_pools": [pv.name for pv in kp if preemptible_pool(pv)],
         "overlay": any(pv.pool.karpenter.node_overlay for pv in kp if pv.pool.karpenter is not None),
         "node_role": cell(aws.node_role) if aws is not None else "",
@@ -235,6 +329,8 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
         gitops_ns=cell(gitops_namespace(rf)),
         project=cell(project_name(rf)),
         own_project=g.project is None,
+        admin_project=cell(admin_project_name(rf)),
+        project_app=cell(project_app_name(rf)),
         kueue_by_hand=any(a.path == KUEUE_BY_HAND for a in produced),
         repo_url=cell(g.repo_url),
         revision=cell(g.revision),
@@ -248,6 +344,7 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
         file_dirs=file_dirs,
         static_files=static_files,
         **_prerequisites(rf),
+        **_admission(rf),
         **_driver_upgrades(rf),
     )
 

@@ -26,7 +26,10 @@ at ``allocation.draDriverVersion``, values in ``dra-driver/values.yaml``:
   (``gpuplan.dra.DEVICE_PLUGIN_DEPLOY_LABEL``), which gpuplan sets on the DRA
   pools' nodes and on no other: one label value, one back-end per node;
 - ``kubeletPlugin.tolerations``: the chart default plus every pool taint, as
-  for the operator's DaemonSets.
+  for the operator's DaemonSets;
+- ``kubeletPlugin.affinity`` on fleets with DRA MIG pools: the plugin runs on a
+  node with a MIG configuration only once mig-manager has applied it, so it
+  never enumerates an unpartitioned GPU (:func:`mig_gate`).
 
 Delivered like the operator: an Argo CD Application (``delivery/dra-driver.yaml``,
 chart from the OCI registry — ``repoURL`` without ``oci://``, argo-cd v3.5.1
@@ -152,8 +155,40 @@ def values(rf: ResolvedFleet) -> dict[str, Any]:
         "kubeletPlugin": {
             "nodeSelector": {DEVICE_PLUGIN_DEPLOY_LABEL: "false"},
             "tolerations": tol,
+            **({"affinity": mig_gate()} if any(dra_mig_pools(rf)) else {}),
         },
     }
+
+
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_STATE_LABEL = "nvidia.com/mig.config.state"
+
+
+def dra_mig_pools(rf: ResolvedFleet) -> list[str]:
+    from gpuplan.dra import is_dra
+    from gpuplan.spec.models import Mig
+
+    return [pv.name for pv in rf.pools if is_dra(rf, pv) and isinstance(pv.pool.sharing, Mig)]
+
+
+def mig_gate() -> dict[str, Any]:
+    """The kubelet plugin's node affinity on fleets with DRA MIG pools: a node with a MIG
+    configuration runs the plugin only once mig-manager reports it applied.
+
+    The plugin enumerates a node's devices once, when it starts
+    (kubernetes-sigs/dra-driver-nvidia-gpu@95932046 cmd/gpu-kubelet-plugin/nvlib.go:199-202,
+    ``GetPerGpuAllocatableDevices``), and mig-manager never restarts it; mig-manager moves
+    ``nvidia.com/mig.config.state`` to ``pending`` while it repartitions and to ``success`` when
+    done (NVIDIA/mig-parted v0.15.0 pkg/mig/reconfigure). The DaemonSet controller runs a daemon
+    pod only on nodes that match its required node affinity and deletes it from nodes that stop
+    matching (kubernetes v1.33 pkg/controller/daemon/daemon_controller.go,
+    ``NodeShouldRunDaemonPod``/``podsShouldBeOnNode``): so the plugin starts after the layout
+    exists, and restarts, re-enumerating, after every change. The chart's default affinity (any
+    NVIDIA node) is replaced; ``nodeSelector`` already keeps the plugin to the DRA pools."""
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": MIG_CONFIG_LABEL, "operator": "DoesNotExist"}]},
+        {"matchExpressions": [{"key": MIG_STATE_LABEL, "operator": "In", "values": ["success"]}]},
+    ]}}}
 
 
 def namespace(rf: ResolvedFleet) -> dict[str, Any]:

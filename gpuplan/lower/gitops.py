@@ -7,7 +7,15 @@ Shape (reference/k8s/facts.md §j; docs/output-reference.md explains the choices
   (an Application/Kustomization that lists itself is a loop nobody can delete).
 - Argo CD (``cluster.gitops.engine: argocd``):
   ``delivery/bootstrap.yaml``: the root Application (path = the generated tree),
-  applied once by hand; ``delivery/gpu-operator.yaml``: the GPU Operator
+  applied once by hand; with gpuplan's own project (no ``gitops.project``) also
+  the admin AppProject ``gpuplan-<fleet>-admin`` (this repository, the GitOps
+  namespace, the AppProject kind and nothing else) and the Application
+  ``gpuplan-<fleet>-project`` in it that syncs ``delivery/project/`` — the
+  fleet's AppProject — so a new or renamed namespace reaches the live project
+  through Git, never by hand (docs/transitions.md, #27). The project keeps the
+  namespaces the previous tree's project admitted (``gpuplan.dev/kept-namespaces``)
+  so that the root sync may still prune what it left there;
+  ``delivery/gpu-operator.yaml``: the GPU Operator
   Application (Helm chart from NGC, values from ``gpu-operator/values.yaml`` in
   Git through a multi-source ``$values`` ref). The operator Application *is* in
   the root kustomization, so a chart-version bump in fleet.yaml reaches the
@@ -46,6 +54,20 @@ FLUX_BOOTSTRAP_SOURCE = "flux-system"  # the GitRepository `flux bootstrap` crea
 
 BOOTSTRAP_PATH = "delivery/bootstrap.yaml"
 ARGO_OPERATOR_APP_PATH = "delivery/gpu-operator.yaml"
+# the fleet's AppProject, synced by its own Application (not by the root one, whose
+# sync the project governs: a refused object fails the whole operation before
+# anything, the project included, is applied)
+PROJECT_DIR = "delivery/project"
+PROJECT_PATH = f"{PROJECT_DIR}/appproject.yaml"
+KEPT_NAMESPACES_ANNOTATION = "gpuplan.dev/kept-namespaces"
+
+
+def admin_project_name(rf: ResolvedFleet) -> str:
+    return f"gpuplan-{rf.fleet.metadata.name}-admin"
+
+
+def project_app_name(rf: ResolvedFleet) -> str:
+    return f"gpuplan-{rf.fleet.metadata.name}-project"
 
 
 def gitops_namespace(rf: ResolvedFleet) -> str:
@@ -192,15 +214,70 @@ def argo_project(rf: ResolvedFleet, produced: Sequence[Produced]) -> dict[str, A
             whitelist.update(CHART_CLUSTER_KINDS.get(chart, ()))
         namespaces.add(spec_["destination"]["namespace"])
     namespaces.update(ns for a in produced if a.applied for ns in a.namespaces)
+    kept = kept_namespaces(rf, namespaces)
     whitelist = sorted(whitelist)
     spec = {
         "description": f"gpuplan fleet {rf.fleet.metadata.name}: GPU Operator, pools, tenants",
         "sourceRepos": sorted(repos),
-        "destinations": [{"server": IN_CLUSTER, "namespace": ns} for ns in sorted(namespaces)],
+        "destinations": [{"server": IN_CLUSTER, "namespace": ns} for ns in sorted(namespaces | kept)],
         "clusterResourceWhitelist": [{"group": grp, "kind": kind} for grp, kind in whitelist],
     }
-    meta = metadata(rf, project_name(rf), namespace=gitops_namespace(rf))
+    annotations = {KEPT_NAMESPACES_ANNOTATION: ",".join(sorted(kept))} if kept else None
+    meta = metadata(rf, project_name(rf), namespace=gitops_namespace(rf), annotations=annotations)
     return obj(ARGO_API, "AppProject", meta, spec=spec)
+
+
+def kept_namespaces(rf: ResolvedFleet, current: set[str]) -> set[str]:
+    """Namespaces the previous tree's AppProject admitted and this one would not:
+    they stay destinations until retired (``gpuplan build --retire-namespace``).
+
+    The root sync prunes what a removed tenant left (its quotas, queues) from a
+    namespace that is no longer in the tree, and Argo CD checks a prune against
+    the project like an apply (argoproj/argo-cd@v3.5.1
+    gitops-engine/pkg/sync/sync_context.go:1086-1093, ``task.obj()`` is the live
+    object of a prune; controller/sync.go:660-669). The project Application and
+    the root Application sync independently, so the project may change first:
+    without the kept destination the prune is refused and every later root sync
+    fails. The Namespace itself is never pruned (Prune=false), so a kept
+    destination admits a namespace that still exists."""
+    prev = rf.previous
+    old = getattr(prev, "namespaces", frozenset()) if prev is not None else frozenset()
+    retire = getattr(prev, "retire_namespaces", frozenset()) if prev is not None else frozenset()
+    return {ns for ns in old if ns not in current and ns not in retire}
+
+
+def argo_admin_project(rf: ResolvedFleet) -> dict[str, Any]:
+    """The project of the Application that delivers the fleet's AppProject: one
+    repository, one namespace, one kind. Created once by bootstrap.yaml and never
+    changed by a spec change (only by the repository or the GitOps namespace)."""
+    g = rf.fleet.spec.cluster.gitops
+    spec = {
+        "description": f"gpuplan fleet {rf.fleet.metadata.name}: delivers AppProject {project_name(rf)} from Git",
+        "sourceRepos": [g.repo_url],
+        "destinations": [{"server": IN_CLUSTER, "namespace": gitops_namespace(rf)}],
+        "clusterResourceWhitelist": [],
+        "namespaceResourceWhitelist": [{"group": "argoproj.io", "kind": "AppProject"}],
+    }
+    return obj(ARGO_API, "AppProject", metadata(rf, admin_project_name(rf), namespace=gitops_namespace(rf)),
+               spec=spec)
+
+
+def argo_project_application(rf: ResolvedFleet) -> dict[str, Any]:
+    """The Application that syncs ``delivery/project/`` (the fleet's AppProject).
+    No prune: the project must outlive a bad commit that drops its file."""
+    g = rf.fleet.spec.cluster.gitops
+    spec = {
+        "project": admin_project_name(rf),
+        "source": {"repoURL": g.repo_url, "targetRevision": g.revision, "path": _repo_path(rf, PROJECT_DIR)},
+        "destination": {"server": IN_CLUSTER, "namespace": gitops_namespace(rf)},
+        "syncPolicy": {
+            "automated": {"prune": False, "selfHeal": True},
+            "syncOptions": ["ServerSideApply=true"],
+            "retry": _argo_retry(),
+        },
+    }
+    return obj(ARGO_API, "Application", metadata(rf, project_app_name(rf), namespace=gitops_namespace(rf)),
+               spec=spec)
 
 
 # --- Flux ------------------------------------------------------------------------
@@ -273,13 +350,23 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
         ))
         boot: tuple[dict[str, Any], ...] = (argo_root_application(rf),)
         if rf.fleet.spec.cluster.gitops.project is None:
-            boot = (argo_project(rf, produced), *boot)
+            boot = (argo_admin_project(rf), argo_project_application(rf), *boot)
+            out.append(Artifact(
+                path=PROJECT_PATH,
+                documents=(argo_project(rf, produced),),
+                kustomize=False,
+                description=f"Argo CD AppProject of the fleet, synced by Application {project_app_name(rf)} "
+                            "(not in kustomization.yaml)",
+            ))
+            described = ("Argo CD admin AppProject, the Application that syncs delivery/project/, and the "
+                         "Application that syncs this tree; apply once by hand (not in kustomization.yaml)")
+        else:
+            described = "Argo CD Application that syncs this tree; apply once by hand (not in kustomization.yaml)"
         out.append(Artifact(
             path=BOOTSTRAP_PATH,
             documents=boot,
             kustomize=False,
-            description="Argo CD AppProject and the Application that syncs this tree; apply once by hand "
-                        "(not in kustomization.yaml)",
+            description=described,
         ))
     else:
         from gpuplan.lower.operator import values as operator_values

@@ -36,6 +36,8 @@ JOBS = "jobs"  # training / batch: a node under a running job is never voluntari
 INTERACTIVE = "interactive"  # notebooks: never consolidated under a user, but may drift
 SERVICES = "services"  # inference / no tiers: replicas can move
 CONSOLIDATE_AFTER = {JOBS: "10m", INTERACTIVE: "10m", SERVICES: "5m"}
+# NodePool terminationGracePeriod of job pools (docs/karpenter.md "Termination grace period").
+JOBS_TERMINATION_GRACE = "1h"
 
 
 # --- helpers other targets may use -------------------------------------------
@@ -74,6 +76,24 @@ def disruption_class(rf: ResolvedFleet, pv: PoolView) -> str:
     if "interactive" in workloads:
         return INTERACTIVE
     return SERVICES
+
+
+def termination_grace_period(rf: ResolvedFleet, pv: PoolView) -> str | None:
+    """The NodePool's ``terminationGracePeriod``: the spec's, else 1h on job pools, else none.
+
+    Once Karpenter deletes a node (expiry, interruption, a deleted NodeClaim) it drains it
+    while PDBs and ``karpenter.sh/do-not-disrupt`` allow; without a grace period it "will
+    wait indefinitely for pods to be drained" (kubernetes-sigs/karpenter@v1.14.1
+    pkg/apis/v1/nodeclaim.go:57-73), and a job pod marked do-not-disrupt keeps an expired,
+    cordoned node billed until the job ends. With it, each pod is deleted at the deadline
+    minus its own ``terminationGracePeriodSeconds`` (pkg/controllers/node/termination/
+    terminator/terminator.go:170-176): a job that checkpoints on SIGTERM within its grace
+    gets all of it. Drift is not sped up on job pools: their ``Drifted`` budget is 0."""
+    k = pv.pool.karpenter
+    assert k is not None
+    if k.termination_grace_period is not None:
+        return k.termination_grace_period
+    return JOBS_TERMINATION_GRACE if disruption_class(rf, pv) == JOBS else None
 
 
 def node_limit(pv: PoolView) -> int:
@@ -164,6 +184,8 @@ def nodepool(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
         "taints": karpenter_pool_taints(pv),
     }
     tspec["expireAfter"] = k.expire_after
+    if (tgp := termination_grace_period(rf, pv)) is not None:
+        tspec["terminationGracePeriod"] = tgp
     spec: dict[str, Any] = {
         "template": {"metadata": {"labels": nodepool_node_labels(rf, pv)}, "spec": tspec},
         "disruption": _disruption(rf, pv),

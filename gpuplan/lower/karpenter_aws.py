@@ -148,6 +148,58 @@ def instance_store_raid0(pv: PoolView) -> bool:
     return bool(types) and all(t is not None and t.local_nvme_gib > 0 for t in types)
 
 
+def pool_efa(rf: ResolvedFleet, pv: PoolView) -> int:
+    """EFA interfaces per node the pool's multi-node jobs should request (0: EFA off).
+
+    ``karpenter.efa`` when set, else on when a tier with ``gang`` runs on the pool and every
+    instance type takes EFA (GP653 refuses ``efa: true`` otherwise). The fewest interfaces of
+    the pool's types: a pod asking for more fits none of the smaller nodes.
+
+    Nothing in the NodePool or EC2NodeClass turns EFA on: Karpenter attaches one EFA interface
+    per network card (card 0 device 0, the others device 1, AWS's recommended layout) to a node
+    launched for a pod that requests ``vpc.amazonaws.com/efa``
+    (aws/karpenter-provider-aws@v1.14.1 pkg/providers/instance/instance.go:699-720,
+    pkg/providers/launchtemplate/launchtemplate.go:334-351), and advertises the resource on
+    the NodeClaim only then (pkg/cloudprovider/cloudprovider.go:442-446). The EC2NodeClass's
+    own ``networkInterfaces`` would attach EFA to every node, but cannot make the primary
+    interface an EFA (``interfaceType`` is ``interface`` or ``efa-only``,
+    pkg/apis/v1/ec2nodeclass.go:562-563, and EC2 refuses an EFA-only primary), so it loses a
+    card; and one list cannot fit instance types with different card counts."""
+    from gpuplan.cloud.aws import instance_type
+
+    k = pv.pool.karpenter
+    assert k is not None
+    types = [instance_type(name) for name in k.instance_types]
+    counts = [t.efa_interfaces if t is not None else 0 for t in types]
+    if not counts or min(counts) == 0:
+        return 0
+    if k.efa is None:
+        on = any(t.gang is not None and t.pool == pv.name for t in rf.fleet.spec.tiers)
+    else:
+        on = k.efa
+    return min(counts) if on else 0
+
+
+def capacity_reservation_terms(pv: PoolView) -> list[dict[str, Any]]:
+    """``capacityReservationSelectorTerms``: the pool's reservations, by id or by tags (and owner).
+    Karpenter offers ``reserved`` capacity only from the reservations these select
+    (aws/karpenter-provider-aws@v1.14.1 pkg/providers/instancetype/offering/
+    reserved_capacity_resolver.go:67-91; feature gate ReservedCapacity, on by default:
+    kubernetes-sigs/karpenter@v1.14.1 pkg/operator/options/options.go:134)."""
+    k = pv.pool.karpenter
+    assert k is not None
+    out: list[dict[str, Any]] = []
+    for r in k.capacity_reservations or ():
+        if r.id is not None:
+            out.append({"id": r.id})
+        else:
+            term: dict[str, Any] = {"tags": dict(r.tags or {})}
+            if r.owner_id is not None:
+                term["ownerID"] = r.owner_id
+            out.append(term)
+    return out
+
+
 def ec2nodeclass(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     aws = rf.fleet.spec.cluster.aws
     assert aws is not None, "GP614 stops a Karpenter pool without cluster.aws before lowering"
@@ -161,6 +213,8 @@ def ec2nodeclass(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
         "metadataOptions": dict(METADATA_OPTIONS),
         "tags": {POOL_LABEL: pv.name, "gpuplan.dev/fleet": rf.fleet.metadata.name},
     }
+    if (terms := capacity_reservation_terms(pv)):
+        spec["capacityReservationSelectorTerms"] = terms
     if instance_store_raid0(pv):
         spec["instanceStorePolicy"] = "RAID0"
     ud = userdata(pv)

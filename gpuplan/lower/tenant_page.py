@@ -22,13 +22,16 @@ def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: i
     from gpuplan.identity import UNCONSTRAINED_TOPOLOGY
     from gpuplan.queues import tas_pools
 
-    template: dict[str, Any] = {"spec": pod}
+    from gpuplan.identity import pod_annotations
+
+    annotations = dict(pod_annotations(rf, tier))
     if tier.gang is not None and tier.gang.topology_level:
-        template = {"metadata": {"annotations": {REQUIRED_TOPOLOGY: tier.gang.topology_level}}, "spec": pod}
+        annotations[REQUIRED_TOPOLOGY] = tier.gang.topology_level
     elif tier.pool in tas_pools(rf):
         # a topology-aware flavor takes only pod sets that ask for TAS when its queue also has
         # other flavors (kueue v0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go:197-200)
-        template = {"metadata": {"annotations": {UNCONSTRAINED_TOPOLOGY: "true"}}, "spec": pod}
+        annotations[UNCONSTRAINED_TOPOLOGY] = "true"
+    template: dict[str, Any] = {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
     spec: dict[str, Any] = {"parallelism": pods, "completions": pods}
     if pods > 1:
         spec["completionMode"] = "Indexed"

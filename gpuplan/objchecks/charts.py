@@ -154,12 +154,17 @@ def check(rf: ResolvedFleet, docs: list[dict[str, Any]], *, diag: Any = None) ->
     """The chart Applications against the AppProject lowering emitted. ``diag``: how a
     finding is placed at its spec line (``rf.diag`` unless the build freed the spec)."""
     diag = diag or rf.diag
-    projects = [d for d in docs if d.get("kind") == "AppProject"]
+    # the tree holds two projects under Argo CD: the fleet's (delivery/project/) and the
+    # admin project of the Application that delivers it; each Application is checked
+    # against the project it names
+    projects = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "AppProject"}
     if not projects:
         return
-    project = projects[0]
     values_files = {d["path"]: d["values"] for d in docs if d.get("kind") == VALUES_KIND}
     for app in (d for d in docs if d.get("kind") == "Application"):
+        project = projects.get(app["spec"].get("project", ""))
+        if project is None:
+            continue
         release_ns = app["spec"]["destination"].get("namespace", "")
         for chart, version, helm in _chart_sources(app):
             data = chart_objects(chart, version)

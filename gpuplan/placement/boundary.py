@@ -87,7 +87,7 @@ def _spec(pc: str, placement: tuple[str | None, list[dict[str, Any]]], res: dict
     if pc:
         s["priorityClassName"] = pc
     if selector is not None:
-        s["nodeSelector"] = {"gpuplan.dev/pool": selector}
+        s["nodeSelector"] = {"gpuplan.dev/pool": selector} if isinstance(selector, str) else dict(selector)
     if tols:
         s["tolerations"] = tols
     if sidecar:
@@ -106,7 +106,7 @@ def _tolerations(taints) -> list[dict[str, Any]]:
 
 def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
     from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
-    from gpuplan.identity import QUEUE_LABEL, priority_class_name, quota_cap
+    from gpuplan.identity import CAPACITY_TYPE_LABEL, QUEUE_LABEL, capacity_pin, priority_class_name, quota_cap
     from gpuplan.placement import (
         Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, pools_from_objects, requests,
     )
@@ -126,7 +126,9 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
         for name in (COPIED_NAMESPACE, REMOVED_NAMESPACE):
             states.append({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": name, "labels": {**labels, "kubernetes.io/metadata.name": name}}})
-    exempt = set(rf.fleet.spec.cluster.admission.unmanaged_namespaces) | {rf.fleet.spec.cluster.gpu_operator.namespace}
+    # the trusted namespaces: those no binding selects (the GPU Operator's, the system ones, ...)
+    every = frozenset(range(len(cluster.bindings)))
+    exempt = {n["metadata"]["name"] for n in states if cluster.bindings and cluster.selected(n) == every}
     shapes: dict[str, list[dict[str, Any]]] = {}
     for ns_obj in states:
         if ns_obj["metadata"]["name"] not in exempt:
@@ -203,6 +205,11 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
         tiers = tiers_of.get(pc, [])
         who = f"class {pc or '(none)'}"
         own = [pool_place[t.pool] for t in tiers if t.pool in pool_place][:1]
+        pin = capacity_pin(rf, tiers[0]) if tiers else None
+        if own and pin is not None:  # its pods select the pool's guaranteed capacity type
+            own = [({"gpuplan.dev/pool": own[0][0], CAPACITY_TYPE_LABEL: pin}, own[0][1])]
+            add(f"{who}: 1 {rf.tier_resource(tiers[0])} without {CAPACITY_TYPE_LABEL}",
+                _spec(pc, pool_place[tiers[0].pool], {rf.tier_resource(tiers[0]): 1}))
         places = own or [keyless]
         reqs: list[tuple[str, dict[str, Any], bool, dict[str, str] | None, bool]] = [("", tenant_req, False, None, False)]
         if any(t.name in queued for t in tiers):
@@ -259,7 +266,8 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
 
                 if quota_denials(admitted_pod, cluster.quotas.get(ns, [])):
                     continue
-                for escape in _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, cap, by_pool):
+                for escape in _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, cap, by_pool,
+                                       admitted_pod):
                     out.breaches.append(Breach(ns, words, escape))
                 if want and pc in tiers_of:
                     for pool in landing:
@@ -273,14 +281,23 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
     return out
 
 
-def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, cap, by_pool) -> list[str]:
+def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, cap, by_pool, pod) -> list[str]:
     """What an admitted pod gets that its namespace was not granted."""
+    from gpuplan.identity import CAPACITY_TYPE_LABEL
+    from gpuplan.units import preemptible_tier
+
     gpu_pools = [p for p in landing if any(by_pool[p].resources.values())]
     if not want:
         return [f"runs on GPU pool {p} without requesting a GPU" for p in gpu_pools]
     out = []
     tiers = tiers_of.get(pc, [])
     pools = {t.pool for t in tiers}
+    if tiers and not any(preemptible_tier(t) for t in tiers):
+        chosen = (pod["spec"].get("nodeSelector") or {}).get(CAPACITY_TYPE_LABEL)
+        for p in landing:
+            types = by_pool[p].labels.get(CAPACITY_TYPE_LABEL, ())
+            if "spot" in ((chosen,) if chosen else types):
+                out.append(f"can run on spot capacity of pool {p}, which its tier must not")
     for p in landing:
         if p not in pools:
             out.append(f"lands on pool {p}, which is not its tier's")

@@ -7,17 +7,20 @@ namespace or repartitions a node among them. Computed from the two trees of
 objects — what the controllers will actually see — not from the specs:
 
 - **hand-step**: something a person must do, at a stated moment, or the GitOps
-  engine stops applying the tree: the Argo CD AppProject of
-  ``delivery/bootstrap.yaml`` (applied by hand) gains or loses destination
-  namespaces. Argo CD checks every object of a sync against the project
-  (argoproj/argo-cd@v3.5.1 controller/sync.go:647-671) and one refused object
-  fails the whole operation, so a namespace the live project does not list
-  blocks every change of the commit (#27);
+  engine stops applying the tree (``gpuplan.report.delivery`` models what the
+  engine applies, refuses, prunes, keeps or holds): a changed
+  ``delivery/bootstrap.yaml`` (applied by hand, nothing syncs it), a namespace
+  that the person's own AppProject (``gitops.project``) must admit, an object
+  Argo CD refuses (argoproj/argo-cd@v3.5.1 controller/sync.go:647-669: one
+  refused object fails the whole operation), a prune held for confirmation.
+  gpuplan's own AppProject arrives through its own Application, so a new or
+  removed namespace is no hand step (#27);
 
 - **destructive**: a Namespace leaves the tree. Deleting it deletes every
   object in it. gpuplan marks Namespaces so that neither Argo CD nor Flux
-  deletes one on its own (gpuplan.lower.gitops.PROTECTED_KINDS), so this is
-  the change a person will be asked to confirm, or must carry out by hand;
+  deletes one on its own and neither holds a sync for it
+  (gpuplan.lower.common.PROTECTED_KINDS), so this is the change a person must
+  carry out by hand;
 - **drain**: a node's ``nvidia.com/mig.config`` changes: mig-manager
   repartitions its GPUs (NVIDIA/mig-parted@v0.15.0 cmd/nvidia-mig-manager/
   main.go:572-577) and cannot while GPU pods use them; a new NoExecute taint
@@ -32,6 +35,10 @@ objects — what the controllers will actually see — not from the specs:
 - **upgrade**: the managed driver, the toolkit or CDI changes: the GPU Operator
   rolls it onto every node it manages, evicting GPU pods.
 
+Entries are listed by risk (``SEVERITY_ORDER``: hand-step, destructive, replace,
+drain, upgrade, reconfigure), and the renderers open with one line per pool
+(:func:`by_pool`: its nodes replaced, drained or reconfigured, with counts).
+
 Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
@@ -39,7 +46,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-SEVERITY_ORDER = ("hand-step", "destructive", "drain", "replace", "upgrade", "reconfigure")
+# By risk (#27 Build 6): what a person must do, then what deletes, then nodes replaced (or
+# stranded: the replace entry says when an old node loses its config), then drains, then
+# the rolling upgrades, then reconfigurations that keep running pods.
+SEVERITY_ORDER = ("hand-step", "destructive", "replace", "drain", "upgrade", "reconfigure")
 MIG_LABEL = "nvidia.com/mig.config"
 PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 VALUES_PATH = "gpu-operator/values.yaml"
@@ -170,24 +180,31 @@ def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
     a, b = _objects(old), _objects(new)
     out: list[Disruption] = []
 
-    out += _project_steps(a, b)
+    d = _delivery(old, new)
+    out += _delivery_steps(d)
+    held, kept_by_argo = set(), set()
+    if d.engine == "argocd":
+        held = {r[3] for r in d.held if r[1] == "Namespace"}
+        kept_by_argo = {r[3] for r in d.kept if r[1] == "Namespace"}
     for kind, ns, name in sorted(set(a) - set(b)):
         if kind == "Namespace":
-            if "Prune=confirm" in str(_annotations(a[(kind, ns, name)]).get(ARGO_SYNC_OPTIONS, "")):
-                held = ("Argo CD holds the prune for a confirmation, and until someone confirms it the root "
-                        "sync waits in that wave and auto-sync starts no new one: NO later change of the tree "
-                        "applies (gitops-engine sync_context.go:458-475,1616-1624; argo-cd "
-                        "controller/appcontroller.go:2336-2337). Right after merging, either confirm the prune in "
-                        "Argo CD (the Application shows the Namespace waiting for confirmation) to delete it, or "
-                        "delete it by hand once empty (`kubectl delete namespace " + name + "`); both release "
-                        "the sync")
+            if name in held:
+                what = ("the live Namespace still carries Prune=confirm (written by an older gpuplan), so Argo CD "
+                        "holds the root sync on its prune: NO later change applies until someone confirms the "
+                        "prune in Argo CD (it deletes the namespace) or deletes it by hand (`kubectl delete "
+                        "namespace " + name + "`) (gitops-engine sync_context.go:458-475,1616-1624; argo-cd "
+                        "controller/appcontroller.go:2336-2338)")
+            elif name in kept_by_argo:
+                what = ("Argo CD skips its prune (Prune=false) and the sync goes on, nothing is held; it stays "
+                        "with everything in it: delete it by hand once it is empty (`kubectl delete namespace "
+                        + name + "`), or keep it")
             else:
-                held = ("gpuplan keeps the GitOps engine from deleting it on its own (Flux never prunes it): "
+                what = ("gpuplan keeps the GitOps engine from deleting it on its own (Flux never prunes it): "
                         "delete it by hand once it is empty, or keep it")
             out.append(Disruption(
                 "destructive", f"Namespace {name}",
                 "leaves the tree: deleting it deletes every object in it (workloads, volumes' claims, secrets). "
-                + held))
+                + what))
         elif kind == "PriorityClass":
             out.append(Disruption(
                 "replace", f"PriorityClass {name}",
@@ -297,53 +314,62 @@ def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
     return sorted(out, key=lambda d: (d.rank, d.subject, d.message))
 
 
-ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+def _delivery(old: Parsed, new: Parsed):
+    from gpuplan.report.delivery import outcome
+
+    return outcome(old, new)
 
 
-def _annotations(o: dict) -> dict:
-    meta = o.get("metadata")
-    ann = meta.get("annotations") if isinstance(meta, dict) else None
-    return ann if isinstance(ann, dict) else {}
+def _delivery_steps(d) -> list[Disruption]:
+    """The hand steps of a change (gpuplan.report.delivery): a changed bootstrap file,
+    a namespace the person's own project must admit, a held prune, a refused object."""
+    from gpuplan.report.delivery import show
 
-
-def _destinations(project: dict) -> set[str]:
-    spec = project.get("spec")
-    dests = spec.get("destinations") if isinstance(spec, dict) else None
-    return {d["namespace"] for d in dests or () if isinstance(d, dict) and isinstance(d.get("namespace"), str)} \
-        if isinstance(dests, list) else set()
-
-
-def _project_steps(a: dict, b: dict) -> list[Disruption]:
-    """The hand steps a changed AppProject asks for: it is applied by hand
-    (``delivery/bootstrap.yaml``), not by the sync it governs."""
-    out = []
-    for key in sorted(k for k in set(a) & set(b) if k[0] == "AppProject"):
-        old, new = _destinations(a[key]), _destinations(b[key])
-        added, removed = sorted(new - old), sorted(old - new)
-        if added:
-            out.append(Disruption(
-                "hand-step", f"AppProject {key[2]}",
-                f"BEFORE merging, apply delivery/bootstrap.yaml by hand (kubectl apply -f <tree>/delivery/"
-                f"bootstrap.yaml): the project gains destination namespace(s) {', '.join(added)}. Until the live "
-                "project lists them, Argo CD refuses their objects and fails the whole root sync "
-                "(argo-cd controller/sync.go:647-671), so no other change of this commit applies "
-                "(quotas, policies, NodePools)"))
-        if removed:
-            out.append(Disruption(
-                "hand-step", f"AppProject {key[2]}",
-                f"the project loses destination namespace(s) {', '.join(removed)}: apply delivery/bootstrap.yaml "
-                "by hand only AFTER the root sync has pruned their objects; applied earlier, Argo CD refuses "
-                "to prune objects in a namespace the project no longer permits and the sync fails"))
+    out = [Disruption("hand-step", "delivery", step) for step in d.hand_steps]
+    for ref, why in d.refused:
+        out.append(Disruption(
+            "hand-step", show(ref),
+            f"Argo CD refuses it ({why}) and fails the whole root sync, so no other change of this commit "
+            "applies (argo-cd controller/sync.go:647-669): admit it in the AppProject first"))
     return out
 
 
 # --- rendering ---------------------------------------------------------------------------
 
 
+_VERB = {"replace": "replaced", "drain": "drained", "reconfigure": "reconfigured"}
+
+
+def by_pool(ds: list[Disruption]) -> list[str]:
+    """One line per pool, in risk order: how many of its static nodes each entry kind
+    touches, and whether its Karpenter nodes are replaced (every node of the pool)."""
+    import re
+
+    pools: dict[str, dict[str, set[str]]] = {}
+    for d in ds:
+        m = re.fullmatch(r"node (\S+) \(pool (\S+)\)", d.subject)
+        if m and d.severity in _VERB:
+            pools.setdefault(m.group(2), {}).setdefault(d.severity, set()).add(m.group(1))
+        elif d.severity == "replace" and d.subject.startswith(("NodePool ", "EC2NodeClass ")):
+            pools.setdefault(d.subject.split(" ", 1)[1], {}).setdefault("replace", set()).add("*")
+    rows = []
+    for pool, sev in pools.items():
+        parts = []
+        for s in ("replace", "drain", "reconfigure"):
+            nodes = sev.get(s)
+            if nodes:
+                parts.append(f"every node {_VERB[s]} (Karpenter)" if "*" in nodes else
+                             f"{len(nodes)} node{'s' if len(nodes) != 1 else ''} {_VERB[s]}")
+        rank = min(SEVERITY_ORDER.index(s) for s in sev)
+        rows.append((rank, pool, f"pool {pool}: " + ", ".join(parts)))
+    return [r[2] for r in sorted(rows)]
+
+
 def render_text(ds: list[Disruption]) -> str:
     if not ds:
         return "No disruptive changes (no namespace deleted, no node reconfigured or replaced)\n"
     lines = [f"DISRUPTIVE CHANGES ({len(ds)}): review before merging"]
+    lines += [f"  {row}" for row in by_pool(ds)]
     for d in ds:
         lines.append(f"  [{d.severity.upper()}] {d.subject}: {d.message}")
     return "\n".join(lines) + "\n"
@@ -362,6 +388,9 @@ def render_markdown(ds: list[Disruption]) -> str:
     if destructive:
         lines += [f"> [!CAUTION]\n> {destructive} namespace(s) leave the tree: deleting them deletes everything "
                   "in them.", ""]
+    pools = by_pool(ds)
+    if pools:
+        lines += ["Nodes by pool, riskiest first: " + "; ".join(pools) + ".", ""]
     lines += ["| | what | effect |", "|---|---|---|"]
     for d in ds:
         msg = d.message.replace("|", "\\|")

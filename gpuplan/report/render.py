@@ -157,7 +157,7 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
         parts += [heading(2, "Interruptible capacity (spot)"),
                   "Grants on pools that allow spot: EC2 can reclaim these nodes with two minutes' notice "
                   "(GPU-hours a month open to interruption, and their cost at on-demand and at spot prices).",
-                  table(*interruptible[0]), table(*interruptible[1])]
+                  table(*_split_rows(r)), table(*interruptible[0]), table(*interruptible[1])]
     if r.stranded:
         parts += [heading(2, "Stranded capacity"),
                   "Paid for and grantable by no tier (no tier hands out these resources):",
@@ -261,3 +261,13 @@ def _exposure_rows(r: CapacityReport) -> tuple[tuple[list[str], list[list[str]]]
                                         money(e.on_demand_cost), money(e.spot_cost)] for e in tiers]),
             (["tenant", *head], [[e.name, str(e.units), hours(e.gpu_hours_per_month), money(e.on_demand_cost),
                                   money(e.spot_cost)] for e in tenants]))
+
+
+def _split_rows(r: CapacityReport) -> tuple[list[str], list[list[str]]]:
+    """The ledger per pool that allows spot: what is granted on guaranteed and on preemptible capacity."""
+    from gpuplan.capacity import capacity_split
+
+    def gpus(x: float | None) -> str:
+        return "?" if x is None else f"{x:g}"
+    return (["pool", "capacity types", "GPU-eq guaranteed (pinned off spot)", "GPU-eq preemptible"],
+            [[p, ", ".join(types), gpus(g), gpus(s)] for p, types, g, s in capacity_split(r)])

@@ -25,6 +25,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.tenancy",
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",
+    "gpuplan.rules.autoscaler",
     "gpuplan.rules.operator",
     "gpuplan.rules.inventory",
     "gpuplan.rules.monitoring",

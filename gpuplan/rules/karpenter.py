@@ -1,4 +1,5 @@
-"""GP610-GP629: Karpenter pools — instance types, AMIs, limits, what Karpenter can see.
+"""GP610-GP629, GP653-GP654: Karpenter pools — instance types, AMIs, limits, what Karpenter can
+see, EFA and capacity reservations.
 
 The instance type decides the GPU (reference/k8s/facts.md §b): a pool's
 instance types must carry the pool's GPU model (matched by Karpenter's
@@ -117,9 +118,33 @@ E_MEMORY_STATIC = Code(
     good="karpenter: {...}\ntopology: {policy: single-numa-node}",
 )
 
+E_EFA_UNSUPPORTED = Code(
+    "GP653", "EFA on an instance type without EFA", Severity.ERROR,
+    "`karpenter.efa: true` says the pool's multi-node jobs request `vpc.amazonaws.com/efa`. Karpenter "
+    "attaches EFA interfaces only to instance types whose EC2 description has EFA (its "
+    "`vpc.amazonaws.com/efa` capacity, aws/karpenter-provider-aws@v1.14.1 pkg/providers/instance/"
+    "instance.go:699-720): a pod that requests it never fits a type without, and stays Pending. Keep only "
+    "EFA instance types in the pool (p4d, p4de, p5, p5e, p5en, p6-*, the larger g5/g6/g6e sizes), or turn "
+    "EFA off.",
+    bad="karpenter: {instanceTypes: [p5.48xlarge, g6e.4xlarge], efa: true, ...}",
+    good="karpenter: {instanceTypes: [p5.48xlarge], efa: true, ...}",
+)
+W_RESERVATION_UNUSED = Code(
+    "GP654", "capacity reservations and capacity types disagree", Severity.WARNING,
+    "Karpenter launches into a capacity reservation only when the NodePool allows capacity type "
+    "`reserved`, and offers `reserved` capacity only from the reservations the EC2NodeClass's "
+    "`capacityReservationSelectorTerms` select (aws/karpenter-provider-aws@v1.14.1 pkg/providers/"
+    "instancetype/offering/reserved_capacity_resolver.go:67-91, pkg/providers/instancetype/types.go:"
+    "171-179). Reservations without `reserved` in `capacityTypes` are never used (you pay for them "
+    "idle); `reserved` without reservations never launches a node.",
+    bad="karpenter: {capacityTypes: [on-demand], capacityReservations: [{id: cr-0123456789abcdef0}]}",
+    good="karpenter: {capacityTypes: [reserved, on-demand], capacityReservations: [{id: cr-0123456789abcdef0}]}",
+)
+
 CODES = (
     E_UNKNOWN_TYPE, E_WRONG_GPU, E_GPU_COUNT, W_AMI_LATEST, E_NO_AWS, W_BLIND_CAPACITY,
     W_OVERLAY_GPU, W_PARTIAL_NODE, E_LIMIT_BELOW_NODE, W_BOTTLEROCKET_KEY, E_MEMORY_STATIC,
+    E_EFA_UNSUPPORTED, W_RESERVATION_UNUSED,
 )
 
 
@@ -138,6 +163,41 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
     for pv in pools:
         yield from _instance_types(rf, pv)
         yield from _pool(rf, pv)
+        yield from _efa_and_reservations(rf, pv)
+
+
+def _efa_and_reservations(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
+    from gpuplan.cloud.aws import instance_type
+
+    k = pv.pool.karpenter
+    assert k is not None
+    kpath = pv.path + ("karpenter",)
+    if k.efa:
+        without = [n for n in k.instance_types if (it := instance_type(n)) is not None and not it.efa_interfaces]
+        if without:
+            yield rf.diag(
+                E_EFA_UNSUPPORTED,
+                f"pool {pv.name!r}: efa is true but {', '.join(without)} take no EFA interface",
+                kpath + ("efa",),
+                hint="drop those instance types from the pool, or set efa: false",
+            )
+    reserved = "reserved" in k.capacity_types
+    if k.capacity_reservations and not reserved:
+        yield rf.diag(
+            W_RESERVATION_UNUSED,
+            f"pool {pv.name!r}: capacityReservations are set but capacityTypes has no 'reserved'; Karpenter "
+            "never launches into them",
+            kpath + ("capacityReservations",), key=True,
+            hint="add reserved to capacityTypes (Karpenter prefers reserved, then spot, then on-demand)",
+        )
+    elif reserved and not k.capacity_reservations:
+        yield rf.diag(
+            W_RESERVATION_UNUSED,
+            f"pool {pv.name!r}: capacityTypes has 'reserved' but no capacityReservations; Karpenter has no "
+            "reserved capacity to offer",
+            kpath + ("capacityTypes",),
+            hint="add capacityReservations: [{id: cr-...}] or [{tags: {...}}]",
+        )
 
 
 def _has(rf: ResolvedFleet, path: tuple) -> bool:

@@ -1,4 +1,4 @@
-"""GP640-GP651: GPU Operator choices that hold for the whole fleet — container
+"""GP640-GP652, GP655: GPU Operator choices that hold for the whole fleet — container
 toolkit and CDI, the managed driver's version (against each static pool's GPU, GP650,
 and OS, GP651), what runs on Bottlerocket nodes.
 
@@ -107,8 +107,21 @@ E_POOL_DRIVER_UNMANAGED = Code(
     good="pools:\n  - {name: train, gpu: H100-SXM5-80GB, gpusPerNode: 8, nodes: [n1], driverVersion: 570.133.20}",
 )
 
+I_AMI_DRIVER_UNCHECKED = Code(
+    "GP655", "AMI driver not checked", Severity.INFO,
+    "A Karpenter pool runs the NVIDIA driver its EKS AMI ships. gpuplan knows, per EKS AL2023 AMI release, "
+    "the driver of its NVIDIA AMIs (the `kmod-nvidia-latest-dkms` rows of the AMI release notes, "
+    "awslabs/amazon-eks-ami CHANGELOG.md; `gpuplan/catalog/ami_drivers.json`, rebuilt by "
+    "`python -m gpuplan.catalog.build_ami_drivers`) and checks it against the GPU's driver floor (GP650). "
+    "A release the table does not know (newer than the table, or any Bottlerocket release, whose notes "
+    "gpuplan does not read) is not an error: its driver is simply not checked.",
+    bad="karpenter: {instanceTypes: [p6-b200.48xlarge], amiFamily: Bottlerocket, amiVersion: v1.40.0}",
+    good="karpenter: {instanceTypes: [p6-b200.48xlarge], amiFamily: AL2023, amiVersion: v20260714}",
+)
+
 CODES = (E_TOOLKIT_MIX, E_DRIVER_VERSION, W_DRIVER_FLOATS, E_BOTTLEROCKET_SHARING,
-         E_BOTTLEROCKET_VERSION, E_DRIVER_FLOOR, E_PRECOMPILED_OS, E_POOL_DRIVER_UNMANAGED)
+         E_BOTTLEROCKET_VERSION, E_DRIVER_FLOOR, E_PRECOMPILED_OS, E_POOL_DRIVER_UNMANAGED,
+         I_AMI_DRIVER_UNCHECKED)
 
 # the only OS the GPU Operator's precompiled driver images are built for
 # (NVIDIA/gpu-operator@v26.7.0 deployments/gpu-operator/values.yaml:149-151)
@@ -270,6 +283,7 @@ def _driver_checks(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                                   "; pin the AMI with karpenter.amiVersion" if not pv.pool.is_static else ""))
                 continue
         if not pv.pool.is_static:
+            yield from _ami_driver(rf, pv)
             continue
         version = pool_driver_version(rf, pv)
         if version is None or not valid_driver_version(version):
@@ -293,6 +307,40 @@ def _driver_checks(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                 unsaid_os.append(pv)
     if unsaid_os and op.driver_version is not None:
         yield _precompiled(rf, op.driver_version, unsaid_os, opath + ("driverVersion",))
+
+
+def _ami_driver(rf: ResolvedFleet, pv) -> Iterator[Diagnostic]:
+    """GP650 / GP655 for a Karpenter pool: the driver its pinned EKS AMI release ships
+    (:func:`gpuplan.catalog.drivers.ami_driver`) against its GPU's floor. ``latest`` is
+    GP613's; a GPU without a floor has nothing to check."""
+    from gpuplan.catalog.drivers import ami_driver, below_floor, driver_floor
+
+    k = pv.pool.karpenter
+    if k is None or k.ami_version == "latest" or pv.gpu is None or driver_floor(pv.gpu.key) is None:
+        return
+    where = pv.path + ("karpenter", "amiVersion")
+    on_key = where not in rf.doc.value_pos
+    if on_key:
+        where = pv.path + ("karpenter",)
+    driver = ami_driver(k.ami_family, k.ami_version)
+    if driver is None:
+        yield rf.diag(
+            I_AMI_DRIVER_UNCHECKED,
+            f"pool {pv.name!r}: gpuplan does not know which NVIDIA driver {k.ami_family} {k.ami_version} ships; "
+            f"{pv.gpu.key}'s driver floor ({driver_floor(pv.gpu.key).first}) is not checked",  # type: ignore[union-attr]
+            where, key=on_key,
+            hint=("Bottlerocket's drivers are not in the table" if k.ami_family != "AL2023" else
+                  "refresh the table: python -m gpuplan.catalog.build_ami_drivers <amazon-eks-ami clone>"),
+        )
+        return
+    if (need := below_floor(pv.gpu.key, driver)) is not None:
+        yield rf.diag(
+            E_DRIVER_FLOOR,
+            f"pool {pv.name!r}: {pv.gpu.key} needs driver {need} or later (the first release that lists it); "
+            f"EKS AL2023 AMI {k.ami_version} ships {driver}",
+            where, key=on_key,
+            hint=f"pin an AMI release that ships {need} or later (amiVersion)",
+        )
 
 
 def _precompiled(rf: ResolvedFleet, version: str, pools: list, where: tuple) -> Diagnostic:

@@ -4,7 +4,7 @@ A Karpenter pool that allows ``spot`` guarantees no unit: with several capacity 
 allowed, Karpenter takes reserved capacity first, then spot, then on-demand
 (aws/karpenter-provider-aws v1.14.1 website/content/en/docs/concepts/nodepools.md:276),
 and EC2 reclaims a spot instance with a two-minute notice. So the quotas of tiers that
-are not preemptible (``gpuplan.capacity.preemptible_tier``) must sit on pools that do not
+are not preemptible (``gpuplan.units.preemptible_tier``) must sit on pools that do not
 allow spot; gangs lose the whole job with one node; and spot-to-spot consolidation, the
 only way Karpenter moves a spot node to a cheaper one, needs at least 15 instance types
 (website/content/en/docs/concepts/disruption.md:122,130) and the SpotToSpotConsolidation
@@ -23,10 +23,11 @@ from gpuplan.resolve import ResolvedFleet
 E_GUARANTEE = Code(
     "GP413", "quota of a tier that must not be interrupted on spot capacity", Severity.ERROR,
     "The tier is not preemptible (inference, training and gangs by default; `preemptible: false`), but its "
-    "pool allows spot capacity, which guarantees none of its units: Karpenter prefers spot over on-demand "
-    "when a NodePool allows both, and EC2 reclaims spot with two minutes' notice. The quota promises "
-    "capacity that can vanish under the tier's pods.",
-    bad="pools:\n  - {name: l40s, karpenter: {capacityTypes: [spot, on-demand], ...}}\n"
+    "pool allows only spot capacity, which guarantees none of its units: EC2 reclaims spot with two "
+    "minutes' notice. The quota promises capacity that can vanish under the tier's pods. (On a pool that "
+    "allows spot *and* on-demand, gpuplan pins such a tier's pods to on-demand with the nodeSelector "
+    "`karpenter.sh/capacity-type`, and the admission policy requires it.)",
+    bad="pools:\n  - {name: l40s, karpenter: {capacityTypes: [spot], ...}}\n"
         "tiers:\n  - {name: serving, pool: l40s, workload: inference}",
     good="pools:\n  - {name: l40s, karpenter: {capacityTypes: [on-demand], ...}}",
     pain="quotas for inference backed by capacity AWS can reclaim with two minutes' notice",
@@ -62,10 +63,15 @@ CODES = (E_GUARANTEE, E_INFERENCE_PREEMPTIBLE, W_GANG_ON_SPOT, I_SPOT_CONSOLIDAT
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
-    from gpuplan.capacity import preemptible_pool, preemptible_tier
+    from gpuplan.units import preemptible_pool, preemptible_tier
+
+    from gpuplan.identity import guaranteed_capacity_type
 
     report = rf.capacity
     spot_pools = {pv.name for pv in rf.pools if preemptible_pool(pv)}
+    # a pool that also allows on-demand (or reserved) guarantees what the tiers that must not be
+    # interrupted pin there (identity.capacity_pin: their pods select the guaranteed type)
+    pinnable = {pv.name for pv in rf.pools if guaranteed_capacity_type(pv) is not None}
     for i, t in enumerate(rf.fleet.spec.tiers):
         if t.pool not in spot_pools:
             continue
@@ -74,13 +80,13 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
             yield rf.diag(E_INFERENCE_PREEMPTIBLE, f"tier {t.name!r} serves inference and is marked preemptible "
                           f"on pool {t.pool!r}, which allows spot capacity", ("spec", "tiers", i, "preemptible"),
                           hint="serve from a pool with `capacityTypes: [on-demand]` (or reserved)")
-        elif not preemptible_tier(t) and tr.quota > 0:
+        elif not preemptible_tier(t) and tr.quota > 0 and t.pool not in pinnable:
             yield rf.diag(E_GUARANTEE, f"tier {t.name!r} must not be interrupted ({_why(t)}) but holds {tr.quota} "
                           f"{tr.resource} of quota on pool {t.pool!r}, whose guaranteed capacity is 0: it allows "
-                          "spot, which Karpenter prefers over on-demand", ("spec", "tiers", i, "pool"),
-                          hint="give the pool `capacityTypes: [on-demand]` (or reserved), or mark the tier "
-                               "`preemptible: true` if its pods survive an interruption")
-        if t.gang is not None:
+                          "only spot", ("spec", "tiers", i, "pool"),
+                          hint="let the pool allow `on-demand` too (the tier's pods are then pinned to it), "
+                               "or mark the tier `preemptible: true` if its pods survive an interruption")
+        if t.gang is not None and (t.pool not in pinnable or preemptible_tier(t)):  # a pinned gang stays off spot
             yield rf.diag(W_GANG_ON_SPOT, f"tier {t.name!r} runs gangs of {t.gang.nodes_per_job} nodes on pool "
                           f"{t.pool!r}, which allows spot: one interruption restarts the whole job",
                           ("spec", "tiers", i, "gang"), key=True,

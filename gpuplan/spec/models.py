@@ -362,6 +362,11 @@ class Aws(Model):
         description="EKS cluster name; the default `karpenter.sh/discovery` tag value for subnets and security groups."
     )
     node_role: str = Field(min_length=1, description="IAM role of Karpenter-launched nodes.")
+    karpenter_version: str = Field(
+        default="1.14.1", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+        description="The Karpenter version the cluster runs (no `v`): what the NodePools can rely on "
+        "(GP633: `limits.nodes`, the pools' GPU ceiling, is enforced only from 1.11.0).",
+    )
     subnet_tags: dict[str, str] | None = Field(
         default=None, description="Default: `{karpenter.sh/discovery: <clusterName>}`."
     )
@@ -376,8 +381,15 @@ class Admission(Model):
     enabled: bool = Field(default=True, description="Emit the policy and its binding (needs Kubernetes >= 1.30).")
     unmanaged_namespaces: list[Name] = Field(
         default=[],
-        description="Namespaces gpuplan does not manage that may still request GPU resources (the GPU "
-        "Operator's namespace always may: its validator pods request a GPU).",
+        description="Namespaces the admission policies leave alone: trusted namespaces whose pods may "
+        "request GPU resources or tolerate every taint (node agents' DaemonSets: logging, monitoring, "
+        "security). The GPU Operator's, Kueue's, the DRA driver's, the GitOps engine's and the monitoring "
+        "namespace always are, and so are `systemNamespaces`.",
+    )
+    system_namespaces: list[Name] = Field(
+        default=["kube-system", "kube-public", "kube-node-lease"],
+        description="The cluster's own namespaces, left alone by the admission policies like "
+        "`unmanagedNamespaces` (kube-proxy, the CNI and CSI node plugins tolerate every taint).",
     )
 
 
@@ -485,6 +497,45 @@ class Karpenter(Model):
         default=False,
         description="Emit a NodeOverlay so Karpenter sees shared/MIG capacity (alpha feature gate).",
     )
+    termination_grace_period: Annotated[str, Field(pattern=r"^([0-9]+(s|m|h))+$")] | None = Field(
+        default=None,
+        description="NodePool `terminationGracePeriod`: how long a node being deleted waits for its pods "
+        "(PDBs, `karpenter.sh/do-not-disrupt`) before they are deleted; default 1h on pools with "
+        "`training` or `batch` tiers, none (wait for ever) otherwise.",
+    )
+    efa: bool | None = Field(
+        default=None,
+        description="Multi-node jobs use EFA: README prerequisites (EFA device plugin, pods request "
+        "`vpc.amazonaws.com/efa`). Default: on when a tier with `gang` uses the pool and every instance "
+        "type supports EFA.",
+    )
+    capacity_reservations: list["CapacityReservation"] | None = Field(
+        default=None, min_length=1, max_length=30,
+        description="EC2 capacity reservations the pool may launch into (EC2NodeClass "
+        "`capacityReservationSelectorTerms`); needs `reserved` in `capacityTypes`.",
+    )
+
+
+class CapacityReservation(Model):
+    """One `capacityReservationSelectorTerms` entry: a reservation id, or tags (with an owner)."""
+
+    id: Annotated[str, Field(pattern=r"^cr-[0-9a-z]+$")] | None = Field(
+        default=None, description="Capacity reservation id (`cr-...`)."
+    )
+    tags: dict[str, str] | None = Field(
+        default=None, min_length=1, max_length=20, description="Reservations with all these tags."
+    )
+    owner_id: Annotated[str, Field(pattern=r"^[0-9]{12}$")] | None = Field(
+        default=None, alias="ownerID", description="AWS account that owns the tagged reservations."
+    )
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> "CapacityReservation":
+        if (self.id is None) == (self.tags is None):
+            raise ValueError("give either `id` or `tags` (Karpenter: 'id' is mutually exclusive)")
+        if self.id is not None and self.owner_id is not None:
+            raise ValueError("`ownerID` goes with `tags`, not with `id`")
+        return self
 
 
 class Exclusive(Model):

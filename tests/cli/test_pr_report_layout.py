@@ -120,7 +120,7 @@ def test_large_fleet_comment_shows_every_disruption(big_fleet):
     for ns in ("team-0005-0", "team-0005-1", "team-0005-2"):
         assert f"destructive Namespace {ns} leaves the tree" in visible
         assert f"Namespace {ns} tenants/team-0005/namespaces.yaml" in visible  # the object diff's row
-    assert "Disruptive changes (4)" in visible  # the AppProject's hand step and three namespaces
+    assert "Disruptive changes (3)" in visible  # three namespaces, no hand step (#27)
     # changed: the root files, the AppProject, and the grant bindings (and messages) that named team-0005's namespaces
     assert "gpuplan diff: 0 added, 17 removed, 16 changed" in visible
     assert "Removed (17)" in visible and "Changed (16)" in visible
@@ -210,9 +210,10 @@ def test_limit_below_the_disruptions_cuts_them_said_so_and_balanced(small_runs):
     text = _render(small_runs, 4000)
     assert len(text) <= 4000
     visible, _ = seen(text)
-    # the most important part keeps its start: the AppProject's hand step, then the namespaces (#27)
-    assert "hand-step AppProject " in visible and "AFTER the root sync has pruned" in visible
-    assert visible.index("hand-step AppProject ") < visible.index("destructive Namespace team-0001")
+    # the most important part keeps its start: the namespaces, kept and holding nothing (no hand
+    # step: the AppProject arrives through its own Application and keeps them, #27)
+    assert "hand-step" not in visible and "destructive Namespace team-0001" in visible
+    assert "nothing is held" in visible
     assert "more lines: cut here to fit" in visible
     assert "The capacity report does not fit here" in visible
     assert "Generated objects (gpuplan diff)" in visible

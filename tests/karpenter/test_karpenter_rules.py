@@ -30,7 +30,8 @@ def gp6(path: Path):
     checked = check_fleet(path)
     broken = [d for d in checked.diagnostics if d.is_error and not d.code.startswith("GP6")]
     assert not broken, f"{path.name}: the spec itself is broken: {broken}"
-    return [d for d in checked.diagnostics if d.code.startswith("GP6")]
+    # GP655 (info: the AMI's driver is not in the table) is the driver rules', tested in test_ami_drivers
+    return [d for d in checked.diagnostics if d.code.startswith("GP6") and d.code != "GP655"]
 
 
 @pytest.mark.parametrize("path", SPEC_FILES, ids=lambda p: p.name)

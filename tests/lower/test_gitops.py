@@ -25,9 +25,14 @@ def test_root_kustomization_lists_every_applied_file(examples, example):
 
 def test_argocd_applications(examples):
     c = examples["argocd"]
-    project, root = docs(c.files["delivery/bootstrap.yaml"])
+    admin, project_app, root = docs(c.files["delivery/bootstrap.yaml"])
+    [project] = docs(c.files["delivery/project/appproject.yaml"])
     g = c.resolved.fleet.spec.cluster.gitops
     assert project["kind"] == "AppProject" and root["spec"]["project"] == project["metadata"]["name"]
+    # the fleet's project is delivered from Git by its own Application, in the admin project
+    assert admin["kind"] == "AppProject" and project_app["spec"]["project"] == admin["metadata"]["name"]
+    assert project_app["spec"]["source"]["path"] == f"{g.path}/delivery/project"
+    assert "delivery/project/appproject.yaml" not in c.files["kustomization.yaml"].decode()
     assert op_project(c) == project["metadata"]["name"] != "default"
     assert root["kind"] == "Application" and root["metadata"]["namespace"] == "argocd"
     assert root["spec"]["source"] == {"repoURL": g.repo_url, "targetRevision": g.revision, "path": g.path}
@@ -79,9 +84,10 @@ def test_app_project_admits_the_tree_and_nothing_wider(examples, example):
     from tests.outputkit import REPO, compile_ok
 
     c = examples[example] if example in examples else compile_ok(REPO / "examples" / "aws-burst.yaml")
-    project, root = docs(c.files["delivery/bootstrap.yaml"])
+    root = docs(c.files["delivery/bootstrap.yaml"])[-1]
+    [project] = docs(c.files["delivery/project/appproject.yaml"])
     for path, o in all_objects(c):
-        if path.startswith("delivery/bootstrap"):
+        if path.startswith(("delivery/bootstrap", "delivery/project/")):
             continue
         assert _argo_permits(project, o, o["kind"] not in CLUSTER_SCOPED), (path, o["kind"])
     assert _argo_permits(project, {"apiVersion": "v1", "kind": "x", "metadata": {
@@ -137,9 +143,12 @@ def test_removing_a_tenant_never_deletes_its_namespaces(examples, example):
     assert namespaces
     for path, ns in namespaces + [("delivery/gpu-operator/namespace.yaml", o) for o in flux_op_ns]:
         if example == "argocd":
-            assert _argo_prunes(ns) == "confirm", path
+            # kept, and no held prune (Prune=confirm would hold the whole root sync, #27)
+            assert _argo_prunes(ns) == "keep", path
             opts = ns["metadata"]["annotations"]["argocd.argoproj.io/sync-options"].split(",")
             assert "Delete=false" in opts  # kept when the Application is deleted (controller/appcontroller.go:1253)
+            # and the orphan does not make the Application OutOfSync (controller/state.go:986-997)
+            assert ns["metadata"]["annotations"]["argocd.argoproj.io/compare-options"] == "IgnoreExtraneous"
         else:
             assert not _flux_prunes(ns), path
     # and nothing else is protected: pruning still cleans up what gpuplan stops producing
@@ -150,7 +159,7 @@ def test_removing_a_tenant_never_deletes_its_namespaces(examples, example):
 def test_argocd_waves_order_the_tree(examples):
     waves = {}
     for path, o in all_objects(examples["argocd"]):
-        if path.startswith("delivery/bootstrap"):
+        if path.startswith(("delivery/bootstrap", "delivery/project/")):  # not in the root sync
             continue
         wave = o["metadata"].get("annotations", {}).get("argocd.argoproj.io/sync-wave")
         assert isinstance(wave, str), (path, o["kind"])

@@ -136,8 +136,11 @@ def test_markdown_cells_are_escaped():
 def test_delivery_keeps_hostile_strings(hostile):
     files = {p: d.decode() for p, d in hostile.files.items()}
     if hostile.resolved.fleet.spec.cluster.gitops.engine == "argocd":
-        project, root = _pyyaml(files["delivery/bootstrap.yaml"])
-        assert project["kind"] == "AppProject"
+        admin, project_app, root = _pyyaml(files["delivery/bootstrap.yaml"])
+        [project] = _pyyaml(files["delivery/project/appproject.yaml"])
+        assert project["kind"] == "AppProject" and admin["kind"] == "AppProject"
+        assert admin["spec"]["sourceRepos"] == ["ssh://git@git.example.com:2222/on/off:#x?y=1&z.git"]
+        assert project_app["spec"]["source"]["path"] == "on/delivery/project"
         assert "ssh://git@git.example.com:2222/on/off:#x?y=1&z.git" in project["spec"]["sourceRepos"]
         assert root["spec"]["source"] == {
             "repoURL": "ssh://git@git.example.com:2222/on/off:#x?y=1&z.git", "targetRevision": "012", "path": "on"}

@@ -73,10 +73,24 @@ def test_build_refuses_a_tree_the_project_would_not_sync(tmp_path, monkeypatch):
 def test_passes_when_the_project_admits_kube_system(kueue):
     rf, tree = kueue
     docs = _chart_default(tree)
-    project = next(d for d in docs if d["kind"] == "AppProject")
+    project = next(d for d in docs if d["kind"] == "AppProject" and d["metadata"]["name"] == "gpuplan-kueue-lab")
     dests = project["spec"]["destinations"] + [{"server": "https://kubernetes.default.svc", "namespace": "kube-system"}]
     docs[docs.index(project)] = {**project, "spec": {**project["spec"], "destinations": dests}}
     assert list(charts.check(rf, docs)) == []
+
+
+def test_each_application_is_checked_against_the_project_it_names(kueue):
+    """The tree holds two projects (#27): the fleet's, delivered by its own Application,
+    and the admin project of that Application, which admits no chart object. Whatever
+    their order, the chart Applications are checked against the fleet's."""
+    rf, tree = kueue
+    docs = _chart_default(tree)
+    names = [d["metadata"]["name"] for d in docs if d["kind"] == "AppProject"]
+    assert sorted(names) == ["gpuplan-kueue-lab", "gpuplan-kueue-lab-admin"]
+    admin_first = sorted(docs, key=lambda d: d.get("kind") != "AppProject" or "admin" not in d["metadata"]["name"])
+    for order in (docs, admin_first):
+        found = list(charts.check(rf, order, diag=tree.diag))
+        assert [d.code for d in found] == ["GP526"] and "AppProject gpuplan-kueue-lab:" in found[0].message
 
 
 def test_cluster_kind_outside_the_whitelist_is_flagged(kueue):

@@ -432,3 +432,49 @@ def test_the_proof_finds_a_gpu_claim_outside_the_grants(tmp_path, monkeypatch):
     found = [d for d in _rf_text(tmp_path, text).diagnostics if d.code == "GP527"]
     assert any("ResourceClaim of DeviceClass gpu.nvidia.com" in d.message and "'default'" in d.message
                and "uncharged" in d.message for d in found)
+
+
+
+def test_system_namespaces_are_left_alone_and_old_daemonsets_keep_their_pods(fleet):
+    """kube-proxy, CNI and CSI node plugins tolerate every taint: the cluster's system namespaces
+    and the namespaces of what gpuplan installs are in no binding; a DaemonSet's pod is created by
+    its controller (the DaemonSet was held to the template rule), a tenant's own pod is not."""
+    from gpuplan.lower.admission import exempt_namespaces
+
+    exempt = set(exempt_namespaces(fleet.rf))
+    assert {"kube-system", "kube-node-lease", "kube-public", "gpu-operator", "argocd"} <= exempt
+    agent = _pod({"tolerations": [{"operator": "Exists"}], "containers": [{"name": "agent", "image": "fluent-bit"}]})
+    assert fleet.denials(agent, "kube-system") == []
+    assert any("may tolerate the GPU pools' taint" in m for m in fleet.denials(agent, "logging"))
+    ds = {"operation": "CREATE", "userInfo": {"username": "system:serviceaccount:kube-system:daemon-set-controller"}}
+    assert fleet.denials(agent, "logging", ds) == []
+    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+                 "spec": {"template": {"spec": copy.deepcopy(agent["spec"])}}}
+    assert any("may tolerate the GPU pools' taint" in m for m in fleet.denials(daemonset, "logging"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_on_the_tenant_pages_is_admitted_where_it_says(path, tmp_path):
+    """The Pods and Jobs a tenant page shows pass the emitted admission policies in the namespace
+    the page puts them in (a page never shows an object the cluster would refuse)."""
+    import re
+
+    import yaml
+
+    from gpuplan.compiler import compile_fleet
+
+    c = compile_fleet(path, out_dir=tmp_path / "out")
+    w = World(c.resolved)
+    assert w.cluster.policies  # every example runs Kubernetes >= 1.30
+    seen = 0
+    for f, data in c.files.items():
+        if not re.fullmatch(r"tenants/[^/]+/README\.md", f):
+            continue
+        for block in re.findall(r"```yaml\n(.*?)```", data.decode(), re.S):
+            obj = yaml.safe_load(block)
+            if obj.get("kind") not in ("Pod", "Job"):
+                continue
+            ns = obj["metadata"].pop("namespace")
+            assert w.denials(obj, ns) == [], (f, obj["kind"], ns)
+            seen += 1
+    assert seen

@@ -31,17 +31,17 @@ TWO_TENANTS = edit(BASE, "  tenants:\n", "  tenants:\n    - {name: beta, namespa
 
 def test_namespace_removal_is_destructive_and_first(tmp_path):
     old, new = write(tmp_path, TWO_TENANTS, "old.yaml"), write(tmp_path, BASE, "new.yaml")
-    # the AppProject's hand step (#27), then the namespace
-    for fmt, first in (("text", "DISRUPTIVE CHANGES (2)"), ("markdown", "### :warning: Disruptive changes (2)")):
+    # no hand step (#27): the AppProject arrives through Git and keeps beta-ns while the
+    # root sync prunes it; the Namespace is kept (Prune=false) and holds nothing
+    for fmt, first in (("text", "DISRUPTIVE CHANGES (1)"), ("markdown", "### :warning: Disruptive changes (1)")):
         r = plan(new, "--base", old, "--format", fmt)
         assert r.exit_code == 0, r.output
         assert r.stdout.startswith(first), r.stdout[:200]
         head = r.stdout.split("Capacity: small")[0]
         assert "Namespace beta-ns" in head and "destructive" in head.lower()
     data = json.loads(plan(new, "--base", old, "--format", "json").stdout)
-    assert data["disruptive"][0]["severity"] == "hand-step"
-    assert data["disruptive"][1]["severity"] == "destructive"
-    assert data["disruptive"][1]["subject"] == "Namespace beta-ns"
+    assert [d["severity"] for d in data["disruptive"]] == ["destructive"]
+    assert data["disruptive"][0]["subject"] == "Namespace beta-ns"
     html = plan(new, "--base", old, "--format", "html").stdout
     assert html.index("Namespace beta-ns") < html.index("Capacity: small</h1>")
 
@@ -103,7 +103,7 @@ def test_diff_lists_namespace_removal_first(tmp_path, gpuplan_cli):
     spec = write(tmp_path, TWO_TENANTS)
     assert gpuplan_cli("build", str(spec), "-o", str(tmp_path / "generated")).returncode == 0
     spec.write_text(BASE)
-    for fmt, first in (("text", "DISRUPTIVE CHANGES (2)"), ("markdown", "### :warning: Disruptive changes (2)")):
+    for fmt, first in (("text", "DISRUPTIVE CHANGES (1)"), ("markdown", "### :warning: Disruptive changes (1)")):
         r = gpuplan_cli("diff", "--format", fmt, str(spec), "-o", str(tmp_path / "generated"))
         assert r.returncode == 0, r.stderr
         assert r.stdout.startswith(first)
@@ -143,23 +143,21 @@ def test_renamed_config_with_the_same_layout_is_not_a_drain(tmp_path):
 # --- #27: hand steps and held syncs -------------------------------------------------------
 
 
-def test_adding_a_tenant_puts_the_project_hand_step_first(tmp_path):
-    """Argo CD refuses objects in a namespace the live AppProject does not list and
-    fails the whole sync: applying bootstrap.yaml is a step before merging."""
-    ds = disruptions(tree(tmp_path, BASE, "old.yaml"), tree(tmp_path, TWO_TENANTS, "new.yaml"))
-    assert ds and ds[0].severity == "hand-step" and ds[0].subject.startswith("AppProject ")
-    assert "BEFORE merging" in ds[0].message and "beta-ns" in ds[0].message
-    r = plan(write(tmp_path, TWO_TENANTS, "n.yaml"), "--base", write(tmp_path, BASE, "o.yaml"), "--format", "markdown")
-    assert r.exit_code == 0 and "No disruptive changes" not in r.stdout
-    assert r.stdout.index("hand-step") < r.stdout.index("Capacity: small")
+def test_adding_a_tenant_needs_no_hand_step(tmp_path):
+    """The AppProject reaches the cluster through its own Application: a new namespace
+    is admitted without anyone applying bootstrap.yaml (tests/report/test_delivery_transitions.py)."""
+    r = plan(write(tmp_path, TWO_TENANTS, "n.yaml"), "--base", write(tmp_path, BASE, "o.yaml"), "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert [d for d in json.loads(r.stdout)["disruptive"] if d["severity"] == "hand-step"] == []
 
 
-def test_removing_a_tenant_says_what_the_prune_confirmation_holds(tmp_path):
+def test_a_tree_built_without_the_previous_one_is_refused_its_prunes(tmp_path):
+    """A new tree rendered without the old one (no kept destination) drops beta-ns from
+    the project; once the project Application syncs, Argo CD refuses to prune beta-ns's
+    objects and fails every root sync: the report says so first."""
     ds = disruptions(tree(tmp_path, TWO_TENANTS, "old.yaml"), tree(tmp_path, BASE, "new.yaml"))
-    assert [d.severity for d in ds][:2] == ["hand-step", "destructive"]
-    assert "AFTER the root sync has pruned" in ds[0].message
-    ns = next(d for d in ds if d.subject == "Namespace beta-ns")
-    assert "NO later change" in ns.message and "kubectl delete namespace beta-ns" in ns.message
+    assert ds[0].severity == "hand-step" and "beta-ns" in ds[0].subject
+    assert "prune refused" in ds[0].message
 
 
 def test_flux_namespace_removal_holds_nothing(tmp_path):
@@ -169,3 +167,24 @@ def test_flux_namespace_removal_holds_nothing(tmp_path):
     ds = disruptions(tree(tmp_path, old, "old.yaml"), tree(tmp_path, new, "new.yaml"))
     assert [d.severity for d in ds] == ["destructive"]
     assert "NO later change" not in ds[0].message
+
+
+def test_ordered_by_risk_with_pools_and_node_counts(tmp_path):
+    """#27 Build 6: replaced (or stranded) Karpenter nodes before static drains, drains before
+    reconfigurations; a line per pool with its node counts, riskiest pool first."""
+    text = edit(KARPENTER, "      gpusPerNode: 4\n      nodes: [n4]\n",
+                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260801, "
+                "nodeOverlay: true}\n")
+    old = tree(tmp_path, text, "old.yaml")
+    changed = edit(text, "layout: {1g.10gb: 7}", "layout: {3g.40gb: 2}").replace(
+        "serve, pool: infer, profile: 1g.10gb", "serve, pool: infer, profile: 3g.40gb")
+    changed = edit(changed, "replicas: 4}", "replicas: 8}")
+    ds = disruptions(old, tree(tmp_path, changed, "new.yaml"))
+    order = [(d.severity, d.subject) for d in ds if d.subject in ("NodePool dev", "node n3 (pool infer)")]
+    assert order == [("replace", "NodePool dev"), ("drain", "node n3 (pool infer)")]
+    from gpuplan.report.disruption import by_pool, render_markdown, render_text
+
+    assert by_pool(ds) == ["pool dev: every node replaced (Karpenter)", "pool infer: 1 node drained"]
+    assert "  pool dev: every node replaced (Karpenter)\n  pool infer: 1 node drained\n" in render_text(ds)
+    assert "Nodes by pool, riskiest first: pool dev: every node replaced (Karpenter); pool infer: 1 node " \
+           "drained." in render_markdown(ds)
