@@ -295,16 +295,27 @@ def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
 
     ov, nv = _values(old, a), _values(new, b)
     od, nd = ov.get("driver", {}), nv.get("driver", {})
-    if od and nd and od.get("enabled") and nd.get("enabled") and (
+    rolled, skipped = _driver_pools(b)
+    crd = (nd.get("nvidiaDriverCRD") or {}).get("enabled")
+    if od and nd and od.get("enabled") and nd.get("enabled") and not crd and (
             od.get("version"), od.get("usePrecompiled")) != (nd.get("version"), nd.get("usePrecompiled")):
-        policy = nd.get("upgradePolicy", {})
-        how = (f"the operator upgrades {policy.get('maxParallelUpgrades', 1)} node(s) at a time"
-               if policy.get("autoUpgrade", True) else
-               "autoUpgrade is off: each node changes when its driver pod is deleted")
         out.append(Disruption(
             "upgrade", "GPU driver",
-            f"{od.get('version') or 'chart default'} -> {nd.get('version') or 'chart default'} on every node with "
-            f"the operator's driver: {how}, evicting their GPU pods"))
+            f"{od.get('version') or 'chart default'} -> {nd.get('version') or 'chart default'} on the nodes with "
+            f"the operator's driver: {_upgrade_how(nd.get('upgradePolicy', {}), sorted(rolled), sorted(skipped))}"))
+    for (kind, ns, name), new_obj in sorted(b.items()):
+        old_obj = a.get((kind, ns, name))
+        if kind != "NVIDIADriver" or old_obj is None:
+            continue
+        o, n = old_obj.get("spec", {}), new_obj.get("spec", {})
+        if (o.get("version"), o.get("usePrecompiled")) == (n.get("version"), n.get("usePrecompiled")):
+            continue
+        pool = (n.get("nodeSelector") or {}).get("gpuplan.dev/pool", name)
+        out.append(Disruption(
+            "upgrade", f"GPU driver of pool {pool}",
+            f"{o.get('version') or 'default'} -> {n.get('version') or 'default'} (NVIDIADriver {name}): "
+            + _upgrade_how(n.get("upgradePolicy", {}), [p for p in (pool,) if p in rolled],
+                           [p for p in (pool,) if p in skipped])))
     for part, label in (("toolkit", "container toolkit"), ("cdi", "CDI")):
         if ov and nv and ov.get(part, {}).get("enabled") != nv.get(part, {}).get("enabled"):
             out.append(Disruption(
@@ -312,6 +323,41 @@ def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
                 f"enabled {ov.get(part, {}).get('enabled')} -> {nv.get(part, {}).get('enabled')}: the container "
                 "runtime configuration of every GPU node changes; GPU pods restart"))
     return sorted(out, key=lambda d: (d.rank, d.subject, d.message))
+
+
+DRIVER_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"  # gpuplan.identity.DRIVER_UPGRADE_SKIP_LABEL
+DRIVER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"
+
+
+def _driver_pools(objs: dict) -> tuple[set[str], set[str]]:
+    """(static pools whose nodes the upgrade controller rolls, pools it skips), from the pools'
+    NodeFeatureRule labels: the skip label (k8s-operator-libs pkg/upgrade/consts.go:23, as vendored
+    in gpu-operator v26.7.0) holds a pool; ``gpu.deploy.driver: "false"`` runs no operator driver."""
+    rolled, skipped = set(), set()
+    for (kind, _, name), obj in objs.items():
+        if kind != "NodeFeatureRule":
+            continue
+        for rule in obj.get("spec", {}).get("rules", []):
+            labels = rule.get("labels", {})
+            pool = labels.get("gpuplan.dev/pool", name)
+            if labels.get(DRIVER_DEPLOY_LABEL) == "false":
+                continue
+            (skipped if labels.get(DRIVER_SKIP_LABEL) == "true" else rolled).add(pool)
+    return rolled, skipped
+
+
+def _upgrade_how(policy: dict, rolled: list[str], skipped: list[str]) -> str:
+    """Which pools a driver change drains and which it holds, in words."""
+    if not policy.get("autoUpgrade", True):
+        return "autoUpgrade is off: each node changes when its driver pod is deleted"
+    parts = []
+    if rolled:
+        parts.append(f"the operator drains and upgrades pools {', '.join(rolled)}, "
+                     f"{policy.get('maxParallelUpgrades', 1)} node(s) at a time, deleting their GPU pods")
+    if skipped:
+        parts.append(f"pools {', '.join(skipped)} are held (their nodes carry {DRIVER_SKIP_LABEL}): roll each "
+                     "node by hand when its jobs are done (README, \"Driver upgrades\")")
+    return "; ".join(parts) or "no static pool runs the operator's driver"
 
 
 def _delivery(old: Parsed, new: Parsed):

@@ -188,3 +188,24 @@ def test_ordered_by_risk_with_pools_and_node_counts(tmp_path):
     assert "  pool dev: every node replaced (Karpenter)\n  pool infer: 1 node drained\n" in render_text(ds)
     assert "Nodes by pool, riskiest first: pool dev: every node replaced (Karpenter); pool infer: 1 node " \
            "drained." in render_markdown(ds)
+
+
+def test_a_driver_change_names_the_pools_it_drains_and_holds(tmp_path):
+    """BASE's `train` pool runs a training tier: its nodes carry the upgrade controller's skip
+    label (held); `infer` and `dev` are rolled, their GPU pods deleted node by node."""
+    old = tree(tmp_path, BASE, "old.yaml")
+    text = edit(BASE, "    gitops:\n", "    gpuOperator: {driverVersion: 580.95.05}\n    gitops:\n")
+    [driver] = [d for d in disruptions(old, tree(tmp_path, text, "new.yaml")) if d.subject == "GPU driver"]
+    assert "drains and upgrades pools dev, infer" in driver.message
+    assert "pools train are held" in driver.message
+
+
+def test_a_per_pool_driver_change_is_reported_for_its_pool(tmp_path):
+    """Static pools that differ in driver get one NVIDIADriver each: a change to one pool's driver
+    names that pool only."""
+    two = edit(BASE, "      nodes: [n3]\n", "      nodes: [n3]\n      driverVersion: 580.95.05\n")
+    old = tree(tmp_path, two, "old.yaml")
+    new = edit(BASE, "      nodes: [n3]\n", "      nodes: [n3]\n      driverVersion: 580.105.08\n")
+    ds = [d for d in disruptions(old, tree(tmp_path, new, "new.yaml")) if d.subject.startswith("GPU driver")]
+    assert [d.subject for d in ds] == ["GPU driver of pool infer"]
+    assert "580.95.05 -> 580.105.08" in ds[0].message and "drains and upgrades pools infer" in ds[0].message
