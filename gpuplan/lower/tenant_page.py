@@ -143,7 +143,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
 
 
 def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> Iterator[Artifact]:
-    from gpuplan.identity import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL
+    from gpuplan.identity import CAPACITY_TYPE_LABEL, LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL
     from gpuplan.render.text import render
 
     q = rf.fleet.spec.queueing
@@ -151,12 +151,14 @@ def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> Iterator[Arti
     boundary = _boundary(rf)
     for tn in rf.fleet.spec.tenants:
         qp = ledger.queue(tn.name) if ledger is not None else None
+        sections = _tier_sections(rf, ledger, tn, specs)
         text = render(
             "tenant.md.j2", fleet=rf.fleet.metadata.name, tenant=tn.name, namespaces=list(tn.namespaces),
             queue=qp.name if qp else None, cohort=qp.cohort if qp else None, weight=qp.weight if qp else 0,
             fair_sharing=bool(q and q.fair_sharing), local_queue=LOCAL_QUEUE, queue_label=QUEUE_LABEL,
             queue_namespaces=queued_namespaces(ledger, tn) if qp else [],
-            priority_label=PRIORITY_LABEL, tiers=_tier_sections(rf, ledger, tn, specs),
+            priority_label=PRIORITY_LABEL, tiers=sections,
+            pinned=any(CAPACITY_TYPE_LABEL in t["node_selector"] for t in sections),
             pool_label=POOL_LABEL, policy=_policy_name(rf), boundary=boundary,
         )
         yield Artifact(f"tenants/{tn.name}/README.md", text=text, kustomize=False,
