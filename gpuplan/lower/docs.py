@@ -21,6 +21,7 @@ from gpuplan.identity import (
     static_pool_taints,
 )
 from gpuplan.lower.common import cell, engine
+from gpuplan.lower.kubelet import EKS_AL2023
 from gpuplan.lower.gitops import admin_project_name, gitops_namespace, project_app_name
 from gpuplan.lower.kueue import BY_HAND_PATH as KUEUE_BY_HAND
 from gpuplan.resolve import ResolvedFleet
@@ -181,7 +182,6 @@ def _job_grace(rf: ResolvedFleet) -> list[dict[str, str]]:
 
 
 # The GPU Operator's OS tag of the EKS AL2023 AMI (NFD os-release ID + VERSION_ID).
-EKS_AL2023_OS = "amzn2023"
 
 
 def _nodeadm_pools(rf: ResolvedFleet) -> list[dict[str, str]]:
@@ -196,7 +196,7 @@ def _nodeadm_pools(rf: ResolvedFleet) -> list[dict[str, str]]:
 
     out = []
     for pv in rf.pools:
-        if not pv.pool.is_static or pv.pool.os != EKS_AL2023_OS:
+        if not pv.pool.is_static or pv.pool.os != EKS_AL2023:
             continue
         nc = al2023_nodeconfig(pv)
         if nc is not None:

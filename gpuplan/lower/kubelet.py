@@ -53,6 +53,10 @@ def _readme(rf: ResolvedFleet, pv: PoolView) -> str:
         "",
         "## Install",
         "",
+    ]
+    if pv.pool.os == EKS_AL2023:
+        return "\n".join(lines + _nodeadm_steps(pv) + _why(pv)) + "\n"
+    lines += [
         "1. The kubelet must run with a drop-in directory: `--config-dir=/etc/kubernetes/kubelet.conf.d` "
         "(KEP-3983: beta and on by default since Kubernetes 1.31, GA in 1.35; on 1.28-1.30 it is alpha "
         "and also needs `KUBELET_CONFIG_DROPIN_DIR_ALPHA=on` in the kubelet's environment).",
@@ -76,7 +80,13 @@ def _readme(rf: ResolvedFleet, pv: PoolView) -> str:
         )
         step += 1
     lines.append(f"{step}. Restart the kubelet and uncordon the node.")
-    lines += ["", "## Why"]
+    return "\n".join(lines + _why(pv)) + "\n"
+
+
+def _why(pv: PoolView) -> list[str]:
+    t = pv.pool.topology
+    fields = kubelet_topology_fields(t)
+    lines = ["", "## Why"]
     if fields.get("cpuManagerPolicy") == "static":
         reserve = (
             f"`reservedSystemCPUs: {t.reserved_system_cpus}` gives it one."
@@ -98,7 +108,38 @@ def _readme(rf: ResolvedFleet, pv: PoolView) -> str:
             f"`topologyManagerPolicy: {t.policy}` with scope `{t.scope}`: see docs/karpenter.md "
             "(\"Topology Manager\") for what each policy admits and rejects.",
         ]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+EKS_AL2023 = "amzn2023"  # pools[].os of nodes on the EKS AL2023 AMI
+
+
+def _nodeadm_steps(pv: PoolView) -> list[str]:
+    """Install steps for static nodes on the EKS AL2023 AMI: nodeadm, not kubeadm, starts their
+    kubelet; it passes ``--config-dir=/etc/kubernetes/kubelet/config.json.d`` only when the node's
+    NodeConfig has ``spec.kubelet.config`` and writes that directory itself
+    (awslabs/amazon-eks-ami@81fec2e8 nodeadm/internal/kubelet/config.go:31-35,351-359), so a file
+    copied to kubeadm's drop-in directory is never read. The same NodeConfig as the Karpenter
+    AL2023 pools' userData."""
+    from gpuplan.lower.karpenter_aws import al2023_nodeconfig
+    from gpuplan.render.yamlwriter import dump
+
+    nc = al2023_nodeconfig(pv)
+    return [
+        "These nodes run the EKS AL2023 AMI (`os: amzn2023`): nodeadm, not kubeadm, configures their "
+        "kubelet, and reads no file from `/etc/kubernetes/kubelet.conf.d/`. Use the NodeConfig below "
+        f"instead of `{DROPIN_NAME}`:",
+        "",
+        "1. Add this NodeConfig to the node's userData (a `application/node.eks.aws` MIME part; nodeadm "
+        "merges it with the others):",
+        "",
+        "```yaml",
+        dump(nc).rstrip("\n") if nc is not None else "# no kubelet settings",
+        "```",
+        "",
+        "2. Drain the node (`kubectl drain <node> --ignore-daemonsets`), then reboot it (nodeadm runs at "
+        "boot) or replace it from the updated userData, and uncordon it.",
+    ]
 
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
