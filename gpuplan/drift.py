@@ -605,6 +605,19 @@ def _planned_taints(pv: PoolView) -> list[dict[str, str]]:
     return pool_node_taints(pv)
 
 
+def _kept_names(rf: ResolvedFleet, pv: PoolView) -> dict[str, set[str]]:
+    """label -> the old config names of this pool the generated tree still keeps for nodes that
+    carry them (identity.kept_plugin_configs / kept_mig_configs; empty without a previous tree)."""
+    from gpuplan.identity import (
+        DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, kept_mig_configs, kept_plugin_configs,
+    )
+
+    if getattr(rf, "previous", None) is None:
+        return {}
+    return {DEVICE_PLUGIN_CONFIG_LABEL: {n for n, (p, _) in kept_plugin_configs(rf).items() if p == pv.name},
+            MIG_CONFIG_LABEL: {n for n, (p, _) in kept_mig_configs(rf).items() if p == pv.name}}
+
+
 def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[Diagnostic]:
     from gpuplan.identity import pool_node_labels
 
@@ -613,7 +626,10 @@ def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[D
     path = pv.path
     out: list[Diagnostic] = []
     labels = node["metadata"].get("labels") or {}
+    kept = _kept_names(rf, pv)
     for key, value in pool_node_labels(rf, pv).items():
+        if labels.get(key) in kept.get(key, ()):
+            continue  # a Karpenter node launched under an old config name the tree keeps (docs/transitions.md)
         if labels.get(key) != value:
             have = f"has {key}={show(labels[key])}" if key in labels else f"has no {key}"
             out.append(rf.diag(E_NODE_LABEL, f"node {name} (pool {pv.name}) {have}; planned {key}={value}",

@@ -15,12 +15,15 @@ from gpuplan.exitcodes import ExitCode
 @click.option("--live", "live", multiple=True, required=True, metavar="FILE",
               help="JSON from `kubectl get nodes,resourcequotas,validatingadmissionpolicies,validatingadmissionpolicybindings -A -o json`; `-` reads stdin. Repeatable; "
               "regular files and stdin only, 64 MiB in all.")
+@click.option("--tree", "tree", default="generated", show_default=True, metavar="DIR",
+              help="The generated tree the cluster syncs: the old config names it keeps for Karpenter nodes "
+              "that still carry them are accepted (docs/transitions.md). Not read when it does not exist.")
 @format_option
 @strict_option
 @verbose_option
 @click.pass_context
 def verify_cluster(ctx: click.Context, fleet: str, live: tuple[str, ...], fmt: str, strict: bool,
-                   verbose: bool) -> None:
+                   verbose: bool, tree: str) -> None:
     """Compare the cluster with FLEET after a sync: per pool, nodes missing labels or taints,
     advertised GPU resources, MIG config state; ResourceQuotas against the tree.
 
@@ -53,6 +56,12 @@ def verify_cluster(ctx: click.Context, fleet: str, live: tuple[str, ...], fmt: s
         ctx.exit(int(ExitCode.INVALID))
     assert checked.resolved is not None
     rf = checked.resolved
+    import os
+
+    if os.path.isdir(tree):
+        from gpuplan.compiler import previous_configs
+
+        rf.previous = previous_configs(rf, out_dir=tree)
     result = verify(rf, parsed, planned_quotas(rf), planned_objects(rf, *PLANNED_ADMISSION_AND_QUEUES))
     from gpuplan.diagnostics import normalise
 

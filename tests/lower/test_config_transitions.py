@@ -259,3 +259,32 @@ def test_a_changed_static_mig_layout_keeps_nothing(tmp_path):
         {stale[:-8] + "00000000": stale[len("gpuplan-"):-9]})
     (tmp_path / "generated" / MIG_CM).write_text(yaml.safe_dump(cm), encoding="utf-8")
     assert set(_mig_configs(_build(tmp_path, text))) == names
+
+
+def test_verify_cluster_accepts_a_node_under_a_kept_name(tmp_path):
+    """A Karpenter node launched before the change still carries the old config name, which the
+    generated tree keeps: `verify-cluster` reads that tree (--tree) and does not call the node
+    drifted (GP872); without the tree it would."""
+    from click.testing import CliRunner
+
+    from gpuplan.cli.main import cli
+
+    before = _build(tmp_path, SLICED)
+    changed = SLICED.replace("replicas: 2}", "replicas: 4}", 1)
+    _build(tmp_path, changed)
+    old = _nodepool_names(before)["batch-l4"]
+    node = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "ip-10-0-0-1", "labels": {POOL_LABEL: "batch-l4", DEVICE_PLUGIN_CONFIG_LABEL: old,
+                                                           "karpenter.sh/nodepool": "batch-l4"}},
+            "spec": {}, "status": {}}
+    live = tmp_path / "live.json"
+    live.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node]}), encoding="utf-8")
+
+    def gp872(tree: str) -> list[str]:
+        r = CliRunner().invoke(cli, ["verify-cluster", str(tmp_path / "fleet.yaml"), "--live", str(live),
+                                     "--tree", tree, "--format", "json"], catch_exceptions=False)
+        return [d for d in json.loads(r.stdout)["diagnostics"]
+                if d["code"] == "GP872" and DEVICE_PLUGIN_CONFIG_LABEL in d["message"]]
+
+    assert gp872(str(tmp_path / "generated")) == []
+    assert gp872(str(tmp_path / "no-such-tree"))  # the old name is drift when nothing keeps it
