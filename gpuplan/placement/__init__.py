@@ -250,9 +250,13 @@ def fits(pod: dict[str, Any], pool: PoolNodes) -> bool:
     return not (pool.karpenter and pool.node_limit == 0)
 
 
-def quota_denials(pod: dict[str, Any], quotas: list[dict[str, Any]]) -> list[str]:
+def quota_denials(pod: dict[str, Any], quotas: list[dict[str, Any]], req: dict[str, int] | None = None) -> list[str]:
+    """``req``: the pod's :func:`requests`, when the caller has them (one pod against many namespaces)."""
     pc = pod["spec"].get("priorityClassName", "")
-    req = requests(pod)
+    if req is None:
+        req = requests(pod)
+    if not req:
+        return []  # no extended resource: no requests.<resource> key charges the pod
     out = []
     for q in quotas:
         scope = (q["spec"].get("scopeSelector") or {}).get("matchExpressions", [])
@@ -392,12 +396,12 @@ class Cluster:
         return out
 
     def denials(self, pod: dict[str, Any], ns_obj: dict[str, Any], request: dict[str, Any] | None = None,
-                selected: frozenset[int] | None = None, verdicts: dict[str, list[str]] | None = None
-                ) -> list[str]:
+                selected: frozenset[int] | None = None, verdicts: dict[str, list[str]] | None = None,
+                req: dict[str, int] | None = None) -> list[str]:
         """Validating policies (where their bindings select the namespace), then quota."""
         sel = self.selected(ns_obj) if selected is None else selected
         out = self.policy_denials(pod, ns_obj, sel, request, verdicts)
-        return out + quota_denials(pod, self.quotas.get(ns_obj["metadata"]["name"], []))
+        return out + quota_denials(pod, self.quotas.get(ns_obj["metadata"]["name"], []), req)
 
 
 def _matches(policy: dict[str, Any], obj: dict[str, Any], request: dict[str, Any] | None) -> bool:
@@ -538,8 +542,9 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
         request = contract_request(rf, tier)
         pod_verdicts = cluster.verdicts(pod, request)
         mine = granted_to.get(tier.name, frozenset())
+        req = requests(pod)
         for g, names, sel in zip(groups, group_names, selected):
-            denied = cluster.denials(pod, g[0], request, sel, pod_verdicts)
+            denied = cluster.denials(pod, g[0], request, sel, pod_verdicts, req)
             if mine.isdisjoint(names):  # most shapes: none of its namespaces is granted this tier
                 out.append(Group(tier.name, names, False, denied, landing, tier.pool))
                 continue

@@ -248,7 +248,8 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
     for words, pod, req, kueue_held in attacks:
         admitted_pod = extended_resource_toleration(pod) if ert else pod
         pc = pod["spec"].get("priorityClassName", "")
-        want = gpu(requests(admitted_pod))
+        all_requests = requests(admitted_pod)
+        want = gpu(all_requests)
         landing: list[str] | None = None
         verdicts = cluster.verdicts(admitted_pod, req, covering)
         if any(msgs for name, msgs in verdicts.items() if name in covering):
@@ -264,7 +265,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
                 ns = ns_obj["metadata"]["name"]
                 from gpuplan.placement import quota_denials
 
-                if quota_denials(admitted_pod, cluster.quotas.get(ns, [])):
+                if quota_denials(admitted_pod, cluster.quotas.get(ns, []), all_requests):
                     continue
                 for escape in _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, cap, by_pool,
                                        admitted_pod):

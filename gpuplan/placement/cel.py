@@ -119,8 +119,20 @@ def evaluate_policy(policy: dict[str, Any], obj: dict[str, Any], namespace: dict
             "request": json.dumps(request, sort_keys=True),
             "namespace": json.dumps(namespace, sort_keys=True) if namespace is not None else "null"}
     vars_: dict[str, Any] = {}
+    # one engine context per call, made at the first evaluation the memo cannot answer: handing a
+    # pod to the engine costs more than most expressions, so it is done once, not per expression
+    state: dict[str, Any] = {"ctx": None, "vars": -1}
 
-    def run(expression: str, deps: set[str], act: dict[str, Any]) -> Any:
+    def context() -> Any:
+        ctx = state["ctx"]
+        if ctx is None:
+            ctx = state["ctx"] = cel.engine().Context(variables=dict(base), functions=cel.K8S_FUNCTIONS)
+        if state["vars"] != len(vars_):  # the variables computed so far, errors left out
+            ctx.add_variable("variables", {k: x for k, x in vars_.items() if not isinstance(x, Exception)})
+            state["vars"] = len(vars_)
+        return ctx
+
+    def run(expression: str, deps: set[str]) -> Any:
         # the object key covers the request too; an expression that reads only the request
         # (the UPDATE guard) is evaluated once per request
         k = (expression, keys["object"] if "object" in deps else (keys["request"] if "request" in deps else None),
@@ -131,7 +143,7 @@ def evaluate_policy(policy: dict[str, Any], obj: dict[str, Any], namespace: dict
         if len(_MEMO) > 50000:
             _MEMO.clear()
         try:
-            r = cel.run(program(expression), act)
+            r = program(expression).execute(context())
         except CelError:
             raise
         except Exception as exc:  # a CEL evaluation error (missing key, bad int())
@@ -142,25 +154,21 @@ def evaluate_policy(policy: dict[str, Any], obj: dict[str, Any], namespace: dict
     failed = policy["spec"].get("failurePolicy", "Fail") == "Fail"
     validations = iter(policy["spec"].get("validations", []))
     out = []
-    for part, expression, deps, names in _plan(policy):
-        act = {k: v for k, v in base.items() if k in names}
-        wanted = {n[len("variables."):] for n in names if n.startswith("variables.")}
-        if wanted:
-            act["variables"] = {k: x for k, x in vars_.items() if k in wanted and not isinstance(x, Exception)}
+    for part, expression, deps, _ in _plan(policy):
         if part == "match":
             # every condition true: the policy applies; one false: it does not; an error
             # (none false) follows failurePolicy (validating/dispatcher.go, matchconditions)
-            r = run(expression, deps, act)
+            r = run(expression, deps)
             if isinstance(r, Exception):
                 return ["matchCondition failed"] if failed else []
             if r is False:
                 return []
             continue
         if part.startswith("variable:"):
-            vars_[part[len("variable:"):]] = run(expression, deps, act)
+            vars_[part[len("variable:"):]] = run(expression, deps)
             continue
         val = next(validations)
-        result = run(expression, deps, act)
+        result = run(expression, deps)
         if not ((not failed) if isinstance(result, Exception) else (result is True)):
             out.append(val.get("message", expression))
             if first_only:
