@@ -248,7 +248,7 @@ def _project_namespaces(rf: ResolvedFleet, docs: Callable[[str], list[dict]]) ->
         return frozenset()
     from gpuplan.identity import project_name
     from gpuplan.k8snames import is_dns_label
-    from gpuplan.lower.gitops import BOOTSTRAP_PATH, PROJECT_PATH
+    from gpuplan.identity import BOOTSTRAP_PATH, PROJECT_PATH
 
     for path in (PROJECT_PATH, BOOTSTRAP_PATH):
         for d in docs(path):

@@ -612,7 +612,7 @@ def _kept_names(rf: ResolvedFleet, pv: PoolView) -> dict[str, set[str]]:
         DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, kept_mig_configs, kept_plugin_configs,
     )
 
-    if getattr(rf, "previous", None) is None:
+    if rf.previous is None:
         return {}
     return {DEVICE_PLUGIN_CONFIG_LABEL: {n for n, (p, _) in kept_plugin_configs(rf).items() if p == pv.name},
             MIG_CONFIG_LABEL: {n for n, (p, _) in kept_mig_configs(rf).items() if p == pv.name}}

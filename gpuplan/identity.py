@@ -44,6 +44,15 @@ POOL_TAINT_KEY = POOL_LABEL
 
 TENANT_LABEL = "gpuplan.dev/tenant"
 
+# Where delivery lives in the tree and the annotations the GitOps engines read: written by
+# gpuplan.lower.gitops / lower.common, read back by gpuplan.report.delivery and the driver.
+BOOTSTRAP_PATH = "delivery/bootstrap.yaml"
+PROJECT_DIR = "delivery/project"
+PROJECT_PATH = f"{PROJECT_DIR}/appproject.yaml"
+ROOT_KUSTOMIZATION = "kustomization.yaml"
+ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
+
 
 TIER_LABEL = "gpuplan.dev/tier"
 
@@ -236,7 +245,7 @@ def nodepool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
         # NVIDIA/gpu-operator@v26.7.0 controllers/state_manager.go:457-463
         out["nvidia.com/gpu.deploy.operands"] = "false"
     elif op.driver == "managed":
-        out["nvidia.com/gpu.deploy.driver"] = "false"
+        out[DRIVER_DEPLOY_LABEL] = "false"
     return out
 
 
@@ -647,6 +656,7 @@ def pool_mig_config(pv: PoolView) -> str | None:
 # driver DaemonSet is OnDelete (assets/state-driver/0500_daemonset.yaml:16-17), so the node
 # keeps its driver, and its pods, until someone rolls it by hand.
 DRIVER_UPGRADE_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
+DRIVER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"  # "false": the operator's driver stays off the node
 
 
 # Tier workloads whose pods are jobs: deleting one loses the work since its last checkpoint.

@@ -42,6 +42,8 @@ DRA = "dra"
 # `gpu.nvidia.com` class claims extendedResourceName nvidia.com/gpu, for every
 # whole GPU on every DRA node.
 CHART_CLASSES: dict[str, str | None] = {"gpu.nvidia.com": "nvidia.com/gpu", "mig.nvidia.com": None}
+# KEP-5004: every DeviceClass is also the extended resource ``<prefix><class>`` (1.34 alpha, 1.36 beta)
+IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 # The GPU Operator's per-node switch for its device plugin: the DaemonSet selects
 # nodes labelled "true" (NVIDIA/gpu-operator@v26.7.0 :

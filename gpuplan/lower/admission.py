@@ -42,6 +42,7 @@ import json
 from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
+from gpuplan.dra import IMPLICIT_DRA_PREFIX
 from gpuplan.identity import POOL_LABEL, POOL_TAINT_KEY, QUEUE_LABEL, content_name
 from gpuplan.lower.common import metadata, obj
 from gpuplan.resolve import ResolvedFleet
@@ -53,8 +54,6 @@ VAP_MIN_VERSION = (1, 30)
 MAP_GA_VERSION = (1, 36)
 PATH = "cluster/admission-policy.yaml"
 NAME_LABEL = "kubernetes.io/metadata.name"
-# KEP-5004: every DeviceClass has this extended resource name (1.34 alpha, 1.36 beta)
-IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 DAEMONSET_CONTROLLER = "system:serviceaccount:kube-system:daemon-set-controller"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.resolve import ResolvedFleet
-from gpuplan.identity import MANAGED_BY
+from gpuplan.identity import ARGO_SYNC_OPTIONS, FLUX_PRUNE, MANAGED_BY
 
 
 def labels(rf: ResolvedFleet, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -48,13 +48,7 @@ def obj(api_version: str, kind: str, meta: dict[str, Any], **body: Any) -> dict[
 ARGO_WAVE = "argocd.argoproj.io/sync-wave"
 
 
-ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-
-
 FLUX_FORCE = "kustomize.toolkit.fluxcd.io/force"
-
-
-FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 
 
 VALUES_PATH = "gpu-operator/values.yaml"

@@ -38,7 +38,7 @@ from typing import Any, Sequence
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj, FLUX_OPERATOR_DIR, VALUES_PATH, engine, object_annotations
 from gpuplan.resolve import ResolvedFleet
-from gpuplan.identity import app_name, operator_app_name, project_name
+from gpuplan.identity import BOOTSTRAP_PATH, PROJECT_DIR, PROJECT_PATH, ROOT_KUSTOMIZATION, app_name, operator_app_name, project_name
 
 ARGO_API = "argoproj.io/v1alpha1"
 FLUX_KUSTOMIZE_API = "kustomize.toolkit.fluxcd.io/v1"
@@ -52,13 +52,10 @@ GPU_OPERATOR_RELEASE = "gpu-operator"
 IN_CLUSTER = "https://kubernetes.default.svc"
 FLUX_BOOTSTRAP_SOURCE = "flux-system"  # the GitRepository `flux bootstrap` creates
 
-BOOTSTRAP_PATH = "delivery/bootstrap.yaml"
 ARGO_OPERATOR_APP_PATH = "delivery/gpu-operator.yaml"
 # the fleet's AppProject, synced by its own Application (not by the root one, whose
 # sync the project governs: a refused object fails the whole operation before
 # anything, the project included, is applied)
-PROJECT_DIR = "delivery/project"
-PROJECT_PATH = f"{PROJECT_DIR}/appproject.yaml"
 KEPT_NAMESPACES_ANNOTATION = "gpuplan.dev/kept-namespaces"
 
 
@@ -394,7 +391,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
         ))
     resources = [a.path for a in (*produced, *map(Produced.of, out)) if a.applied]
     out.append(Artifact(
-        path="kustomization.yaml",
+        path=ROOT_KUSTOMIZATION,
         documents=(kustomization(resources),),
         kustomize=False,
         description="root kustomization: every applied object file of this tree",

@@ -32,12 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuplan.dra import IMPLICIT_DRA_PREFIX
 from gpuplan.resolve import ResolvedFleet
 
 SYSTEM_CLASS = "system-cluster-critical"
 COPIED_NAMESPACE = "copied-labels"
 REMOVED_NAMESPACE = "removed-tenant"
-IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,8 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
     from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
     from gpuplan.identity import CAPACITY_TYPE_LABEL, QUEUE_LABEL, capacity_pin, priority_class_name, quota_cap
     from gpuplan.placement import (
-        Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, pools_from_objects, requests,
+        Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, pools_from_objects, quota_denials,
+        requests,
     )
     from gpuplan.queues import JOB_CONTROLLER, namespace_ceilings, namespace_grants, queue_controllers, queued_tiers
 
@@ -175,10 +176,6 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
 
     def gpu(req: dict[str, int]) -> dict[str, int]:
         return {k: v for k, v in req.items() if v > 0 and (k in gpu_names or k.startswith(IMPLICIT_DRA_PREFIX))}
-
-    def cap(ns: str, pc: str, res: str) -> int | None:
-        """The most the namespace's quotas let pods of ``pc`` hold of ``res`` (None: uncharged)."""
-        return quota_cap(cluster.quotas.get(ns, []), pc, res)
 
     # --- the pods ------------------------------------------------------------------------
     implicit = [f"{IMPLICIT_DRA_PREFIX}{c}" for c in
@@ -263,17 +260,16 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
                 landing = [p.name for p in pools if fits(admitted_pod, p)]
             for ns_obj in group:
                 ns = ns_obj["metadata"]["name"]
-                from gpuplan.placement import quota_denials
-
-                if quota_denials(admitted_pod, cluster.quotas.get(ns, []), all_requests):
+                quotas = cluster.quotas.get(ns, [])
+                if quota_denials(admitted_pod, quotas, all_requests):
                     continue
-                for escape in _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, cap, by_pool,
+                for escape in _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas, by_pool,
                                        admitted_pod):
                     out.breaches.append(Breach(ns, words, escape))
                 if want and pc in tiers_of:
                     for pool in landing:
                         for res in want:
-                            c = cap(ns, pc, res)
+                            c = quota_cap(quotas, pc, res)
                             if c is not None:
                                 key = (pool, pc, res)
                                 access.setdefault(key, {})[ns] = max(access.get(key, {}).get(ns, 0), c)
@@ -282,9 +278,9 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
     return out
 
 
-def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, cap, by_pool, pod) -> list[str]:
+def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas, by_pool, pod) -> list[str]:
     """What an admitted pod gets that its namespace was not granted."""
-    from gpuplan.identity import CAPACITY_TYPE_LABEL
+    from gpuplan.identity import CAPACITY_TYPE_LABEL, quota_cap
     from gpuplan.units import preemptible_tier
 
     gpu_pools = [p for p in landing if any(by_pool[p].resources.values())]
@@ -307,7 +303,7 @@ def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, cap, by
         if granted is None:
             out.append(f"gets {res} in a namespace not granted it under class {pc or '(none)'}")
             continue
-        c = cap(ns, pc, res)
+        c = quota_cap(quotas, pc, res)
         if c is None:
             out.append(f"gets {res} uncharged by any ResourceQuota")
         elif c > granted:

@@ -69,18 +69,8 @@ def object_key(obj: dict[str, Any], request: dict[str, Any] | None = None, old: 
     return json.dumps([obj, old, request or TENANT_REQUEST], sort_keys=True)
 
 
-_PLANS: dict[int, tuple[dict[str, Any], list[tuple[str, str, set[str], frozenset[str]]]]] = {}
-_NAMES = re.compile(r"\b(object|oldObject|request|namespaceObject)\b")
-
-
-def _names(expression: str) -> frozenset[str]:
-    """The top-level names an expression reads, and the variables (``variables.<name>``): the
-    activation handed to the engine carries only these (converting a pod costs more than
-    evaluating most expressions)."""
-    return frozenset(_NAMES.findall(expression)) | {"variables." + v for v in _VARIABLE.findall(expression)}
-
-
-def _plan(policy: dict[str, Any]) -> list[tuple[str, str, set[str], frozenset[str]]]:
+_PLANS: dict[int, tuple[dict[str, Any], list[tuple[str, str, set[str]]]]] = {}
+def _plan(policy: dict[str, Any]) -> list[tuple[str, str, set[str]]]:
     """(part, expression, what it reads) for every expression of the policy, in order; kept
     per policy object, so the regular expressions run once per policy, not per pod."""
     hit = _PLANS.get(id(policy))
@@ -90,12 +80,12 @@ def _plan(policy: dict[str, Any]) -> list[tuple[str, str, set[str], frozenset[st
     out = []
     s = policy["spec"]
     for mc in s.get("matchConditions", []):
-        out.append(("match", mc["expression"], _deps(mc["expression"], var_deps), _names(mc["expression"])))
+        out.append(("match", mc["expression"], _deps(mc["expression"], var_deps)))
     for v in s.get("variables", []):
         var_deps[v["name"]] = _deps(v["expression"], var_deps)
-        out.append(("variable:" + v["name"], v["expression"], var_deps[v["name"]], _names(v["expression"])))
+        out.append(("variable:" + v["name"], v["expression"], var_deps[v["name"]]))
     for v in s.get("validations", []):
-        out.append(("validation", v["expression"], _deps(v["expression"], var_deps), _names(v["expression"])))
+        out.append(("validation", v["expression"], _deps(v["expression"], var_deps)))
     if len(_PLANS) > 10000:
         _PLANS.clear()
     _PLANS[id(policy)] = (policy, out)
@@ -154,7 +144,7 @@ def evaluate_policy(policy: dict[str, Any], obj: dict[str, Any], namespace: dict
     failed = policy["spec"].get("failurePolicy", "Fail") == "Fail"
     validations = iter(policy["spec"].get("validations", []))
     out = []
-    for part, expression, deps, _ in _plan(policy):
+    for part, expression, deps in _plan(policy):
         if part == "match":
             # every condition true: the policy applies; one false: it does not; an error
             # (none false) follows failurePolicy (validating/dispatcher.go, matchconditions)

@@ -48,11 +48,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Mapping
 
-BOOTSTRAP = "delivery/bootstrap.yaml"
-PROJECT_DIR = "delivery/project/"
-ROOT_KUSTOMIZATION = "kustomization.yaml"
-ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
+from gpuplan.identity import ARGO_SYNC_OPTIONS, BOOTSTRAP_PATH as BOOTSTRAP, FLUX_PRUNE, PROJECT_DIR, ROOT_KUSTOMIZATION
+
 
 Parsed = Mapping[Any, tuple[str, Any]]  # gpuplan.output.objdiff.tree_objects
 Ref = tuple[str, str, str, str]  # (group, kind, namespace, name)
@@ -137,7 +134,7 @@ def _apps(parsed: Parsed) -> tuple[Any, Any]:
     for ref, o in _in(parsed, lambda p: p == BOOTSTRAP).items():
         if ref[1] != "Application":
             continue
-        if _source_path(o).endswith(PROJECT_DIR):
+        if _source_path(o).rstrip("/").endswith(PROJECT_DIR):
             project = o
         else:
             root = o
@@ -201,7 +198,7 @@ def outcome(old: Parsed, new: Parsed) -> Outcome:
     name = _spec(root_b).get("project") if root_b is not None else None
     proj_b, file_b = _project(new, name) if isinstance(name, str) else (None, "")
     proj_a, _ = _project(old, name) if isinstance(name, str) else (None, "")
-    delivered = proj_b is not None and file_b.startswith(PROJECT_DIR) and app_b is not None
+    delivered = proj_b is not None and file_b.startswith(PROJECT_DIR + "/") and app_b is not None
     # the project Application is live only if the old tree's bootstrap (applied) already had it
     live_delivery = delivered and app_a is not None
 

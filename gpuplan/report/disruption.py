@@ -325,14 +325,12 @@ def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
     return sorted(out, key=lambda d: (d.rank, d.subject, d.message))
 
 
-DRIVER_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"  # gpuplan.identity.DRIVER_UPGRADE_SKIP_LABEL
-DRIVER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"
-
-
 def _driver_pools(objs: dict) -> tuple[set[str], set[str]]:
     """(static pools whose nodes the upgrade controller rolls, pools it skips), from the pools'
     NodeFeatureRule labels: the skip label (k8s-operator-libs pkg/upgrade/consts.go:23, as vendored
     in gpu-operator v26.7.0) holds a pool; ``gpu.deploy.driver: "false"`` runs no operator driver."""
+    from gpuplan.identity import DRIVER_DEPLOY_LABEL, DRIVER_UPGRADE_SKIP_LABEL
+
     rolled, skipped = set(), set()
     for (kind, _, name), obj in objs.items():
         if kind != "NodeFeatureRule":
@@ -342,12 +340,14 @@ def _driver_pools(objs: dict) -> tuple[set[str], set[str]]:
             pool = labels.get("gpuplan.dev/pool", name)
             if labels.get(DRIVER_DEPLOY_LABEL) == "false":
                 continue
-            (skipped if labels.get(DRIVER_SKIP_LABEL) == "true" else rolled).add(pool)
+            (skipped if labels.get(DRIVER_UPGRADE_SKIP_LABEL) == "true" else rolled).add(pool)
     return rolled, skipped
 
 
 def _upgrade_how(policy: dict, rolled: list[str], skipped: list[str]) -> str:
     """Which pools a driver change drains and which it holds, in words."""
+    from gpuplan.identity import DRIVER_UPGRADE_SKIP_LABEL
+
     if not policy.get("autoUpgrade", True):
         return "autoUpgrade is off: each node changes when its driver pod is deleted"
     parts = []
@@ -355,7 +355,7 @@ def _upgrade_how(policy: dict, rolled: list[str], skipped: list[str]) -> str:
         parts.append(f"the operator drains and upgrades pools {', '.join(rolled)}, "
                      f"{policy.get('maxParallelUpgrades', 1)} node(s) at a time, deleting their GPU pods")
     if skipped:
-        parts.append(f"pools {', '.join(skipped)} are held (their nodes carry {DRIVER_SKIP_LABEL}): roll each "
+        parts.append(f"pools {', '.join(skipped)} are held (their nodes carry {DRIVER_UPGRADE_SKIP_LABEL}): roll each "
                      "node by hand when its jobs are done (README, \"Driver upgrades\")")
     return "; ".join(parts) or "no static pool runs the operator's driver"
 

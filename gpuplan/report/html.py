@@ -198,10 +198,10 @@ def _placement_section(r: CapacityReport) -> str:
 def _stranded_section(r: CapacityReport) -> str:
     if not r.stranded:
         return ""
-    rows = [[s.pool, s.resource, str(s.units), "?" if s.gpus is None else f"{s.gpus:g}",
-             "?" if s.cost_per_month is None else f"{s.cost_per_month:,.2f}"] for s in r.stranded]
+    from gpuplan.report.tables import stranded_rows
+
     return ("<h2>Stranded capacity</h2><p>Paid for and grantable by no tier (no tier hands out these "
-            "resources).</p>" + _table(["pool", "resource", "units", "GPU-eq", "cost/month"], rows))
+            "resources).</p>" + _table(*stranded_rows(r)))
 
 
 def _boundary_section(r: CapacityReport) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from gpuplan.capacity import CapacityReport, LayoutUsage, PoolReport
 from gpuplan.report.tables import (
     _TENANT_HEAD, _md_table, _one_tenant_rows, _pool_rows, _summary, _tenant_rows, _text_table, _tier_rows, gpus,
-    layout_text, money,
+    layout_text, money, stranded_rows,
 )
 
 FORMATS = ("text", "markdown", "json", "html")
@@ -161,9 +161,7 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
     if r.stranded:
         parts += [heading(2, "Stranded capacity"),
                   "Paid for and grantable by no tier (no tier hands out these resources):",
-                  table(["pool", "resource", "units", "GPU-eq", "cost/month"],
-                        [[s.pool, s.resource, str(s.units), "?" if s.gpus is None else f"{s.gpus:g}",
-                          "?" if s.cost_per_month is None else f"{s.cost_per_month:,.2f}"] for s in r.stranded])]
+                  table(*stranded_rows(r))]
     diagrams = _diagrams(r)
     if diagrams:
         parts.append(heading(2, "MIG layouts"))
@@ -251,9 +249,6 @@ def _exposure_rows(r: CapacityReport) -> tuple[tuple[list[str], list[list[str]]]
     if not tiers:
         return None
 
-    def money(x: float | None) -> str:
-        return "?" if x is None else f"{x:,.2f}"
-
     def hours(x: float | None) -> str:
         return "?" if x is None else f"{x:,.0f}"
     head = ["units", "GPU-h/month exposed", "cost on-demand", "cost spot"]
@@ -267,7 +262,5 @@ def _split_rows(r: CapacityReport) -> tuple[list[str], list[list[str]]]:
     """The ledger per pool that allows spot: what is granted on guaranteed and on preemptible capacity."""
     from gpuplan.capacity import capacity_split
 
-    def gpus(x: float | None) -> str:
-        return "?" if x is None else f"{x:g}"
     return (["pool", "capacity types", "GPU-eq guaranteed (pinned off spot)", "GPU-eq preemptible"],
             [[p, ", ".join(types), gpus(g), gpus(s)] for p, types, g, s in capacity_split(r)])

@@ -117,3 +117,13 @@ def _summary(r: CapacityReport) -> str:
     return (f"{r.physical_gpus} physical GPUs in {len(r.pools)} pools; quotas grant {gpus(r.granted_gpus)} "
             f"GPU-equivalents; cost {money(cost)} per month at {r.hours_per_month} h/month"
             + (" (Karpenter pools at their maxGPUs)" if any(p.autoscaled for p in r.pools) else ""))
+
+
+STRANDED_HEAD = ["pool", "resource", "units", "GPU-eq", "cost/month"]
+
+
+def stranded_rows(r: CapacityReport) -> tuple[list[str], list[list[str]]]:
+    """The "Stranded capacity" table of every report format."""
+    return STRANDED_HEAD, [[s.pool, s.resource, str(s.units), gpus(s.gpus), money(s.cost_per_month)]
+                           for s in r.stranded]
+

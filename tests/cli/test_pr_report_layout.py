@@ -73,6 +73,17 @@ def seen(markdown: str) -> tuple[str, str]:
     return re.sub(r"\s+", " ", "".join(p.visible)), re.sub(r"\s+", " ", "".join(p.folded))
 
 
+def _built_base(tmp_path_factory, name: str, spec: str) -> tuple[Path, Path, str]:
+    """(base, new, spec): ``spec`` built in base/ (its generated tree is the base), new/ empty."""
+    d = tmp_path_factory.mktemp(name)
+    base, new = d / "base", d / "new"
+    base.mkdir()
+    new.mkdir()
+    (base / "fleet.yaml").write_text(spec)
+    _gpuplan("build", "fleet.yaml", cwd=base)
+    return base, new, spec
+
+
 def _gpuplan(*args: str, cwd: Path) -> Run:
     r = subprocess.run((sys.executable, "-I", "-m", "gpuplan", *args), cwd=cwd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -94,13 +105,7 @@ def big_fleet(tmp_path_factory) -> pr_report.Collected:
     generated tree as the base; the pull request removes tenant team-0005 (three
     namespaces). The real `gpuplan plan --base` and `gpuplan diff --old` outputs,
     made once, side by side (the git plumbing is tested on the small fleet)."""
-    d = tmp_path_factory.mktemp("big")
-    base, new = d / "base", d / "new"
-    base.mkdir()
-    new.mkdir()
-    spec = make(2000, 1000)
-    (base / "fleet.yaml").write_text(spec)
-    _gpuplan("build", "fleet.yaml", cwd=base)
+    base, new, spec = _built_base(tmp_path_factory, "big", make(2000, 1000))
     (new / "fleet.yaml").write_text(_without_tenant(spec, "team-0005"))
     with ThreadPoolExecutor(2) as pool:
         plan = pool.submit(_gpuplan, "plan", "fleet.yaml", "--base", str(base / "fleet.yaml"),
@@ -152,13 +157,7 @@ def test_large_fleet_summary_is_whole_within_its_limit(big_fleet):
 def small_runs(tmp_path_factory) -> tuple[Run, Run]:
     """plan --base and diff --old of a 120-node fleet: tenant team-0001 removed and the
     A100 MIG layout changed (every A100 node drained)."""
-    d = tmp_path_factory.mktemp("small")
-    base, new = d / "base", d / "new"
-    base.mkdir()
-    new.mkdir()
-    spec = make(120, 12)
-    (base / "fleet.yaml").write_text(spec)
-    _gpuplan("build", "fleet.yaml", cwd=base)
+    base, new, spec = _built_base(tmp_path_factory, "small", make(120, 12))
     changed = _without_tenant(spec, "team-0001").replace(
         "layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}", "layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 1}")
     (new / "fleet.yaml").write_text(changed)
