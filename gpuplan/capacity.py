@@ -29,10 +29,11 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gpuplan.provisioning import autoscaled, platform
 from gpuplan.spec.models import Mig
 from gpuplan.units import (
-    HOURS_PER_MONTH, capacity_explanation, max_oversubscription, pool_resources, preemptible_pool, preemptible_tier,
-    tier_profile, unit_gpu_fraction,
+    HOURS_PER_MONTH, capacity_explanation, max_oversubscription, pool_capacity_types, pool_resources, preemptible_pool,
+    preemptible_tier, tier_profile, unit_gpu_fraction,
 )
 
 if TYPE_CHECKING:
@@ -92,9 +93,11 @@ class PoolReport:
     cost_per_month: float | None
     allocated_cost_per_month: float | None  # what the pool's tiers grant
     node_layouts: tuple[tuple[str, tuple[tuple[tuple[str, int], ...] | None, ...]], ...] = ()
-    preemptible: bool = False  # its nodes may be spot (reclaimed with two minutes' notice)
+    preemptible: bool = False  # its nodes may be spot (reclaimed at short notice: report.render)
     spot_price_per_gpu_hour: float | None = None
-    capacity_types: tuple[str, ...] = ()  # a Karpenter pool's; () for static nodes
+    capacity_types: tuple[str, ...] = ()  # units.pool_capacity_types: () for static nodes
+    floor_gpus: int = 0  # physical GPUs of its on-demand floor (karpenter.guaranteedGPUs), 0 without one
+    platform: str = "static"  # gpuplan.provisioning.platform: who makes its nodes
 
     @property
     def idle_compute_slices(self) -> int:
@@ -337,6 +340,8 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
     tiers_of_pool: dict[str, list[TierReport]] = {}  # grouped once: linear in pools + tiers
     for tr in tiers:
         tiers_of_pool.setdefault(tr.pool, []).append(tr)
+    from gpuplan.units import floor_nodes
+
     pools = []
     for pv in rf.pools:
         res = pool_resources(pv)
@@ -358,14 +363,15 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
             node_layouts = tuple((n, per_gpu) for n in pv.pool.nodes)
         pools.append(PoolReport(
             name=pv.name, gpu=pv.gpu.key if pv.gpu is not None else pv.pool.gpu,
-            gpus_per_node=pv.gpus_per_node, nodes=pv.node_count, autoscaled=pv.pool.karpenter is not None,
+            gpus_per_node=pv.gpus_per_node, nodes=pv.node_count, autoscaled=autoscaled(pv.pool),
             physical_gpus=pv.physical_gpus, sharing=_sharing_text(pv), resources=tuple(sorted(res.items())),
             explanations=tuple((r, capacity_explanation(pv, r)) for r in sorted(res)),
             quota=tuple(sorted(quota.items())), layouts=_layout_usages(pv), price_per_gpu_hour=price,
             cost_per_month=cost, allocated_cost_per_month=None if price is None else _money(allocated),
             node_layouts=node_layouts, preemptible=preemptible_pool(pv),
             spot_price_per_gpu_hour=pv.pool.spot_price_per_gpu_hour,
-            capacity_types=tuple(pv.pool.karpenter.capacity_types) if pv.pool.karpenter is not None else (),
+            capacity_types=pool_capacity_types(pv.pool), floor_gpus=floor_nodes(pv) * (pv.gpus_per_node or 0),
+            platform=platform(spec.cluster, pv.pool),
         ))
 
     tenants = []
@@ -450,9 +456,10 @@ def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else round(a + b, 2)
 
 
-def capacity_split(report: "CapacityReport") -> list[tuple[str, tuple[str, ...], float | None, float | None]]:
+def capacity_split(report: "CapacityReport") -> list[tuple[str, tuple[str, ...], float | None, float | None, int]]:
     """Per pool that allows spot: (pool, capacity types, GPU-eq granted to tiers that must not be
-    interrupted - on guaranteed capacity, pinned there -, GPU-eq granted to preemptible tiers)."""
+    interrupted - on guaranteed capacity, pinned there -, GPU-eq granted to preemptible tiers, the
+    GPUs of its on-demand floor: the guaranteed units GP417 holds the first figure to)."""
     out = []
     for pr in report.pools:
         if not pr.preemptible:
@@ -462,5 +469,5 @@ def capacity_split(report: "CapacityReport") -> list[tuple[str, tuple[str, ...],
         preemptible = [t.gpus for t in held if t.preemptible]
         out.append((pr.name, pr.capacity_types,
                     None if None in guaranteed else sum(guaranteed),
-                    None if None in preemptible else sum(preemptible)))
+                    None if None in preemptible else sum(preemptible), pr.floor_gpus))
     return out

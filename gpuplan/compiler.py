@@ -239,25 +239,31 @@ def _configmap(docs: list[dict], name: str) -> tuple[dict, dict[str, str]]:
     return {}, {}
 
 
-def _project_namespaces(rf: ResolvedFleet, docs: Callable[[str], list[dict]]) -> frozenset[str]:
-    """The destination namespaces of the fleet's own AppProject in the old tree:
-    ``delivery/project/appproject.yaml``, or ``delivery/bootstrap.yaml`` for a tree
-    from before the project had its own Application. None under ``gitops.project``."""
+def _project_namespaces(rf: ResolvedFleet,
+                        docs: Callable[[str], list[dict]]) -> tuple[frozenset[str], frozenset[str]]:
+    """(the destination namespaces of the fleet's own AppProject in the old tree, those
+    its ``gpuplan.dev/kept-namespaces`` annotation lists): ``delivery/project/appproject.yaml``,
+    or ``delivery/bootstrap.yaml`` for a tree from before the project had its own
+    Application. Empty under ``gitops.project``."""
     g = rf.fleet.spec.cluster.gitops
     if g.engine != "argocd" or g.project is not None:
-        return frozenset()
+        return frozenset(), frozenset()
     from gpuplan.identity import project_name
     from gpuplan.k8snames import is_dns_label
     from gpuplan.identity import BOOTSTRAP_PATH, PROJECT_PATH
+    from gpuplan.lower.gitops import KEPT_NAMESPACES_ANNOTATION
 
     for path in (PROJECT_PATH, BOOTSTRAP_PATH):
         for d in docs(path):
             if d.get("kind") != "AppProject" or dig(d, "metadata", "name") != project_name(rf):
                 continue
             dests = dig(d, "spec", "destinations")
-            return frozenset(ns for x in dests if is_dns_label(ns := dig(x, "namespace"))) \
+            found = frozenset(ns for x in dests if is_dns_label(ns := dig(x, "namespace"))) \
                 if isinstance(dests, list) else frozenset()
-    return frozenset()
+            kept = dig(d, "metadata", "annotations", KEPT_NAMESPACES_ANNOTATION)
+            return found, frozenset(ns for ns in kept.split(",") if ns in found) if isinstance(kept, str) \
+                else frozenset()
+    return frozenset(), frozenset()
 
 
 def previous_configs(rf: ResolvedFleet, *, out_dir: Path | str | None = None,
@@ -288,9 +294,10 @@ def previous_configs(rf: ResolvedFleet, *, out_dir: Path | str | None = None,
         parsed = _old_docs_in_memory({"config": text.encode("utf-8")}, "config")
         configs = dig(parsed[0], "mig-configs") if len(parsed) == 1 else None
         mig_data = {k: v for k, v in configs.items() if isinstance(k, str)} if isinstance(configs, dict) else {}
-    namespaces = _project_namespaces(rf, docs)
+    namespaces, kept_ns = _project_namespaces(rf, docs)
     if not data and not mig_data:
-        return PreviousConfigs(retire=retire, namespaces=namespaces, retire_namespaces=retire_namespaces)
+        return PreviousConfigs(retire=retire, namespaces=namespaces, retire_namespaces=retire_namespaces,
+                               kept_namespaces=kept_ns)
     for pv in rf.pools:
         if pv.pool.karpenter is None:
             continue
@@ -302,7 +309,7 @@ def previous_configs(rf: ResolvedFleet, *, out_dir: Path | str | None = None,
                 if isinstance(labels.get(label), str):
                     names[labels[label]] = pv.name
     return PreviousConfigs(data=data, owners=owners, retire=retire, mig_data=mig_data, mig_owners=mig_owners,
-                           namespaces=namespaces, retire_namespaces=retire_namespaces)
+                           namespaces=namespaces, retire_namespaces=retire_namespaces, kept_namespaces=kept_ns)
 
 
 def spec_label(spec: Path | str, out_dir: Path | str) -> str:

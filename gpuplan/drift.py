@@ -161,9 +161,29 @@ E_TOPOLOGY_LABEL = Code(
     bad="labels: {gpuplan.dev/pool: train}  # no topology.example.com/rack",
     good="labels: {gpuplan.dev/pool: train, topology.example.com/rack: r1, kubernetes.io/hostname: n1}",
 )
+I_RETIRE_CONFIG = Code(
+    "GP886", "kept config name that no node carries", Severity.INFO,
+    "The generated tree keeps an old device-plugin or mig-parted config name for a Karpenter pool's nodes "
+    "launched under it (`gpuplan.dev/kept-configs`, docs/transitions.md), and no node of the cluster carries "
+    "that name any more (`nvidia.com/device-plugin.config` / `nvidia.com/mig.config`): the nodes were replaced "
+    "or expired. Karpenter labels a node only when it registers (kubernetes-sigs/karpenter v1.14.1 "
+    "pkg/controllers/nodeclaim/lifecycle/registration.go:207-221), so no later node takes the old name: "
+    "retire it with the command in the hint and commit the tree.",
+    bad="# kept: batch-l4-2c101968; kubectl get nodes -l nvidia.com/device-plugin.config=batch-l4-2c101968: none",
+    good="gpuplan build fleet.yaml --retire-config batch-l4-2c101968",
+)
+I_RETIRE_NAMESPACE = Code(
+    "GP887", "kept namespace that no longer exists", Severity.INFO,
+    "The fleet's AppProject keeps a namespace that left the spec as a destination "
+    "(`gpuplan.dev/kept-namespaces`), so that Argo CD admits the prune of what its tenant left there "
+    "(docs/transitions.md); the cluster has no such namespace any more, so nothing is left to prune: "
+    "retire it with the command in the hint and commit the tree.",
+    bad="# AppProject keeps beta-ns; kubectl get namespace beta-ns -> NotFound",
+    good="gpuplan build fleet.yaml --retire-namespace beta-ns",
+)
 CODES = (E_POLICY_MISSING, E_POLICY_UNBOUND, E_TOPOLOGY_LABEL, E_LIVE_INPUT, E_NODE_MISSING, E_NODE_LABEL, E_NODE_TAINT, E_CAPACITY, E_MIG_STATE,
          E_QUOTA_MISSING, E_QUOTA_DIFFERS, W_UNPLANNED_NODE, W_UNPLANNED_RESOURCE,
-         E_DUPLICATE_KEY, E_NUMBER, E_WRONG_TYPE)
+         E_DUPLICATE_KEY, E_NUMBER, E_WRONG_TYPE, I_RETIRE_CONFIG, I_RETIRE_NAMESPACE)
 
 # --- reading `--live`: every bound in one place (README "Hostile input") -------
 
@@ -437,6 +457,8 @@ class Live:
     quotas: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     policies: dict[str, dict[str, Any]] = field(default_factory=dict)
     bindings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    namespaces: set[str] = field(default_factory=set)
+    saw_namespaces: bool = False
     saw_nodes: bool = False
     saw_quotas: bool = False
     saw_admission: bool = False
@@ -555,12 +577,17 @@ def _parse_one(live: Live, name: str, text: str | bytes) -> None:
         elif kind == "ValidatingAdmissionPolicyBinding":
             live.saw_admission = True
             live.bindings[meta["name"]] = item
+        elif kind == "Namespace":
+            live.saw_namespaces = True
+            live.namespaces.add(meta["name"])
     if list_kind in ("ValidatingAdmissionPolicyList", "ValidatingAdmissionPolicyBindingList"):
         live.saw_admission = True
     if list_kind == "NodeList":
         live.saw_nodes = True
     if list_kind == "ResourceQuotaList":
         live.saw_quotas = True
+    if list_kind == "NamespaceList":
+        live.saw_namespaces = True
 
 
 _QUANTITY = re.compile(r"([0-9]{1,30})(k|M|G|Ki|Mi)?\Z")
@@ -600,9 +627,13 @@ def _pool_of(node: dict[str, Any]) -> str | None:
 
 
 def _planned_taints(pv: PoolView) -> list[dict[str, str]]:
+    """The taints gpuplan puts on the pool's nodes (not those a platform may add: GKE taints GPU
+    nodes only in clusters that also have non-GPU pools)."""
     from gpuplan.identity import pool_node_taints
+    from gpuplan.provisioning import platform_taints
 
-    return pool_node_taints(pv)
+    theirs = platform_taints(pv)
+    return [t for t in pool_node_taints(pv) if t not in theirs]
 
 
 def _kept_names(rf: ResolvedFleet, pv: PoolView) -> dict[str, set[str]]:
@@ -627,7 +658,10 @@ def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[D
     out: list[Diagnostic] = []
     labels = node["metadata"].get("labels") or {}
     kept = _kept_names(rf, pv)
-    for key, value in pool_node_labels(rf, pv).items():
+    from gpuplan.provisioning import platform_gpu_stack, platform_labels
+
+    # gpuplan's labels, and those the platform sets itself (GKE: node pool, accelerator, partition size)
+    for key, value in {**pool_node_labels(rf, pv), **platform_labels(pv)}.items():
         if labels.get(key) in kept.get(key, ()):
             continue  # a Karpenter node launched under an old config name the tree keeps (docs/transitions.md)
         if labels.get(key) != value:
@@ -657,7 +691,7 @@ def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[D
                 if res.startswith("nvidia.com/") and res not in planned and (_int(q) or 0) > 0:
                     out.append(rf.diag(W_UNPLANNED_RESOURCE, f"node {name} (pool {pv.name}) advertises "
                                        f"{show(res)}: {show(q)}, which the pool does not plan", path, key=True))
-    if pv.pool.sharing.mode == "mig":
+    if pv.pool.sharing.mode == "mig" and not platform_gpu_stack(pv.pool):  # no mig-manager under GKE's MIG
         state = labels.get(MIG_STATE_LABEL)
         if state != "success":
             sev = Severity.ERROR if state == "failed" else Severity.WARNING
@@ -780,7 +814,44 @@ def verify(rf: ResolvedFleet, live: Live, quotas: list[dict[str, Any]],
         diags.add(*_check_admission(rf, live, planned))
     if live.saw_nodes:
         diags.add(*_check_topology(rf, live, planned))
+    diags.add(*_retirable(rf, live))
     return Verified(diags.done(), results)
+
+
+def _retirable(rf: ResolvedFleet, live: Live) -> list[Diagnostic]:
+    """Kept config names no live node carries (GP886) and kept namespaces the cluster no
+    longer has (GP887), each with the command that retires it. Only what the input shows:
+    names when it holds nodes, namespaces when it holds Namespaces."""
+    from gpuplan.identity import (
+        DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, kept_mig_configs, kept_plugin_configs,
+    )
+
+    prev = rf.previous
+    if prev is None:
+        return []
+    out = []
+    if live.saw_nodes:
+        carried: dict[str, set[Any]] = {DEVICE_PLUGIN_CONFIG_LABEL: set(), MIG_CONFIG_LABEL: set()}
+        for node in live.nodes.values():
+            labels = node["metadata"].get("labels") or {}
+            for label, names in carried.items():
+                names.add(labels.get(label))
+        for label, kept in ((DEVICE_PLUGIN_CONFIG_LABEL, kept_plugin_configs(rf)),
+                            (MIG_CONFIG_LABEL, kept_mig_configs(rf))):
+            for name, (pool, _) in sorted(kept.items()):
+                if name in carried[label]:
+                    continue
+                pv = rf.pool_by_name[pool]
+                out.append(rf.diag(I_RETIRE_CONFIG, f"the tree keeps {label}={name} for pool {pool}'s old nodes, and "
+                                   "no node carries it any more", pv.path, key=True,
+                                   hint=f"gpuplan build {shlex.quote(rf.file)} --retire-config {name}"))
+    if live.saw_namespaces:
+        for ns in sorted(getattr(prev, "kept_namespaces", ())):
+            if ns not in live.namespaces:
+                out.append(rf.diag(I_RETIRE_NAMESPACE, f"the AppProject keeps namespace {ns} (it left the spec), and "
+                                   "the cluster no longer has it", ("spec", "tenants"), key=True,
+                                   hint=f"gpuplan build {shlex.quote(rf.file)} --retire-namespace {ns}"))
+    return out
 
 
 def _check_admission(rf: ResolvedFleet, live: Live, planned: Iterable[dict[str, Any]]) -> list[Diagnostic]:

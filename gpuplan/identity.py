@@ -21,18 +21,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
+from gpuplan.provisioning import (
+    POOL_LABEL, autoscaled, karpenter_pool, node_group_pool, operator_runs_driver, platform_gpu_stack, platform_taints,
+    template_labels, tier_node_selector,
+)
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 from gpuplan.spec.models import Mig, Tier, Topology
-from gpuplan.units import preemptible_tier
+import gpuplan.units as _units
 
 
 # --- Labels, keys and names ----------------------------------------------------------------
 
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpuplan"}
-
-
-POOL_LABEL = "gpuplan.dev/pool"
 
 
 # The pool binding taint, ``gpuplan.dev/pool=<pool>:NoSchedule``, on every pool's nodes:
@@ -157,10 +158,13 @@ def kueue_app_name(rf: ResolvedFleet) -> str:
 
 def pool_node_taints(pv: Any) -> list[dict[str, str]]:
     """The taints the nodes of a pool carry once ready (startup taints aside): Karpenter
-    pools get ``karpenter.pool_taints`` (spec, else the GPU taint), static pools the
-    spec's. Targets that must agree with the nodes (tolerations) read them here."""
-    if pv.pool.karpenter is not None:
+    pools get ``karpenter.pool_taints`` (spec, else the GPU taint), node groups
+    :func:`node_group_taints`, static pools the spec's. Targets that must agree with the
+    nodes (tolerations) read them here."""
+    if karpenter_pool(pv.pool):
         return karpenter_pool_taints(pv)
+    if node_group_pool(pv.pool):
+        return node_group_taints(pv)
     return static_pool_taints(pv)
 
 
@@ -205,13 +209,53 @@ DEFAULT_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSched
 # launching pods requested are registered (kubernetes-sigs/karpenter@v1.14.1
 # pkg/controllers/nodeclaim/lifecycle/initialization.go:82, RequestedResourcesRegistered),
 # i.e. after the layout is applied. No startup taint: nothing in the cluster could
-# remove one without node-wide RBAC (docs/karpenter.md).
+# remove one without node-wide RBAC (docs/karpenter.md). On AL2023 the userData applies
+# the layout before kubelet starts (boot_mig): the whole-GPU phase is gone, and the gate
+# is lifted, per pod, by the device plugin advertising the pool's MIG resources.
 MIG_POOL_TAINT_KEY = "gpuplan.dev/mig-pool"
 
 
+# The GPU Operator runs mig-manager only on nodes labelled ``nvidia.com/gpu.deploy.mig-manager=true``
+# (NVIDIA/gpu-operator@v26.7.0 assets/state-mig-manager/0600_daemonset.yaml:18). It adds that
+# label only where the key is missing (controllers/state_manager.go:363-370 ``hasMIGManagerLabel``,
+# 486-490) and never sweeps it on container nodes (state_manager.go:509-512): a NodePool template
+# value ``"false"`` keeps mig-manager off the node for good.
+MIG_MANAGER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.mig-manager"
+
+
+# mig-manager's report of the node's layout (NVIDIA/mig-parted@v0.15.0 pkg/mig/reconfigure:
+# ``pending``, ``rebooting``, ``success``, ``failed``). Where the userData applies the layout no
+# mig-manager writes it, so the NodePool does: ``success`` is true of every node that registers
+# (a node whose layout failed powered off first). What waits for it, such as the DRA kubelet
+# plugin's node affinity (gpuplan.lower.dra.mig_gate), then runs there as on a static node.
+MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
+
+
+def reads_plugin_config(pv: PoolView) -> bool:
+    """The operator's device plugin serves the pool's nodes and reads their
+    ``nvidia.com/device-plugin.config`` label. Not on Bottlerocket: no operand runs there
+    (``nvidia.com/gpu.deploy.operands: "false"``, NVIDIA/gpu-operator@v26.7.0
+    controllers/state_manager.go:457-463), and the OS's own device plugin takes its settings
+    from the userData (:func:`bottlerocket_device_plugin`). Such pools get neither the label
+    nor a config in the ConfigMap: a label nothing reads would only make the NodePool drift."""
+    k = pv.pool.karpenter
+    return k is None or k.ami_family != "Bottlerocket"
+
+
+def boot_mig(pv: PoolView) -> bool:
+    """The pool's MIG layout is applied by its nodes' userData at boot, before kubelet starts,
+    instead of by mig-manager: Karpenter MIG pools on AL2023
+    (:func:`gpuplan.lower.karpenter_aws.al2023_mig_script`). Static pools keep mig-manager;
+    Bottlerocket MIG pools are refused (GP643). docs/karpenter.md "MIG at boot"."""
+    k = pv.pool.karpenter
+    return k is not None and k.ami_family == "AL2023" and isinstance(pv.pool.sharing, Mig)
+
+
 def mig_pool_taint(pv: PoolView) -> dict[str, str] | None:
-    """The MIG gate of a Karpenter MIG pool (None for other pools)."""
-    if pv.pool.karpenter is not None and pv.pool.sharing.mode == "mig":
+    """The MIG gate of an autoscaled MIG pool whose layout gpuplan's side applies (Karpenter:
+    the userData on AL2023; node groups without the platform's own MIG: mig-manager; None for
+    other pools)."""
+    if autoscaled(pv.pool) and not platform_gpu_stack(pv.pool) and pv.pool.sharing.mode == "mig":
         return {"key": MIG_POOL_TAINT_KEY, "value": pv.name, "effect": "NoSchedule"}
     return None
 
@@ -224,6 +268,54 @@ def karpenter_pool_taints(pv: PoolView) -> list[dict[str, str]]:
     if gate is not None and all(t["key"] != gate["key"] for t in out):
         out.append(gate)
     return with_binding_taint(out, pv.name)
+
+
+def node_group_taints(pv: PoolView) -> list[dict[str, str]]:
+    """The taints of a node group's nodes: the spec's ``taints`` (the template's), the taints
+    the platform adds itself (GKE: the GPU taint), the MIG gate where mig-manager partitions,
+    and the pool binding taint."""
+    out = spec_taints(pv.pool.taints or ())
+    for t in [*platform_taints(pv), *([g] if (g := mig_pool_taint(pv)) is not None else [])]:
+        if all((t["key"], t["effect"]) != (o["key"], o["effect"]) for o in out):
+            out.append(t)
+    return with_binding_taint(out, pv.name)
+
+
+def template_taints(pv: PoolView) -> list[dict[str, str]]:
+    """The taints a node group's template writes: :func:`node_group_taints` without the ones
+    the platform adds itself."""
+    own = {(t["key"], t["effect"]) for t in platform_taints(pv)} - {(t.key, t.effect) for t in pv.pool.taints or ()}
+    return [t for t in node_group_taints(pv) if (t["key"], t["effect"]) not in own]
+
+
+# "false": no GPU Operator operand on the node (NVIDIA/gpu-operator@v26.7.0
+# controllers/state_manager.go:457-463, hasOperandsDisabled): Bottlerocket, a platform's own GPU stack
+OPERANDS_LABEL = "nvidia.com/gpu.deploy.operands"
+
+
+def node_group_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
+    """Template labels of a node group (GKE node pool, AKS agent pool, MachineDeployment): the
+    pool's node labels (``pool_node_labels``), plus the operator switches: no operand at all
+    where the platform runs the GPU stack (its driver and device plugin would be doubled, as on
+    Bottlerocket), no operator driver where the node image ships one."""
+    out = dict(pool_node_labels(rf, pv))
+    for key, value in template_labels(pv).items():  # what the platform needs (GKE: its plugin off)
+        out.setdefault(key, value)
+    if platform_gpu_stack(pv.pool):
+        out[OPERANDS_LABEL] = "false"
+    elif rf.fleet.spec.cluster.gpu_operator.driver == "managed" and not operator_runs_driver(pv.pool):
+        out[DRIVER_DEPLOY_LABEL] = "false"
+    return out
+
+
+def template_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
+    """The labels gpuplan writes for the pool's nodes, whoever applies them: the NodePool
+    template (Karpenter), the node-group template, or nfd-master (static pools)."""
+    if karpenter_pool(pv.pool):
+        return nodepool_node_labels(rf, pv)
+    if node_group_pool(pv.pool):
+        return node_group_node_labels(rf, pv)
+    return pool_node_labels(rf, pv)
 
 
 def nodepool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
@@ -243,9 +335,13 @@ def nodepool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
         # no operand at all: NVIDIA does not support them on Bottlerocket, whose
         # own device plugin serves the GPUs (bottlerocket_device_plugin);
         # NVIDIA/gpu-operator@v26.7.0 controllers/state_manager.go:457-463
-        out["nvidia.com/gpu.deploy.operands"] = "false"
+        out[OPERANDS_LABEL] = "false"
     elif op.driver == "managed":
         out[DRIVER_DEPLOY_LABEL] = "false"
+    if boot_mig(pv):
+        # the userData applied the layout before kubelet started, or the node never registered
+        out[MIG_MANAGER_DEPLOY_LABEL] = "false"
+        out[MIG_CONFIG_STATE_LABEL] = "success"
     return out
 
 
@@ -372,6 +468,8 @@ def _cluster_mig_strategy(rf: ResolvedFleet) -> str:
     mps = False
     for pv in rf.pools:
         s = pv.pool.sharing
+        if platform_gpu_stack(pv.pool):
+            continue  # the platform's own device plugin (GKE) reads no operator setting
         if isinstance(s, Mig) and s.strategy not in seen:
             seen.append(s.strategy)
         mps = mps or s.mode == "mps"
@@ -490,6 +588,9 @@ class PreviousConfigs:
     # gpuplan.lower.gitops.kept_namespaces
     namespaces: frozenset[str] = frozenset()
     retire_namespaces: frozenset[str] = frozenset()
+    # the namespaces that project lists only to keep them (its gpuplan.dev/kept-namespaces
+    # annotation): `gpuplan verify-cluster` names those the cluster no longer has
+    kept_namespaces: frozenset[str] = frozenset()
 
 
 def kept_plugin_configs(rf: ResolvedFleet) -> dict[str, tuple[str, str]]:
@@ -574,9 +675,11 @@ MIG_ALL_DISABLED_CONFIG = "all-disabled"
 
 
 def mig_manager_needed(rf: ResolvedFleet) -> bool:
-    """MIG manager runs when a pool uses MIG or has MIG-capable GPUs (to keep them disabled)."""
+    """MIG manager runs when a pool uses MIG or has MIG-capable GPUs (to keep them disabled);
+    pools whose platform runs the GPU stack (GKE's MIG) do not count."""
     return any(
-        isinstance(pv.pool.sharing, Mig) or (pv.gpu is not None and pv.gpu.mig_capable) for pv in rf.pools
+        (isinstance(pv.pool.sharing, Mig) or (pv.gpu is not None and pv.gpu.mig_capable))
+        and not platform_gpu_stack(pv.pool) for pv in rf.pools
     )
 
 
@@ -621,8 +724,9 @@ def mig_config_name(pv: PoolView) -> str | None:
     value (None: not a MIG pool): ``gpuplan-<pool>-<hash of its entries>``.
     mig-manager repartitions a node only when that label's value changes
     (NVIDIA/mig-parted@v0.15.0 cmd/nvidia-mig-manager/main.go:572-577), so a
-    changed layout must change the name or it reaches no node."""
-    if not isinstance(pv.pool.sharing, Mig):
+    changed layout must change the name or it reaches no node. None too where the platform
+    partitions the GPUs itself (GKE ``gpuPartitionSize``): no mig-manager runs there."""
+    if not isinstance(pv.pool.sharing, Mig) or platform_gpu_stack(pv.pool):
         return None
     return content_name(f"gpuplan-{pv.name}", pool_entries(pv))
 
@@ -644,7 +748,7 @@ def pool_mig_config(pv: PoolView) -> str | None:
     name = mig_config_name(pv)
     if name is not None:
         return name
-    if pv.gpu is not None and pv.gpu.mig_capable:
+    if pv.gpu is not None and pv.gpu.mig_capable and not platform_gpu_stack(pv.pool):
         return MIG_ALL_DISABLED
     return None
 
@@ -682,11 +786,12 @@ def driver_upgrade_held(rf: ResolvedFleet, pv: PoolView) -> bool:
     ``waitForCompletion.podSelector`` is empty (values.yaml:181-183; an empty selector
     skips the wait, k8s-operator-libs pkg/upgrade/common_manager.go:405-419). Such a pool's
     nodes carry :data:`DRIVER_UPGRADE_SKIP_LABEL`; the README says how to roll them.
-    Karpenter pools run the AMI's driver (``nvidia.com/gpu.deploy.driver: "false"``)."""
+    Karpenter pools run the AMI's driver (``nvidia.com/gpu.deploy.driver: "false"``); a node
+    group whose driver the operator installs is held like a static pool."""
     op = rf.fleet.spec.cluster.gpu_operator
     if op.driver != "managed" or not op.driver_upgrade.auto_upgrade or not op.driver_upgrade.hold_job_pools:
         return False
-    if not pv.pool.is_static:
+    if not operator_runs_driver(pv.pool):
         return False
     return any(t.pool == pv.name and t.workload in JOB_WORKLOADS for t in rf.fleet.spec.tiers)
 
@@ -696,7 +801,13 @@ def pool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
 
     Used for static pools (NodeFeatureRule) and Karpenter pools (NodePool
     ``spec.template.metadata.labels``) alike."""
-    out: dict[str, str] = {POOL_LABEL: pv.name, DEVICE_PLUGIN_CONFIG_LABEL: plugin_config_key(rf, pv)}
+    out: dict[str, str] = {POOL_LABEL: pv.name}
+    if reads_plugin_config(pv):
+        # read by the operator's device plugin (config-manager), not on Bottlerocket
+        # (reads_plugin_config). Likewise where the platform runs its own device plugin
+        # (GKE), whose node-pool labels cannot change in place
+        if not platform_gpu_stack(pv.pool):
+            out[DEVICE_PLUGIN_CONFIG_LABEL] = plugin_config_key(rf, pv)
     mig = pool_mig_config(pv)
     if mig is not None:
         out[MIG_CONFIG_LABEL] = mig
@@ -751,14 +862,21 @@ def contract_pod_spec(rf: ResolvedFleet, tier, resource: str, units: int) -> dic
     for its pool's taints (the binding taint included), its resource as requests = limits."""
     qty = {resource: str(units)}
     selector = {POOL_LABEL: tier.pool}
+    pv = rf.pool_by_name.get(tier.pool)
+    if pv is not None:  # what the platform makes pods select (GKE MIG: the partition size)
+        selector.update(tier_node_selector(pv, tier))
     pin = capacity_pin(rf, tier)
+    pv = rf.pool_by_name[tier.pool]
+    taints = pool_node_taints(pv)
     if pin is not None:  # a tier that must not be interrupted stays off the pool's spot nodes
         selector[CAPACITY_TYPE_LABEL] = pin
+        if floor_nodes(pv):  # and may use the pool's on-demand floor
+            taints = [*taints, guaranteed_taint(tier.pool)]
     return {
         "priorityClassName": priority_class_name(tier),
         # the pool binding; with Kueue it also picks the tier's flavor (flavor nodeLabels)
         "nodeSelector": selector,
-        "tolerations": tolerations_for(pool_node_taints(rf.pool_by_name[tier.pool])),
+        "tolerations": tolerations_for(taints),
         "restartPolicy": "Never",
         "containers": [{"name": "main", "image": EXAMPLE_IMAGE, "command": ["nvidia-smi"],
                         "resources": {"requests": dict(qty), "limits": dict(qty)}}],
@@ -776,6 +894,7 @@ def contract_spec(rf: ResolvedFleet, tier) -> dict[str, Any]:
 
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+CA_SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 
 
 def pod_annotations(rf: ResolvedFleet, tier) -> dict[str, str]:
@@ -783,9 +902,20 @@ def pod_annotations(rf: ResolvedFleet, tier) -> dict[str, str]:
     ``karpenter.sh/do-not-disrupt: "true"``, which keeps Karpenter from consolidating or drifting
     their node while they run (aws/karpenter-provider-aws v1.14.1
     website/content/en/docs/concepts/disruption.md:354-372); a spot interruption or ``expireAfter``
-    still ends it, so jobs checkpoint."""
+    still ends it, so jobs checkpoint. On an autoscaled Cluster API pool they say
+    ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``: the Cluster Autoscaler does not
+    scale their node down while they run."""
     pv = rf.pool_by_name.get(tier.pool)
-    if pv is None or pv.pool.karpenter is None or not (tier.workload == "training" or tier.gang is not None):
+    if pv is None or not (tier.workload == "training" or tier.gang is not None):
+        return {}
+    if pv.pool.capi is not None:
+        from gpuplan.provisioning.capi import fixed_size
+
+        # the Cluster Autoscaler never removes the node of a pod that says so (kubernetes/autoscaler
+        # @cluster-autoscaler-1.36.1 cluster-autoscaler/FAQ.md:115, simulator/drainability/rules/
+        # notsafetoevict/rule.go:43); a fixed-size pool is not the autoscaler's to shrink
+        return {} if fixed_size(pv) else {CA_SAFE_TO_EVICT: "false"}
+    if pv.pool.karpenter is None:
         return {}
     return {DO_NOT_DISRUPT: "true"}
 
@@ -832,21 +962,30 @@ LOCAL_QUEUE = "default"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"  # a label Karpenter sets on its nodes
 
 
-def guaranteed_capacity_type(pv: PoolView) -> str | None:
-    """The capacity type a pod pins to stay off spot on a pool that allows spot and another
-    type (``on-demand``, else ``reserved``); None where there is no choice to make."""
-    k = pv.pool.karpenter
-    if k is None or "spot" not in k.capacity_types:
-        return None
-    return next((c for c in ("on-demand", "reserved") if c in k.capacity_types), None)
+# Where a tier's pods pin their capacity type, and the on-demand floor's size, are decided in
+# gpuplan.units (the capacity and Kueue ledgers read them there); the names stay here for targets.
+guaranteed_capacity_type = _units.guaranteed_capacity_type
+capacity_pin = _units.capacity_pin
+floor_nodes = _units.floor_nodes
 
 
-def capacity_pin(rf: ResolvedFleet, tier: Tier) -> str | None:
-    """The capacity type a tier's pods must select (nodeSelector ``karpenter.sh/capacity-type``,
-    which Karpenter honours when it picks an offering: website/content/en/docs/concepts/
-    scheduling.md:211-219): the guaranteed type of its pool, for a tier that must not be
-    interrupted on a pool that also allows spot; None otherwise."""
-    pv = rf.pool_by_name.get(tier.pool)
-    if pv is None or preemptible_tier(tier):
-        return None
-    return guaranteed_capacity_type(pv)
+# The on-demand floor (``karpenter.guaranteedGPUs``): a second NodePool of the pool, only the
+# guaranteed types, with the floor as its node limit and a taint that only the pods of the
+# pool's pinned tiers tolerate (their contract pods do; the admission policy keeps every other
+# tier's pods from tolerating it). Karpenter orders the NodePools by weight, highest first, then
+# by name descending (kubernetes-sigs/karpenter@v1.14.1 pkg/controllers/provisioning/
+# provisioner.go:293, pkg/utils/nodepool/nodepool.go:157-170), launches from the first one the
+# pod fits (pkg/controllers/provisioning/scheduling/scheduler.go:756-760) and skips a NodePool
+# whose node limit is used up (scheduler.go:709-714): a pinned pod the floor cannot take falls
+# to the pool's own NodePool, which allows the guaranteed type too; a spot node never counts
+# against the floor's limit.
+GUARANTEED_TAINT_KEY = "gpuplan.dev/guaranteed"
+GUARANTEED_SUFFIX = "-guaranteed"
+
+
+def guaranteed_nodepool_name(pool: str) -> str:
+    return f"{pool}{GUARANTEED_SUFFIX}"
+
+
+def guaranteed_taint(pool: str) -> dict[str, str]:
+    return {"key": GUARANTEED_TAINT_KEY, "value": pool, "effect": "NoSchedule"}

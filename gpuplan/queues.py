@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpuplan.provisioning import static_nodes
+
 if TYPE_CHECKING:
     from gpuplan.capacity import CapacityReport
     from gpuplan.resolve import ResolvedFleet
@@ -38,8 +40,31 @@ if TYPE_CHECKING:
 QUEUED_WORKLOADS = ("training", "batch")
 
 
-def flavor_name(pool: str) -> str:
-    return f"gpuplan-{pool}"
+def flavor_name(pool: str, capacity_type: str | None = None) -> str:
+    """``gpuplan-<pool>``; on a pool split by capacity type, ``gpuplan-<pool>-<type>``."""
+    return f"gpuplan-{pool}" + (f"-{capacity_type}" if capacity_type else "")
+
+
+def flavor_types(rf: "ResolvedFleet", pool: str) -> tuple[str | None, ...]:
+    """The capacity types the pool's flavors stand for, in the order queues try them: on a
+    pool that allows spot and a guaranteed type, ``("spot", <guaranteed>)`` - one flavor each,
+    whose ``nodeLabels`` add ``karpenter.sh/capacity-type`` -, else ``(None,)``: one flavor."""
+    from gpuplan.units import guaranteed_capacity_type
+
+    pv = rf.pool_by_name.get(pool)
+    pin = guaranteed_capacity_type(pv) if pv is not None else None
+    return ("spot", pin) if pin is not None else (None,)
+
+
+def tier_capacity(rf: "ResolvedFleet", tier: "Tier") -> str | None:
+    """The flavor capacity type that holds the tier's quota: on a split pool the tier's pin
+    (``identity.capacity_pin``: tiers that must not be interrupted) or ``spot``; else None."""
+    from gpuplan.units import capacity_pin
+
+    types = flavor_types(rf, tier.pool)
+    if types == (None,):
+        return None
+    return capacity_pin(rf, tier) or "spot"
 
 
 def cluster_queue_name(tenant: str) -> str:
@@ -57,10 +82,11 @@ class FlavorQuota:
     borrowing_limit: int | None
     lending_limit: int | None
     potential: int = 0  # the most Kueue can admit here, with the cohort idle
+    capacity_type: str | None = None  # the flavor's capacity type, on a pool split by capacity type
 
     @property
     def flavor(self) -> str:
-        return flavor_name(self.pool)
+        return flavor_name(self.pool, self.capacity_type)
 
     @property
     def lendable(self) -> int:
@@ -80,12 +106,12 @@ class QueuePlan:
     def name(self) -> str:
         return cluster_queue_name(self.tenant)
 
-    def quota(self, pool: str, resource: str) -> FlavorQuota | None:
+    def quota(self, pool: str, resource: str, capacity_type: str | None = None) -> FlavorQuota | None:
         index = self.__dict__.get("_index")
         if index is None:
-            index = {(q.pool, q.resource): q for q in self.quotas}
+            index = {(q.pool, q.resource, q.capacity_type): q for q in self.quotas}
             object.__setattr__(self, "_index", index)
-        return index.get((pool, resource))
+        return index.get((pool, resource, capacity_type))
 
 
 @dataclass(frozen=True)
@@ -98,10 +124,11 @@ class FlavorLedger:
     max_oversubscription: float
     nominal: int  # sum over every ClusterQueue
     resource_quota: int  # the same number as the ResourceQuotas (capacity report)
+    capacity_types: tuple[str | None, ...] = (None,)  # flavor_types: one flavor per type
 
     @property
     def flavor(self) -> str:
-        return flavor_name(self.pool)
+        return " + ".join(flavor_name(self.pool, c) for c in self.capacity_types)
 
 
 @dataclass(frozen=True)
@@ -112,6 +139,14 @@ class QueueLedger:
     pairs: tuple[tuple[str, str], ...]  # queued (pool, resource), in spec order
     queues: tuple[QueuePlan, ...]
     flavors: tuple[FlavorLedger, ...]
+    split: tuple[tuple[str, tuple[str, ...]], ...] = ()  # pools with a flavor per capacity type (flavor_types)
+
+    def flavor_types(self, pool: str) -> tuple[str | None, ...]:
+        return dict(self.split).get(pool, (None,))
+
+    def flavors_of(self) -> list[tuple[str, str | None]]:
+        """Every ResourceFlavor: (pool, capacity type), pools in spec order."""
+        return [(p, c) for p in self.pools() for c in self.flavor_types(p)]
 
     def queue(self, tenant: str) -> QueuePlan | None:
         by_tenant = self.__dict__.get("_by_tenant")
@@ -149,11 +184,14 @@ class QueueLedger:
         object.__setattr__(self, "_groups", cached)
         return cached
 
-    def queue_groups(self, qp: QueuePlan) -> list[tuple[list[str], list[str]]]:
-        """The resource groups of one queue: the ledger's, with the flavors it covers."""
+    def queue_groups(self, qp: QueuePlan) -> list[tuple[list[str], list[tuple[str, str | None]]]]:
+        """The resource groups of one queue: the ledger's, with the flavors it covers, as
+        (pool, capacity type) in the order Kueue tries them: the ClusterQueue's order
+        (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go:1088-1091), spot first."""
         out = []
         for resources, pools in self.resource_groups():
-            mine = [p for p in pools if any(qp.quota(p, r) is not None for r in resources)]
+            mine = [(p, c) for p in pools for c in self.flavor_types(p)
+                    if any(qp.quota(p, r, c) is not None for r in resources)]
             if mine:
                 out.append((resources, mine))
         return out
@@ -214,7 +252,7 @@ def tas_pools(rf: "ResolvedFleet") -> frozenset[str]:
     q = rf.fleet.spec.queueing
     if q is None or not q.topology_levels:
         return frozenset()
-    return frozenset(p.name for p in rf.fleet.spec.pools if p.karpenter is None)
+    return frozenset(p.name for p in rf.fleet.spec.pools if static_nodes(p))
 
 
 def _has_queue(tn: "Tenant", queued: set[str]) -> bool:
@@ -229,20 +267,20 @@ def potentials(queues: list[QueuePlan]) -> list[QueuePlan]:
     # the root's subtree quota is every queue's lendable part; a child cohort has no
     # quota or limits of its own, so all of its subtree reaches the root and a queue
     # sees its own local part plus the whole root subtree, wherever it hangs
-    root_subtree: dict[tuple[str, str], int] = {}
+    root_subtree: dict[tuple[str, str, str | None], int] = {}
     for qp in queues:
         for fq in qp.quotas:
-            key = (fq.pool, fq.resource)
+            key = (fq.pool, fq.resource, fq.capacity_type)
             root_subtree[key] = root_subtree.get(key, 0) + fq.lendable
     out = []
     for qp in queues:
         quotas = []
         for fq in qp.quotas:
-            avail = fq.nominal - fq.lendable + root_subtree[(fq.pool, fq.resource)]
+            avail = fq.nominal - fq.lendable + root_subtree[(fq.pool, fq.resource, fq.capacity_type)]
             if fq.borrowing_limit is not None:
                 avail = min(avail, fq.nominal + fq.borrowing_limit)
             quotas.append(FlavorQuota(fq.pool, fq.resource, fq.tiers, fq.nominal, fq.borrowing_limit,
-                                      fq.lending_limit, avail))
+                                      fq.lending_limit, avail, fq.capacity_type))
         out.append(QueuePlan(qp.tenant, qp.namespaces, qp.cohort, qp.weight, qp.preemption, tuple(quotas)))
     return out
 
@@ -270,6 +308,9 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
         if (t.pool, res) not in pairs:
             pairs.append((t.pool, res))
 
+    split = {pool: flavor_types(rf, pool) for pool in dict.fromkeys(p for p, _ in pairs)}
+    split = {pool: types for pool, types in split.items() if types != (None,)}
+    cap_of = {name: tier_capacity(rf, rf.tier_by_name[name]) for name in tier_pair}
     tiers_at: dict[tuple[str, str], list[str]] = {p: [] for p in pairs}
     for name, p in tier_pair.items():
         tiers_at[p].append(name)
@@ -284,10 +325,8 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
         if not _has_queue(tn, qset):
             continue
         tq = tn.queueing
-        nominal = {p: 0 for p in pairs}
         tiers_of: dict[tuple[str, str], list[str]] = {p: [] for p in pairs}
-        for tier_name, units in grants_of.get(tn.name, ()):
-            nominal[tier_pair[tier_name]] += units
+        for tier_name, _ in grants_of.get(tn.name, ()):
             if tier_name not in tiers_of[tier_pair[tier_name]]:
                 tiers_of[tier_pair[tier_name]].append(tier_name)
         for limits in ((tq.borrowing_limit, tq.lending_limit) if tq is not None else ()):
@@ -296,15 +335,25 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
                     tiers_of[tier_pair[name]].append(name)
         quotas = []
         for p in pairs:
-            tiers_here = tiers_at[p]
-            borrow = lend = None
-            if tq is not None:
-                bl = [tq.borrowing_limit[n] for n in tiers_here if tq.borrowing_limit and n in tq.borrowing_limit]
-                ll = [tq.lending_limit[n] for n in tiers_here if tq.lending_limit and n in tq.lending_limit]
-                borrow = sum(bl) if bl else None
-                lend = sum(ll) if ll else None
-            if tiers_of[p]:  # the flavors and resources the tenant was granted (or names in its limits)
-                quotas.append(FlavorQuota(p[0], p[1], tuple(tiers_of[p]), nominal[p], borrow, lend))
+            types = split.get(p[0], (None,))
+            spot_tiers = [n for n in tiers_of[p] if cap_of[n] == "spot"]
+            for ctype in types:
+                tiers_here = [n for n in tiers_at[p] if cap_of[n] == ctype]
+                mine = [n for n in tiers_of[p] if cap_of[n] == ctype]
+                borrow = lend = None
+                if tq is not None:
+                    bl = [tq.borrowing_limit[n] for n in tiers_here if tq.borrowing_limit and n in tq.borrowing_limit]
+                    ll = [tq.lending_limit[n] for n in tiers_here if tq.lending_limit and n in tq.lending_limit]
+                    borrow = sum(bl) if bl else None
+                    lend = sum(ll) if ll else None
+                units = sum(u for n, u in grants_of.get(tn.name, ()) if n in mine)
+                if ctype not in (None, "spot") and spot_tiers:
+                    # preemptible tiers try spot first, then the guaranteed flavor: there they hold no
+                    # quota of their own and run on what the cohort lends (Kueue tries the queue's
+                    # flavors in order, flavorassigner.go:1088-1091; whenCanBorrow MayStopSearch)
+                    mine = mine + spot_tiers
+                if mine:  # the flavors and resources the tenant was granted (or names in its limits)
+                    quotas.append(FlavorQuota(p[0], p[1], tuple(mine), units, borrow, lend, capacity_type=ctype))
         granted = [rf.tier_by_name[n] for ns in tn.quotas.values() for n in ns if n in tier_pair]
         queues.append(QueuePlan(
             tenant=tn.name, namespaces=tuple(tn.namespaces),
@@ -326,9 +375,11 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
             pool=pool, resource=res, capacity=trs[0].capacity if trs else 0,
             max_oversubscription=min((tr.max_oversubscription for tr in trs), default=1.0),
             nominal=totals[(pool, res)], resource_quota=trs[0].pool_resource_quota if trs else 0,
+            capacity_types=split.get(pool, (None,)),
         ))
     children = tuple(dict.fromkeys(qp.cohort for qp in queues if qp.cohort != root))
-    return QueueLedger(root, children, queued, tuple(pairs), tuple(queues), tuple(flavors))
+    return QueueLedger(root, children, queued, tuple(pairs), tuple(queues), tuple(flavors),
+                       tuple((pool, types) for pool, types in split.items()))
 
 
 def queued_namespaces(ledger: "QueueLedger", tenant: "Tenant") -> list[str]:
@@ -353,7 +404,10 @@ def namespace_ceilings(rf: "ResolvedFleet", tenant: "Tenant") -> dict[tuple[str,
     qp = ledger.queue(tenant.name)
     if qp is None:
         return None
-    return {(q.pool, q.resource): q.potential for q in qp.quotas}
+    out: dict[tuple[str, str], int] = {}
+    for q in qp.quotas:  # a pool split by capacity type: what Kueue may admit on any of its flavors
+        out[(q.pool, q.resource)] = out.get((q.pool, q.resource), 0) + q.potential
+    return out
 
 
 def gang_shape(rf: "ResolvedFleet", tier: "Tier") -> tuple[int, int] | None:

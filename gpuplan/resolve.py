@@ -18,6 +18,11 @@ from typing import TYPE_CHECKING, Any
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.spec.loader import Document
+from gpuplan.provisioning import (
+    ceiling_gpus, karpenter_node_toolkit, karpenter_pool, node_group_gpus_per_node, platform_gpu_stack,
+    platform_node_resources,
+    platform_tier_resource, static_nodes,
+)
 from gpuplan.spec.models import Fleet, Mig, Pool, Tier
 from gpuplan.spec.validate import format_path
 
@@ -55,11 +60,13 @@ class PoolView:
 
     @property
     def node_count(self) -> int | None:
-        """Static: the listed nodes. Karpenter: the most nodes maxGPUs allows."""
+        """Static: the listed nodes. Autoscaled (Karpenter, node groups): the most nodes
+        ``maxGPUs`` allows."""
         if self.pool.nodes is not None:
             return len(self.pool.nodes)
-        if self.pool.karpenter is not None and self.gpus_per_node:
-            return self.pool.karpenter.max_gpus // self.gpus_per_node
+        ceiling = ceiling_gpus(self.pool)
+        if ceiling is not None and self.gpus_per_node:
+            return ceiling // self.gpus_per_node
         return None
 
     @property
@@ -91,6 +98,9 @@ class PoolView:
     def _node_resources(self) -> dict[str, int]:
         # cached_property writes the instance __dict__ directly, so it works on
         # this frozen dataclass; lowering asks for these once per namespace
+        platform = platform_node_resources(self)
+        if platform is not None:  # the platform's own device plugin (GKE) decides
+            return platform
         s = self.pool.sharing
         n = self.gpus_per_node or 0
         if s.mode == "exclusive":
@@ -158,9 +168,11 @@ class ResolvedFleet:
         kinds = set()
         for pv in self.pools:
             k = pv.pool.karpenter
-            if k is None:
+            if k is None and platform_gpu_stack(pv.pool):
+                continue  # the platform's own GPU stack: no operator operand on its nodes
+            if k is None or k.driver == "gpu-operator":  # NAP without AKS's driver: runc (GP699)
                 kinds.add("managed")
-            elif k.ami_family == "AL2023":
+            elif karpenter_node_toolkit(self.fleet.spec.cluster, pv.pool):
                 kinds.add("preinstalled")
         if len(kinds) > 1:
             return None
@@ -195,6 +207,8 @@ class ResolvedFleet:
         pv = self.tier_pool(tier)
         if pv is None:
             return None
+        if platform_gpu_stack(pv.pool):
+            return platform_tier_resource(pv, tier)
         s = pv.pool.sharing
         if s.mode == "exclusive":
             return GPU
@@ -225,7 +239,8 @@ class ResolvedFleet:
 
 
 def karpenter_gpus_per_node(pool: Pool) -> int | None:
-    """GPUs per node of a Karpenter pool: declared, else from its first known instance type."""
+    """GPUs per node of a Karpenter pool: declared, else from its first known instance type
+    (EC2 instance type, else Azure VM size)."""
     if pool.gpus_per_node is not None:
         return pool.gpus_per_node
     if pool.karpenter is None:
@@ -236,7 +251,9 @@ def karpenter_gpus_per_node(pool: Pool) -> int | None:
         it = instance_type(name)
         if it is not None and it.gpu_count:
             return it.gpu_count
-    return None
+    from gpuplan.provisioning import nap  # Azure VM sizes (Node Auto Provisioning)
+
+    return nap.gpus_per_node(pool)
 
 
 def resolve(fleet: Fleet, doc: Document, *, spec_dir: Path | None = None) -> ResolvedFleet:
@@ -244,7 +261,12 @@ def resolve(fleet: Fleet, doc: Document, *, spec_dir: Path | None = None) -> Res
 
     views = []
     for i, p in enumerate(fleet.spec.pools):
-        gpn = p.gpus_per_node if p.nodes is not None else karpenter_gpus_per_node(p)
+        if static_nodes(p):
+            gpn = p.gpus_per_node
+        elif karpenter_pool(p):
+            gpn = karpenter_gpus_per_node(p)
+        else:
+            gpn = node_group_gpus_per_node(p)
         views.append(PoolView(pool=p, index=i, gpu=resolve_gpu(p.gpu), gpus_per_node=gpn))
     return ResolvedFleet(fleet=fleet, doc=doc, pools=views)
 

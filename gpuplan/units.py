@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpuplan.provisioning import autoscaled, ceiling_gpus, karpenter_pool, node_group_pool, node_group_spot, platform_gpu_stack, title
 from gpuplan.spec.models import Mig
 
 if TYPE_CHECKING:
     from gpuplan.resolve import PoolView, ResolvedFleet
-    from gpuplan.spec.models import Tier
+    from gpuplan.spec.models import Pool, Tier
 
 HOURS_PER_MONTH = 730
 DEFAULT_MAX_OVERSUBSCRIPTION = 1.0
@@ -23,7 +24,7 @@ def pool_resources_per_node(pv: "PoolView") -> dict[str, int]:
     known GPU the MIG engine decides (a ``<c>c.`` compute-instance profile gets no
     resource under ``mixed``); otherwise ``PoolView.node_resources``."""
     s = pv.pool.sharing
-    if isinstance(s, Mig) and pv.gpu is not None and pv.gpu.mig_capable:
+    if isinstance(s, Mig) and pv.gpu is not None and pv.gpu.mig_capable and not platform_gpu_stack(pv.pool):
         from gpuplan.mig.layout import resources_for_node
 
         try:
@@ -80,8 +81,8 @@ def _fraction(pv: "PoolView", resource: str | None, profile: str | None) -> floa
         return 1.0
     if s.mode in ("time-slicing", "mps"):
         return 1.0 / s.replicas if s.replicas >= 1 else None
-    if resource == "nvidia.com/gpu" and s.strategy == "mixed":
-        return 1.0  # a MIG-disabled GPU of a mixed pool
+    if resource == "nvidia.com/gpu" and s.strategy == "mixed" and not platform_gpu_stack(pv.pool):
+        return 1.0  # a MIG-disabled GPU of a mixed pool (a platform's MIG advertises partitions as GPUs)
     if profile is None or pv.gpu is None or not pv.gpu.mig_capable:
         return None
     from gpuplan.mig.solver import geometry_profile
@@ -98,8 +99,9 @@ def capacity_explanation(pv: "PoolView", resource: str) -> str:
     gpn = pv.gpus_per_node or 0
     s = pv.pool.sharing
     nodes_txt = f"{nodes} node{'s' if nodes != 1 else ''}"
-    if pv.pool.karpenter is not None:
-        nodes_txt += f" (Karpenter maxGPUs {pv.pool.karpenter.max_gpus})"
+    if autoscaled(pv.pool):
+        what = "Karpenter" if karpenter_pool(pv.pool) else title(pv.pool)
+        nodes_txt += f" ({what} maxGPUs {ceiling_gpus(pv.pool)})"
     if s.mode == "exclusive":
         return f"{nodes_txt} × {gpn} GPUs"
     if s.mode in ("time-slicing", "mps"):
@@ -111,6 +113,9 @@ def capacity_explanation(pv: "PoolView", resource: str) -> str:
 # --- capacity types ----------------------------------------------------------------------------
 
 PREEMPTIBLE_WORKLOADS = ("batch", "interactive")
+SPOT = "spot"
+# purchase options whose capacity the cloud does not take back (a static pool's nodes count too)
+GUARANTEED_TYPES = ("on-demand", "reserved")
 
 
 def preemptible_tier(tier: "Tier") -> bool:
@@ -121,10 +126,65 @@ def preemptible_tier(tier: "Tier") -> bool:
     return tier.workload in PREEMPTIBLE_WORKLOADS and tier.gang is None
 
 
+def pool_capacity_types(pool: "Pool") -> tuple[str, ...]:
+    """The purchase options a pool's nodes may have, back-end neutral: ``spot`` (the cloud
+    reclaims it), ``on-demand``, ``reserved``; ``()`` for static nodes (what they are is not
+    gpuplan's to choose: counted as guaranteed, and GP419 refuses static nodes labelled spot).
+
+    The one place a back-end's own fields become these words: a Karpenter pool's
+    ``capacityTypes`` today; an autoscaled back-end with a spot switch per node pool maps it
+    here too (a spot node pool -> ``("spot",)``, else ``("on-demand",)``), and every reader
+    (the capacity ledger, the spot rules, the interruption exposure) follows."""
+    k = pool.karpenter
+    if k is not None:
+        return tuple(k.capacity_types)
+    if node_group_pool(pool):  # a node group is all spot VMs or none
+        return (SPOT,) if node_group_spot(pool) else ("on-demand",)
+    return ()
+
+
 def preemptible_pool(pv: "PoolView") -> bool:
-    """Whether the pool's nodes may be spot: a Karpenter pool that allows ``spot``. When a
+    """Whether the pool's nodes may be spot (:func:`pool_capacity_types`). When a Karpenter
     NodePool allows several capacity types Karpenter takes reserved capacity first, then spot,
     then on-demand (aws/karpenter-provider-aws v1.14.1
     website/content/en/docs/concepts/nodepools.md:276)."""
+    return SPOT in pool_capacity_types(pv.pool)
+
+
+def guaranteed_types(pv: "PoolView") -> tuple[str, ...]:
+    """The pool's purchase options that are not preemptible (``()`` for a spot-only pool and for
+    static pools, whose nodes are guaranteed without a type)."""
+    return tuple(c for c in pool_capacity_types(pv.pool) if c in GUARANTEED_TYPES)
+
+
+def guaranteed_capacity_type(pv: "PoolView") -> str | None:
+    """The capacity type a pod pins to stay off spot on a pool that allows spot and another type
+    (``on-demand``, else ``reserved``): the value of ``karpenter.sh/capacity-type`` it selects;
+    None where there is no choice to make (one type, or a node group: all spot or none)."""
+    types = pool_capacity_types(pv.pool)
+    if SPOT not in types:
+        return None
+    return next((c for c in GUARANTEED_TYPES if c in types), None)
+
+
+def capacity_pin(rf: "ResolvedFleet", tier: "Tier") -> str | None:
+    """The capacity type a tier's pods must select (nodeSelector ``karpenter.sh/capacity-type``,
+    which Karpenter honours when it picks an offering: aws/karpenter-provider-aws v1.14.1
+    website/content/en/docs/concepts/scheduling.md:211-219): the guaranteed type of its pool, for
+    a tier that must not be interrupted on a pool that also allows spot; None otherwise."""
+    pv = rf.pool_by_name.get(tier.pool)
+    if pv is None or preemptible_tier(tier):
+        return None
+    return guaranteed_capacity_type(pv)
+
+
+def floor_nodes(pv: "PoolView") -> int:
+    """Nodes of the pool's on-demand floor (``karpenter.guaranteedGPUs``: a second NodePool,
+    ``gpuplan.lower.karpenter``); 0 without one, or with one GP418 refuses."""
     k = pv.pool.karpenter
-    return k is not None and "spot" in k.capacity_types
+    gpn = pv.gpus_per_node
+    if k is None or k.guaranteed_gpus is None or not gpn or guaranteed_capacity_type(pv) is None:
+        return 0
+    if k.guaranteed_gpus % gpn or k.guaranteed_gpus >= k.max_gpus:
+        return 0
+    return k.guaranteed_gpus // gpn

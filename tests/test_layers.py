@@ -32,7 +32,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model", ("gpuplan.spec", "gpuplan.probe.inventory", "gpuplan.probe.codes", "gpuplan.probe.reader",
                "gpuplan.probe.paths", "gpuplan.probe.facts", "gpuplan.mig.migparted")),
     ("resolve", ("gpuplan.resolve", "gpuplan.units", "gpuplan.queues", "gpuplan.capacity", "gpuplan.identity",
-                 "gpuplan.dra")),
+                 "gpuplan.dra", "gpuplan.provisioning")),
     ("check", ("gpuplan.rules",)),
     ("lower", ("gpuplan.lower",)),
     ("check-objects", ("gpuplan.placement", "gpuplan.verify", "gpuplan.objchecks")),

@@ -181,7 +181,9 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str, old_dir: str | 
     from gpuplan.report import disruption
 
     a, b = tree_objects(old), tree_objects(compiled.files)  # parsed once for both reports
-    ds = disruption.disruptions_of(a, b)
+    from gpuplan.report.transition import tier_needs
+
+    ds = disruption.disruptions_of(a, b, tier_needs(compiled.resolved))
     d = diff_objects(a, b)
     if fmt == "markdown":
         head = disruption.render_markdown(ds)

@@ -73,7 +73,9 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
         # the base's nodes may still carry are kept (gpuplan.identity.kept_plugin_configs)
         rf.previous = previous_configs(rf, files=old_tree)
         trees = (old_tree, render_files(rf, base))
-        disruptive = disruptions(*trees)
+        from gpuplan.report.transition import tier_needs
+
+        disruptive = disruptions(*trees, needs=tier_needs(rf))
 
     opt = None
     if optimise:

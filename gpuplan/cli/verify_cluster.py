@@ -17,7 +17,9 @@ from gpuplan.exitcodes import ExitCode
               "regular files and stdin only, 64 MiB in all.")
 @click.option("--tree", "tree", default="generated", show_default=True, metavar="DIR",
               help="The generated tree the cluster syncs: the old config names it keeps for Karpenter nodes "
-              "that still carry them are accepted (docs/transitions.md). Not read when it does not exist.")
+              "that still carry them are accepted, and those no node carries any more (GP886), like kept "
+              "namespaces the cluster no longer has (GP887, with `namespaces` in the input), are named with "
+              "the command that retires them (docs/transitions.md). Not read when it does not exist.")
 @format_option
 @strict_option
 @verbose_option

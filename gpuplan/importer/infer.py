@@ -498,8 +498,18 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
                     overlays: dict[str, str] | None = None) -> list[dict]:
     from gpuplan.cloud.aws import instance_gpu_model, instance_type
 
+    from gpuplan.identity import GUARANTEED_TAINT_KEY, POOL_LABEL, guaranteed_nodepool_name
+
+    # a pool's on-demand floor: gpuplan's second NodePool of the pool (karpenter.guaranteedGPUs)
+    names = {o.name for o in nodepools}
+    floors = {o.labels.get(POOL_LABEL): o for o in nodepools
+              if o.labels.get(POOL_LABEL) in names and o.name == guaranteed_nodepool_name(o.labels.get(POOL_LABEL, ""))
+              and any(isinstance(t, dict) and t.get("key") == GUARANTEED_TAINT_KEY
+                      for t in _get(o.data, "spec", "template", "spec", "taints") or ())}
     pools = []
     for np_ in sorted(nodepools, key=lambda o: o.name):
+        if np_ in floors.values():
+            continue  # read with its pool
         if not is_dns_label(np_.name):
             draft.diagnostics.append(_diag(C.W_BAD_NAME, f"NodePool {show(np_.name)} is not a DNS-1123 label; "
                                            "left out", np_, "metadata", "name"))
@@ -538,6 +548,14 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         else:
             k["maxGPUs"] = per
             kn["maxGPUs"] = Note(None, "the NodePool has no node or GPU limit: set the most GPUs the pool may have")
+        floor = floors.get(np_.name)
+        floor_limit = _get(floor.data, "spec", "limits", "nodes") if floor is not None else None
+        if isinstance(floor_limit, (str, int)) and _INT.match(str(floor_limit)):
+            k["maxGPUs"] += int(floor_limit) * per
+            k["guaranteedGPUs"] = int(floor_limit) * per
+            kn["maxGPUs"] = Note(f"from NodePools {np_.name} and {floor.name} spec.limits.nodes x {per} GPUs per "
+                                 "instance")
+            kn["guaranteedGPUs"] = Note(f"from NodePool {floor.name} (the pool's on-demand floor) spec.limits.nodes")
         if len(counts) > 1:
             kn["instanceTypes"].todo = "instance types with different GPU counts: gpuplan expects one count per pool"
         nc = classes.get(_get(tspec, "nodeClassRef", "name") or "")
@@ -597,6 +615,8 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         pool["_knotes"] = kn
         pool["_gpus"] = per
         pool["_nodepool"] = np_
+        if floor is not None:
+            pool["_floor"] = floor
         pool["_nodeclass"] = nc
         pool["_dra"] = labels.get(V.DEVICE_PLUGIN_DEPLOY_LABEL) == "false" and (
             f"NodePool {np_.name} template label {V.DEVICE_PLUGIN_DEPLOY_LABEL}=false")
@@ -1081,14 +1101,21 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
             draft.note(("spec", "pools", i, "topology"), None,
                        "kubelet Topology Manager settings are not visible through the API: add `topology` if the "
                        "nodes set a policy")
-    spot = {p["name"] for p in pools if "spot" in (p.get("karpenter") or {}).get("capacityTypes", ())}
+    spot = {p["name"]: (p.get("karpenter") or {}).get("capacityTypes", ()) for p in pools
+            if "spot" in (p.get("karpenter") or {}).get("capacityTypes", ())}
+    # a tier whose quota sits on a pool's guaranteed Kueue flavor is pinned there (importer.kueue.assign):
+    # not preemptible, the default for a tier whose workload the cluster does not show
+    pinned = kq.pinned if kq is not None else set()
     for i, t in enumerate(tiers):
-        if t.get("pool") in spot:
+        if t.get("pool") in spot and t["name"] not in pinned:
             # the cluster already runs it where EC2 may reclaim nodes (rules/spot.py, GP413)
             t["preemptible"] = True
-            t["_notes"]["preemptible"] = Note(f"its pool {t['pool']} allows spot capacity",
-                                              "if its pods must not be interrupted, set false and give the pool "
-                                              "`capacityTypes: [on-demand]`")
+            mixed = any(c in spot[t["pool"]] for c in ("on-demand", "reserved"))
+            t["_notes"]["preemptible"] = Note(
+                f"its pool {t['pool']} allows spot capacity",
+                "if its pods must not be interrupted, set false: they then select on-demand capacity, within the "
+                "pool's on-demand floor (guaranteedGPUs)" if mixed else
+                "if its pods must not be interrupted, set false and give the pool `capacityTypes: [on-demand]`")
         spec["spec"]["tiers"].append({k: v for k, v in t.items() if not k.startswith("_")})
         for k, n in t["_notes"].items():
             draft.note(("spec", "tiers", i, k), n.source, n.todo)

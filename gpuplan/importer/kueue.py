@@ -113,6 +113,7 @@ class Row:
     nominal: int
     borrowing: int | None
     lending: int | None
+    capacity: str | None = None  # the flavor's karpenter.sh/capacity-type (a pool split by capacity type)
 
 
 @dataclass
@@ -143,6 +144,8 @@ class Kueue:
     grants: dict[str, dict[str, int]] = field(default_factory=dict)
     limits: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     queued_tiers: list[str] = field(default_factory=list)
+    capacity: dict[str, str] = field(default_factory=dict)  # ResourceFlavor -> its capacity type, if any
+    pinned: set[str] = field(default_factory=set)  # tiers seen only on a guaranteed capacity-type flavor
 
     def tenant_of(self, ns: str) -> Queue | None:
         return next((q for q in self.queues if ns in q.namespaces), None)
@@ -189,6 +192,9 @@ def scan(objs: list[Obj], pools: list[dict], namespaces: dict[str, Obj], tenant_
                                        "one imported pool; its quotas are not imported", o, "spec", "nodeLabels"))
         else:
             k.flavors[o.name] = pool
+            ctype = (_get(o.data, "spec", "nodeLabels") or {}).get(V.KARPENTER_CAPACITY_TYPE)
+            if isinstance(ctype, str):  # gpuplan's flavor per capacity type (gpuplan.queues.flavor_types)
+                k.capacity[o.name] = ctype
     for o in sorted((o for o in group if o.kind == "Cohort"), key=lambda o: o.name):
         parent = _get(o.data, "spec", "parentName")
         if isinstance(parent, str) and parent:
@@ -232,7 +238,7 @@ def scan(objs: list[Obj], pools: list[dict], namespaces: dict[str, Obj], tenant_
                         continue
                     b, ln = _get(r, "borrowingLimit"), _get(r, "lendingLimit")
                     q.rows.append(Row(pool, r["name"], nominal, _units(b) if b is not None else None,
-                                      _units(ln) if ln is not None else None))
+                                      _units(ln) if ln is not None else None, k.capacity.get(_get(fl, "name"))))
                     if (pool, r["name"]) not in k.pairs:
                         k.pairs.append((pool, r["name"]))
         k.queues.append(q)
@@ -268,12 +274,29 @@ def assign(k: Kueue, tiers: dict[str, dict], ns_tiers: Any, draft: Any) -> None:
         if (t.get("pool"), t.get("_res")) in k.pairs:
             at.setdefault((t["pool"], t["_res"]), []).append(name)
             k.queued_tiers.append(name)
+    # on a pool split by capacity type, a row's tiers are those of its type: a tier alone on a
+    # guaranteed row with quota is pinned (must not be interrupted), alone on a spot row preemptible
+    def alone(q: Queue, r: Row) -> set[str]:
+        return {tn for ns in q.namespaces for tn in at.get((r.pool, r.resource), []) if tn in ns_tiers(ns)}
+
+    spot_tiers: set[str] = set()
+    for q in k.queues:
+        for r in q.rows:
+            one = alone(q, r) if r.capacity is not None else set()
+            if len(one) == 1 and r.capacity == "spot":
+                spot_tiers |= one
+            elif len(one) == 1 and r.nominal:
+                k.pinned |= one
+    k.pinned -= spot_tiers
     plans = []
     for q in k.queues:
         lim: dict[str, dict[str, int]] = {}
         fqs = []
         for r in q.rows:
             here = at.get((r.pool, r.resource), [])
+            if r.capacity is not None:
+                mine = [tn for tn in here if (tn in k.pinned) == (r.capacity != "spot")]
+                here = mine or here
             if not here:
                 draft.diagnostics.append(_diag(C.W_KUEUE_UNREAD, f"ClusterQueue {q.obj.name}: no tier hands out "
                                                f"{r.resource} on pool {r.pool}; that quota is not imported", q.obj,
@@ -297,13 +320,17 @@ def assign(k: Kueue, tiers: dict[str, dict], ns_tiers: Any, draft: Any) -> None:
             for key, v in (("borrowingLimit", r.borrowing), ("lendingLimit", r.lending)):
                 if v is not None:
                     lim.setdefault(key, {})[owner] = v
-            fqs.append(FlavorQuota(r.pool, r.resource, tuple(here), r.nominal, r.borrowing, r.lending))
+            fqs.append(FlavorQuota(r.pool, r.resource, tuple(here), r.nominal, r.borrowing, r.lending,
+                                   capacity_type=r.capacity))
         k.limits[q.tenant] = lim
         plans.append(QueuePlan(q.tenant, tuple(q.namespaces), q.cohort or "", q.weight or 1, q.preemption or "",
                                tuple(fqs)))
     # the same potentialAvailable a build writes into the ResourceQuotas
     for qp in potentials(plans):
-        k.ceilings[qp.tenant] = {(fq.pool, fq.resource): fq.potential for fq in qp.quotas}
+        ceil: dict[tuple[str, str], int] = {}
+        for fq in qp.quotas:  # a pool's capacity-type flavors add up (gpuplan.queues.namespace_ceilings)
+            ceil[(fq.pool, fq.resource)] = ceil.get((fq.pool, fq.resource), 0) + fq.potential
+        k.ceilings[qp.tenant] = ceil
 
 
 def queueing_spec(k: Kueue, fleet_name: str, draft: Any) -> tuple[dict, dict[tuple, Any]]:

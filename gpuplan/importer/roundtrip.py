@@ -266,6 +266,8 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
     for p in scope["pools"]:
         if p.get("_nodepool") is not None:
             add(p["_nodepool"])
+        if p.get("_floor") is not None:  # the pool's on-demand floor NodePool
+            add(p["_floor"])
         if p.get("_nodeclass") is not None:
             add(p["_nodeclass"])
 

@@ -32,6 +32,12 @@ TARGET_MODULES: tuple[str, ...] = (
     "gpuplan.lower.kubelet",
     "gpuplan.lower.karpenter",
     "gpuplan.lower.karpenter_aws",  # EC2NodeClass: the AWS provider (userData)
+    "gpuplan.lower.karpenter_azure",  # AKSNodeClass: AKS Node Auto Provisioning
+    # node-group back-ends (gpuplan.provisioning): objects for the cloud project or the management
+    # cluster under provisioning/<back-end>/, not listed in the root kustomization (docs/gke.md)
+    "gpuplan.lower.provision_gke",  # GKE node pools (Config Connector ContainerNodePool)
+    "gpuplan.lower.provision_aks",  # AKS agent pools
+    "gpuplan.lower.provision_capi",  # Cluster API MachineDeployments
     "gpuplan.lower.monitoring",  # only with spec.monitoring
     "gpuplan.lower.dra",  # DRA pools only
     "gpuplan.lower.kueue",  # only with spec.queueing; before gitops (Flux lists its HelmRelease)

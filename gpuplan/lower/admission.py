@@ -194,9 +194,14 @@ def _pc(s: str) -> str:
 def tolerates_pool(s: str) -> str:
     """A toleration that tolerates some pool's binding taint (NoSchedule): by key, or keyless Exists
     (k8s.io/api core/v1 toleration.go ToleratesTaint)."""
+    return tolerates_key(s, POOL_TAINT_KEY)
+
+
+def tolerates_key(s: str, key: str) -> str:
+    """A toleration that tolerates a NoSchedule taint of ``key`` (any value): by key, or keyless Exists."""
     return (f"(has({s}.tolerations) && {s}.tolerations.exists(t, "
             f"(!has(t.effect) || t.effect == '' || t.effect == 'NoSchedule') && "
-            f"(has(t.key) && t.key != '' ? t.key == {_lit(POOL_TAINT_KEY)} : "
+            f"(has(t.key) && t.key != '' ? t.key == {_lit(key)} : "
             f"(has(t.operator) && t.operator == 'Exists'))))")
 
 
@@ -365,6 +370,31 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
                     "message": f"pods of PriorityClass {pc} must not be interrupted: they select nodeSelector "
                                f"{CAPACITY_TYPE_LABEL}: {pin} (their pool also allows spot)",
                     "reason": "Invalid"})
+    from gpuplan.identity import DO_NOT_DISRUPT, GUARANTEED_TAINT_KEY, floor_nodes, pod_annotations
+
+    if any(t.gang is not None for t in tiers) and all(pod_annotations(rf, t).get(DO_NOT_DISRUPT) for t in tiers):
+        # Karpenter neither consolidates nor drifts a node under a running pod with the annotation, and its
+        # drain (expiry, a deleted NodeClaim) leaves the pod until the NodePool's terminationGracePeriod
+        # (kubernetes-sigs/karpenter@v1.14.1 pkg/controllers/state/statenode.go:240-253, pkg/utils/pod/
+        # scheduling.go:58-62, pkg/controllers/node/termination/terminator/terminator.go:112): one evicted
+        # pod restarts a whole gang. Read on the Pod, where Karpenter reads it; it does not stop a spot
+        # interruption (aws/karpenter-provider-aws v1.14.1 website/content/en/docs/concepts/disruption.md:422).
+        dnd = _lit(DO_NOT_DISRUPT)
+        out.append({"expression": f"object.kind != 'Pod' || (has(object.metadata.annotations) && {dnd} in "
+                                  f"object.metadata.annotations && object.metadata.annotations[{dnd}] == 'true')",
+                    "message": f"pods of gang PriorityClass {pc} carry the annotation {DO_NOT_DISRUPT}: \"true\" "
+                               "(in the pod template): Karpenter then does not take their node away under a running "
+                               "gang (it does not stop a spot interruption: checkpoint)",
+                    "reason": "Invalid"})
+
+    if pins == {None} and any(floor_nodes(rf.pool_by_name[t.pool]) for t in tiers):
+        # the pool's on-demand floor is held for its pinned tiers: no toleration of its taint
+        # (by key, or a keyless Exists: core/v1 toleration.go ToleratesTaint)
+        out.append({"expression": f"{mine}.all(s, !{tolerates_key('s', GUARANTEED_TAINT_KEY)})",
+                    "message": f"pods of PriorityClass {pc} may run on spot: they do not tolerate the taint "
+                               f"{GUARANTEED_TAINT_KEY} of the on-demand floor, held for tiers that must not be "
+                               "interrupted",
+                    "reason": "Forbidden"})
     for t in tiers:
         if t.max_gpus_per_pod is None:
             continue

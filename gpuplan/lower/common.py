@@ -83,7 +83,7 @@ WAVES: dict[str, int] = {
 # the dry run of the *whole* sync (argoproj/argo-cd@v3.5.1
 # gitops-engine/pkg/sync/sync_context.go:1072); with it Argo CD skips that
 # object's dry run and the sync retry applies it once the CRD exists.
-CRD_MAY_BE_MISSING = frozenset({"NodeFeatureRule", "NodePool", "EC2NodeClass", "NodeOverlay",
+CRD_MAY_BE_MISSING = frozenset({"NodeFeatureRule", "NodePool", "EC2NodeClass", "AKSNodeClass", "NodeOverlay",
                                 "NVIDIADriver"})
 
 

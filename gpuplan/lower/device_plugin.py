@@ -47,10 +47,11 @@ from typing import Any, Sequence
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.lower.common import object_annotations
+from gpuplan.provisioning import platform_gpu_stack
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.identity import (
     DEFAULT_CONFIG, DEVICE_PLUGIN_CONFIGMAP, KEPT_CONFIGS_ANNOTATION, cluster_mig_strategy, kept_plugin_configs,
-    plugin_config_key, pool_config,
+    plugin_config_key, pool_config, reads_plugin_config,
 )
 
 
@@ -62,7 +63,9 @@ def default_config(rf: ResolvedFleet) -> dict[str, Any]:
 def configs(rf: ResolvedFleet) -> dict[str, dict[str, Any]]:
     """Config key -> config data: the default first, then pools by key."""
     out: dict[str, dict[str, Any]] = {DEFAULT_CONFIG: default_config(rf)}
-    for key, pv in sorted(((plugin_config_key(rf, pv), pv) for pv in rf.pools), key=lambda x: x[0]):
+    # GKE's own plugin reads none; Bottlerocket's neither (reads_plugin_config)
+    served = (pv for pv in rf.pools if not platform_gpu_stack(pv.pool) and reads_plugin_config(pv))
+    for key, pv in sorted(((plugin_config_key(rf, pv), pv) for pv in served), key=lambda x: x[0]):
         out[key] = pool_config(rf, pv)
     return out
 

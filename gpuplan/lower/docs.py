@@ -17,10 +17,11 @@ from typing import Any, Sequence
 import gpuplan
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import (
-    app_name, operator_app_name, plugin_config_key, pool_mig_config, priority_class_name, project_name,
-    static_pool_taints,
+    app_name, operator_app_name, plugin_config_key, pool_mig_config, pool_node_taints, priority_class_name,
+    project_name,
 )
 from gpuplan.lower.common import cell, engine
+from gpuplan.provisioning import karpenter_cloud, node_group_pool, operator_runs_driver, platform_gpu_stack, title
 from gpuplan.lower.kubelet import EKS_AL2023
 from gpuplan.lower.gitops import admin_project_name, gitops_namespace, project_app_name
 from gpuplan.lower.kueue import BY_HAND_PATH as KUEUE_BY_HAND
@@ -38,17 +39,15 @@ def _sharing(pv: Any) -> str:
             layout = ", ".join(f"{k}×{v}" for k, v in s.layout.items())
         else:
             layout = "per GPU"
+        if platform_gpu_stack(pv.pool):  # partitioned by the platform (GKE gpuPartitionSize)
+            return f"MIG by the {title(pv.pool)} ({layout})"
         return f"MIG {s.strategy} ({layout})"
     return f"{s.mode} ×{s.replicas}"
 
 
 def pool_taints(pv: Any) -> list[dict[str, str]]:
     """The taints on a pool's nodes, which its tiers' pods must tolerate."""
-    if pv.pool.karpenter is not None:
-        from gpuplan.identity import karpenter_pool_taints as karpenter_taints
-
-        return karpenter_taints(pv)
-    return static_pool_taints(pv)
+    return pool_node_taints(pv)
 
 
 def _taint_text(t: dict[str, str]) -> str:
@@ -63,6 +62,8 @@ def _pool_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
             nodes = f"{len(p.nodes)} static"
         elif p.karpenter is not None:
             nodes = f"Karpenter, ≤ {pv.node_count if pv.node_count is not None else '?'} (limits.nodes)"
+        elif node_group_pool(p):
+            nodes = f"{title(p)}, ≤ {pv.node_count if pv.node_count is not None else '?'}"
         else:
             nodes = "?"
         bottlerocket = p.karpenter is not None and p.karpenter.ami_family == "Bottlerocket"
@@ -75,7 +76,8 @@ def _pool_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
             "nodes": cell(nodes),
             "sharing": cell(_sharing(pv)),
             "resources": cell(res),
-            "plugin_config": "Bottlerocket's own" if bottlerocket else f"`{cell(plugin_config_key(rf, pv))}`",
+            "plugin_config": ("Bottlerocket's own" if bottlerocket else f"{cell(title(p))}'s own" if platform_gpu_stack(p)
+                              else f"`{cell(plugin_config_key(rf, pv))}`"),
             "mig_config": f"`{cell(mig)}`" if mig and not bottlerocket else "-",
             "taints": cell(", ".join(_taint_text(t) for t in pool_taints(pv)) or "-"),
         })
@@ -125,7 +127,8 @@ def _preinstalled_toolkit_note(rf: ResolvedFleet, managed_driver: bool) -> str:
     from gpuplan.lower.operator import NODE_TOOLKIT_SETTINGS
 
     settings = ", ".join(f"`{k} = {v}`" for k, v in NODE_TOOLKIT_SETTINGS)
-    al2023 = any(pv.pool.karpenter is not None and pv.pool.karpenter.ami_family == "AL2023" for pv in rf.pools)
+    al2023 = karpenter_cloud(rf.fleet.spec.cluster) == "aws" and any(
+        pv.pool.karpenter is not None and pv.pool.karpenter.ami_family == "AL2023" for pv in rf.pools)
     static = any(pv.pool.is_static for pv in rf.pools)
     note = ("preinstalled on every GPU node (CDI off). "
             + ("On static nodes: " if al2023 and static else "")
@@ -152,7 +155,7 @@ def _driver_upgrades(rf: ResolvedFleet) -> dict[str, Any]:
     held: list[str] = []
     if op.driver == "managed" and op.driver_upgrade.auto_upgrade:
         for pv in rf.pools:
-            if pv.pool.is_static:
+            if operator_runs_driver(pv.pool):
                 (held if driver_upgrade_held(rf, pv) else rolled).append(f"`{cell(pv.name)}`")
     return {"driver_rolled": ", ".join(rolled), "driver_held": ", ".join(held),
             "operator_ns": cell(op.namespace)}
@@ -246,6 +249,28 @@ def _admission(rf: ResolvedFleet) -> dict[str, Any]:
     return {"exempt_namespaces": [cell(n) for n in admission.exempt_namespaces(rf)]}
 
 
+def _mig_at_boot(rf: ResolvedFleet) -> dict[str, Any]:
+    """Karpenter AL2023 MIG pools, whose userData applies the layout (docs/karpenter.md
+    "MIG at boot"), and the MIG pools mig-manager serves."""
+    from gpuplan.identity import boot_mig
+    from gpuplan.spec.models import Mig
+
+    mig = [pv for pv in rf.pools if isinstance(pv.pool.sharing, Mig)]
+    return {"boot_mig_pools": ", ".join(f"`{cell(pv.name)}`" for pv in mig if boot_mig(pv)),
+            "operator_mig_pools": ", ".join(f"`{cell(pv.name)}`" for pv in mig if not boot_mig(pv))}
+
+
+def _gke(rf: ResolvedFleet) -> dict[str, Any]:
+    """GKE node pools: where their ContainerNodePools go and which run GKE's own GPU stack."""
+    gcp = rf.fleet.spec.cluster.gcp
+    pools = [pv for pv in rf.pools if pv.pool.gke is not None]
+    if not pools or gcp is None:
+        return {"gke_pools": ""}
+    return {"gke_pools": ", ".join(f"`{cell(pv.name)}`" for pv in pools),
+            "gke_stack": ", ".join(f"`{cell(pv.name)}`" for pv in pools if platform_gpu_stack(pv.pool)),
+            "gke_ns": cell(gcp.namespace), "gke_project": cell(gcp.project)}
+
+
 def _prerequisites(rf: ResolvedFleet) -> dict[str, Any]:
     from gpuplan.units import preemptible_pool
     from gpuplan.lower.operator import nfd_taints_needed, per_pool_drivers
@@ -256,7 +281,7 @@ def _prerequisites(rf: ResolvedFleet) -> dict[str, Any]:
     if op.driver == "managed" and per_pool_drivers(rf):
         from gpuplan.identity import pool_driver_version
 
-        each = ", ".join(f"{pv.name} {pool_driver_version(rf, pv)}" for pv in rf.pools if pv.pool.is_static)
+        each = ", ".join(f"{pv.name} {pool_driver_version(rf, pv)}" for pv in rf.pools if operator_runs_driver(pv.pool))
         driver = ("driver installed by the operator on static nodes, one NVIDIADriver per static pool "
                   f"(`gpu-operator/nvidiadrivers.yaml`: {each}), each built for its nodes' own OS"
                   + (" (the EKS AMIs of Karpenter pools ship their own)" if kp else ""))
@@ -269,11 +294,14 @@ def _prerequisites(rf: ResolvedFleet) -> dict[str, Any]:
                _preinstalled_toolkit_note(rf, op.driver == "managed"))
     return {
         "karpenter": bool(kp),
+        "nap": bool(kp) and karpenter_cloud(rf.fleet.spec.cluster) == "azure",
         "efa_pools": _efa_pools(rf),
         "karpenter_floor": _karpenter_floor(rf),
         "nodeadm_pools": _nodeadm_pools(rf),
         **_dra_caveats(rf),
         "job_grace": _job_grace(rf),
+        **_mig_at_boot(rf),
+        **_gke(rf),
         "spot_pools": [pv.name for pv in kp if preemptible_pool(pv)],
         "overlay": any(pv.pool.karpenter.node_overlay for pv in kp if pv.pool.karpenter is not None),
         "node_role": cell(aws.node_role) if aws is not None else "",

@@ -141,6 +141,7 @@ def argo_operator_application(rf: ResolvedFleet) -> dict[str, Any]:
 _TREE_CLUSTER_KINDS = {
     "Namespace": "", "PriorityClass": "scheduling.k8s.io", "NodeFeatureRule": "nfd.k8s-sigs.io",
     "NodePool": "karpenter.sh", "NodeOverlay": "karpenter.sh", "EC2NodeClass": "karpenter.k8s.aws",
+    "AKSNodeClass": "karpenter.azure.com",
     "DeviceClass": "resource.k8s.io",
     "ClusterQueue": "kueue.x-k8s.io", "Cohort": "kueue.x-k8s.io", "ResourceFlavor": "kueue.x-k8s.io",
     "Topology": "kueue.x-k8s.io", "WorkloadPriorityClass": "kueue.x-k8s.io",

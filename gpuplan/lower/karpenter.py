@@ -1,4 +1,5 @@
-"""Karpenter v1 objects for the pools whose nodes Karpenter launches on AWS.
+"""Karpenter v1 objects for the pools whose nodes Karpenter launches, on AWS or on Azure (AKS
+Node Auto Provisioning, :func:`gpuplan.provisioning.karpenter_cloud`).
 
 Per Karpenter pool, under ``pools/<pool>/``:
 
@@ -6,7 +7,8 @@ Per Karpenter pool, under ``pools/<pool>/``:
   types, the GPU as Karpenter's well-known labels know it, taints, the node
   labels that select the pool's device-plugin and MIG configs, a limit in whole
   nodes (``limits.nodes``), and disruption settings chosen by the pool's workloads;
-- ``ec2nodeclass.yaml``: the AWS provider's EC2NodeClass (``gpuplan.lower.karpenter_aws``);
+- ``ec2nodeclass.yaml``: the AWS provider's EC2NodeClass (``gpuplan.lower.karpenter_aws``), or on
+  Azure ``aksnodeclass.yaml``: the AKSNodeClass (``gpuplan.lower.karpenter_azure``);
 - ``nodeoverlay.yaml`` (``karpenter.nodeOverlay: true``): ``karpenter.sh/v1alpha1``
   NodeOverlay telling Karpenter the shared / MIG resources a node will have.
 
@@ -23,6 +25,7 @@ from typing import Any, Sequence
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj, object_annotations
 from gpuplan.identity import POOL_LABEL, karpenter_pool_taints, nodepool_node_labels
+from gpuplan.provisioning import karpenter_cloud
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 
 NODEPOOL_API = "karpenter.sh/v1"
@@ -113,9 +116,37 @@ def node_limit(pv: PoolView) -> int:
 # --- NodePool ----------------------------------------------------------------
 
 
-def _requirements(pv: PoolView) -> list[dict[str, Any]]:
+def node_class_ref(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
+    """The NodePool's ``nodeClassRef``: the pool's EC2NodeClass, or on Azure its AKSNodeClass."""
+    if karpenter_cloud(rf.fleet.spec.cluster) == "azure":
+        from gpuplan.provisioning import nap
+
+        return {"group": nap.NODECLASS_GROUP, "kind": nap.NODECLASS_KIND, "name": pv.name}
+    return {"group": NODECLASS_GROUP, "kind": "EC2NodeClass", "name": pv.name}
+
+
+def _azure_requirements(pv: PoolView) -> list[dict[str, Any]]:
+    """On Azure the VM size decides the GPU model and count (``gpuplan.cloud.aks``, GP637-GP639):
+    the size, the capacity type (``spot`` -> Spot VMs), linux/amd64 (every GPU VM size gpuplan
+    lists is x86) and the zones."""
+    k = pv.pool.karpenter
+    assert k is not None
+    reqs: list[dict[str, Any]] = [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(k.instance_types)},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(k.capacity_types)},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+    ]
+    if k.zones:
+        reqs.append({"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(k.zones)})
+    return reqs
+
+
+def _requirements(pv: PoolView, cloud: str = "aws") -> list[dict[str, Any]]:
     from gpuplan.cloud.aws import instance_type
 
+    if cloud == "azure":
+        return _azure_requirements(pv)
     k = pv.pool.karpenter
     assert k is not None
     its = [instance_type(n) for n in k.instance_types]
@@ -175,13 +206,25 @@ def _disruption(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     }
 
 
-def nodepool(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
+def nodepool(rf: ResolvedFleet, pv: PoolView, guaranteed: bool = False) -> dict[str, Any]:
+    """The pool's NodePool; ``guaranteed``: its on-demand floor (``identity.floor_nodes``): the
+    same nodes restricted to the guaranteed capacity types, the floor as its node limit, the
+    floor taint, one weight above the pool's; the pool's own NodePool keeps the rest of maxGPUs."""
+    from gpuplan.identity import CAPACITY_TYPE_LABEL, floor_nodes, guaranteed_nodepool_name, guaranteed_taint
+    from gpuplan.units import guaranteed_types
+
     k = pv.pool.karpenter
     assert k is not None
+    floor = floor_nodes(pv)
+    reqs = _requirements(pv, karpenter_cloud(rf.fleet.spec.cluster))
+    taints = karpenter_pool_taints(pv)
+    if guaranteed:
+        reqs = [{**r, "values": list(guaranteed_types(pv))} if r["key"] == CAPACITY_TYPE_LABEL else r for r in reqs]
+        taints = [*taints, guaranteed_taint(pv.name)]
     tspec: dict[str, Any] = {
-        "nodeClassRef": {"group": NODECLASS_GROUP, "kind": "EC2NodeClass", "name": pv.name},
-        "requirements": _requirements(pv),
-        "taints": karpenter_pool_taints(pv),
+        "nodeClassRef": node_class_ref(rf, pv),
+        "requirements": reqs,
+        "taints": taints,
     }
     tspec["expireAfter"] = k.expire_after
     if (tgp := termination_grace_period(rf, pv)) is not None:
@@ -189,12 +232,22 @@ def nodepool(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "template": {"metadata": {"labels": nodepool_node_labels(rf, pv)}, "spec": tspec},
         "disruption": _disruption(rf, pv),
-        "limits": {"nodes": str(node_limit(pv))},
+        "limits": {"nodes": str(floor if guaranteed else node_limit(pv) - floor)},
     }
-    spec["weight"] = nodepool_weights(rf)[pv.name]
-    meta = metadata(rf, pv.name, extra_labels={POOL_LABEL: pv.name},
+    weight = nodepool_weights(rf)[pv.name]
+    # with weight 100 already, the name decides: "<pool>-guaranteed" sorts first (nodepool.go:166-168)
+    spec["weight"] = min(100, weight + 1) if guaranteed else weight
+    name = guaranteed_nodepool_name(pv.name) if guaranteed else pv.name
+    meta = metadata(rf, name, extra_labels={POOL_LABEL: pv.name},
                     annotations=object_annotations(rf, "NodePool") or None)
     return obj(NODEPOOL_API, "NodePool", meta, spec=spec)
+
+
+def nodepool_names(pv: PoolView) -> list[str]:
+    """The NodePools of a Karpenter pool: its own, and its on-demand floor's when it has one."""
+    from gpuplan.identity import floor_nodes, guaranteed_nodepool_name
+
+    return [pv.name] + ([guaranteed_nodepool_name(pv.name)] if floor_nodes(pv) else [])
 
 
 # --- NodeOverlay ----------------------------------------------------------------
@@ -215,7 +268,7 @@ def nodeoverlay(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any] | None:
         return None
     spec = {
         "requirements": [
-            {"key": "karpenter.sh/nodepool", "operator": "In", "values": [pv.name]},
+            {"key": "karpenter.sh/nodepool", "operator": "In", "values": nodepool_names(pv)},
             {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(k.instance_types)},
         ],
         "capacity": cap,
@@ -230,13 +283,19 @@ def nodeoverlay(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any] | None:
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     out: list[Artifact] = []
+    from gpuplan.identity import floor_nodes
+
     pools = karpenter_pools(rf)
-    if pools and rf.fleet.spec.cluster.aws is None:
+    cluster = rf.fleet.spec.cluster
+    if pools and karpenter_cloud(cluster) == "aws" and cluster.aws is None:
         return out  # GP614 is an error: compile stops before lowering
     for pv in pools:
         base = f"pools/{pv.name}"
-        out.append(Artifact(path=f"{base}/nodepool.yaml", documents=(nodepool(rf, pv),),
-                            description=f"Karpenter NodePool of pool {pv.name}"))
+        floor = floor_nodes(pv)
+        out.append(Artifact(path=f"{base}/nodepool.yaml",
+                            documents=(nodepool(rf, pv),) + ((nodepool(rf, pv, guaranteed=True),) if floor else ()),
+                            description=f"Karpenter NodePool of pool {pv.name}"
+                            + (f" (+ its on-demand floor, {floor} node(s))" if floor else "")))
         ov = nodeoverlay(rf, pv)
         if ov is not None:
             out.append(Artifact(path=f"{base}/nodeoverlay.yaml", documents=(ov,),

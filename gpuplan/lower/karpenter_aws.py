@@ -5,7 +5,9 @@ security-group discovery, a root volume large enough for GPU images, IMDSv2, and
 the kubelet Topology / CPU Manager settings in ``userData`` (never in
 ``spec.kubelet``: those fields do not exist there, reference/k8s/facts.md §a,
 Surprise 1); on AL2023 also a script part that makes ``NVIDIA_VISIBLE_DEVICES``
-inert in the AMI's container toolkit (:func:`al2023_toolkit_script`). A target
+inert in the AMI's container toolkit (:func:`al2023_toolkit_script`) and, on MIG
+pools, one that applies the MIG layout before kubelet starts (:func:`al2023_mig_script`,
+docs/karpenter.md "MIG at boot"). A target
 of its own, beside the NodePool's: the object checks read
 NodePools and need not render userData (Jinja2 and the YAML emitter stay off the
 `validate` path).
@@ -14,6 +16,8 @@ Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
@@ -80,17 +84,125 @@ def al2023_toolkit_script() -> str:
             f"nvidia-ctk config --in-place {sets}\n")
 
 
+# What may reach the MIG script: catalog profile names with a placement start, GPU indices.
+MIG_TOKEN = re.compile(r"(?:[0-9]+c\.)?[0-9]+g\.[0-9]+gb(?:[+-][a-z.]+)?(?::[0-9]+)?")
+
+
+@dataclass(frozen=True)
+class BootGpu:
+    """One ``mode``/``gpu`` call of the MIG script: a GPU index (None: every GPU of the node),
+    its MIG mode, and the GPU instances to create at their placements."""
+
+    index: int | None
+    mode: str  # "Enabled" | "Disabled"
+    instances: int = 0
+    create: tuple[str, ...] = ()  # "<gi profile>:<start>", each with its default compute instance
+    compute: tuple[tuple[str, str], ...] = ()  # ("<gi profile>:<start>", "<c>c.<gi profile>")
+
+    @property
+    def args(self) -> str:
+        words = [str(self.instances), "'" + ",".join(self.create) + "'"]
+        words += [w for gi, ci in self.compute for w in (gi, ci)]
+        return " ".join(words)
+
+
+def boot_gpus(pv: PoolView) -> tuple[int | None, list[BootGpu]]:
+    """(GPUs a node must have, None when the pool does not know; the per-GPU MIG calls).
+
+    From the pool's mig-parted entries (:func:`gpuplan.identity.pool_entries`, the operator
+    path's own source), each layout placed by gpuplan's geometry engine
+    (:func:`gpuplan.mig.check_layout`): every GPU instance is created at the memory slice the
+    engine chose, so the driver's default placement, which depends on the order of creation
+    (mig-parted walks permutations until one fits, NVIDIA/mig-parted@v0.15.0
+    pkg/mig/config/config.go:125, ``iteratePermutationsUntilSuccess``), never decides. A
+    ``<c>c.`` profile gets its GPU instance and one compute instance of that profile, as the
+    engine counts it."""
+    from gpuplan.catalog import parse_profile_name
+    from gpuplan.identity import pool_entries
+    from gpuplan.mig import check_layout
+
+    assert pv.gpu is not None, "a MIG pool has a known GPU (rules check it)"
+    n = pv.gpus_per_node or None
+    out: list[BootGpu] = []
+    for entry in pool_entries(pv):
+        devices = entry["devices"]
+        indices: list[int | None] = (list(range(n)) if n else [None]) if devices == "all" else list(devices)
+        layout = entry.get("mig-devices") if entry["mig-enabled"] else None
+        if layout is None:
+            out.extend(BootGpu(i, "Disabled") for i in indices)
+            continue
+        check = check_layout(pv.gpu, layout)
+        assert check.ok, f"pool {pv.name}: rules refuse a layout the geometry engine cannot place"
+        create: list[str] = []
+        compute: list[tuple[str, str]] = []
+        for p in check.placements:
+            parsed = parse_profile_name(p.profile)
+            gi = parsed.gi_name if parsed is not None and parsed.compute is not None else p.profile
+            if gi == p.profile:
+                create.append(f"{gi}:{p.start}")
+            else:
+                compute.append((f"{gi}:{p.start}", p.profile))
+        for tok in [*create, *(w for pair in compute for w in pair)]:
+            assert MIG_TOKEN.fullmatch(tok), tok
+        out.extend(BootGpu(i, "Enabled", len(check.placements), tuple(create), tuple(compute)) for i in indices)
+    out.sort(key=lambda g: (g.index is not None, g.index or 0))
+    return n, out
+
+
+def al2023_mig_script(pv: PoolView) -> str | None:
+    """The shell part of a Karpenter AL2023 MIG pool's userData: the pool's layout, applied
+    before kubelet starts (None for other pools). docs/karpenter.md "MIG at boot".
+
+    - The EKS AL2023 NVIDIA AMI ships ``nvidia-smi`` and no ``nvidia-mig-parted``
+      (awslabs/amazon-eks-ami@v20260724 templates/al2023/provisioners/install-nvidia-driver.sh:
+      265-279 installs the toolkit, persistenced, ``nvidia-driver-cuda`` and fabric manager;
+      set-nvidia-clocks.service:6 relies on /usr/bin/nvidia-smi), so the script drives
+      ``nvidia-smi`` itself.
+    - Before kubelet: nodeadm-run.service, which starts kubelet (nodeadm init
+      ``runDaemons``, nodeadm/internal/kubelet/daemon.go:53-55), runs
+      ``After=nodeadm-config.service cloud-final.service`` (templates/al2023/runtime/rootfs/
+      etc/systemd/system/nodeadm-run.service:6), and kubelet.service is not enabled on its
+      own (install-nodeadm.sh:57-60 enables only the nodeadm units). cloud-init runs user
+      scripts in cloud-final, once per instance (canonical/cloud-init@26.2
+      cloudinit/config/cc_scripts_user.py:23), and ``/var/lib/cloud/scripts/per-boot`` on
+      every boot before them (cc_scripts_per_boot.py:20,31; config/cloud.cfg.tmpl:208-210):
+      the script installs itself there, because GPU instances are lost on reboot.
+    - MIG mode: set per GPU; a change the GPU cannot take without a reset stays pending
+      (``mig.mode.pending``), and the script reboots once (marker file), after which the
+      pending mode is current.
+    - Failure (no driver, a mode still pending after the reboot, an instance that cannot be
+      created): the instance powers off before nodeadm-run, so it never registers.
+      Karpenter deletes a NodeClaim whose node has not registered 15 minutes after launch
+      and launches a replacement (kubernetes-sigs/karpenter@v1.14.1
+      pkg/controllers/nodeclaim/lifecycle/liveness.go:51-55, 92-109), sooner with an
+      interruption queue, which handles the instance's ``stopping``/``stopped`` event
+      like an interruption (aws/karpenter-provider-aws@v1.14.1
+      pkg/controllers/interruption/messages/statechange/model.go:40-45,
+      pkg/controllers/interruption/utils.go:206-213)."""
+    from gpuplan.identity import boot_mig
+    from gpuplan.render.text import render
+
+    if not boot_mig(pv):
+        return None
+    count, gpus = boot_gpus(pv)
+    assert pv.gpu is not None
+    return render("mig-al2023.sh.j2", pool=pv.name, model=pv.gpu.key, count=count, gpus=gpus)
+
+
 def al2023_userdata(pv: PoolView) -> str:
-    """MIME multipart: the toolkit script part and, when the pool sets kubelet
-    topology fields, one ``application/node.eks.aws`` NodeConfig part."""
+    """MIME multipart: the toolkit script part, on MIG pools the MIG script part
+    (:func:`al2023_mig_script`) and, when the pool sets kubelet topology fields, one
+    ``application/node.eks.aws`` NodeConfig part."""
     from gpuplan.render.text import render
     from gpuplan.render.yamlwriter import dump
 
     nc = al2023_nodeconfig(pv)
     text = dump(nc).rstrip("\n") + "\n" if nc is not None else ""
-    script = al2023_toolkit_script()
-    assert AL2023_BOUNDARY not in text and AL2023_BOUNDARY not in script
-    return render("userdata-al2023.j2", boundary=AL2023_BOUNDARY, nodeconfig=text, script=script)
+    scripts = [al2023_toolkit_script()]
+    if (mig := al2023_mig_script(pv)) is not None:
+        scripts.append(mig)
+    assert AL2023_BOUNDARY not in text and all(AL2023_BOUNDARY not in s for s in scripts)
+    return render("userdata-al2023.j2", boundary=AL2023_BOUNDARY, nodeconfig=text, scripts=scripts)
 
 
 def bottlerocket_userdata(pv: PoolView) -> str | None:
@@ -226,9 +338,13 @@ def ec2nodeclass(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
 
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
+    from gpuplan.provisioning import karpenter_cloud
+
     pools = karpenter_pools(rf)
+    if karpenter_cloud(rf.fleet.spec.cluster) != "aws":
+        return []  # AKSNodeClasses: gpuplan.lower.karpenter_azure
     if pools and rf.fleet.spec.cluster.aws is None:
         return []  # GP614 is an error: compile stops before lowering
     return [Artifact(path=f"pools/{pv.name}/ec2nodeclass.yaml", documents=(ec2nodeclass(rf, pv),),
                      description=f"Karpenter EC2NodeClass of pool {pv.name} (AMI, role, userData with "
-                                 "node toolkit and kubelet topology settings)") for pv in pools]
+                                 "node toolkit, kubelet topology and MIG layout settings)") for pv in pools]

@@ -73,9 +73,22 @@ def _tolerations(taints: list[dict[str, str]]) -> list[dict[str, str]]:
     return out
 
 
-def resource_flavor(rf: ResolvedFleet, pool: str) -> dict[str, Any]:
+def resource_flavor(rf: ResolvedFleet, pool: str, capacity_type: str | None = None) -> dict[str, Any]:
+    """The flavor of a pool, or of one capacity type of a pool that allows spot and a guaranteed
+    type (``queues.flavor_types``): its ``nodeLabels`` then add ``karpenter.sh/capacity-type``, the
+    label Karpenter gives its nodes and honours in a pod's selector (aws/karpenter-provider-aws
+    v1.14.1 website/content/en/docs/concepts/scheduling.md:211-219). Kueue injects the nodeLabels
+    of the flavor it assigns, so a job admitted on the spot flavor launches spot nodes, and skips a
+    flavor whose nodeLabels contradict the pod's selector (flavorassigner.go:1243-1252): a pod
+    pinned to on-demand is never given the spot flavor."""
+    from gpuplan.identity import CAPACITY_TYPE_LABEL
+    from gpuplan.queues import flavor_name
+
     pv = rf.pool_by_name[pool]
-    spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool}}
+    labels = {POOL_LABEL: pool}
+    if capacity_type is not None:
+        labels[CAPACITY_TYPE_LABEL] = capacity_type
+    spec: dict[str, Any] = {"nodeLabels": labels}
     tol = _tolerations(pool_node_taints(pv))
     if tol:
         spec["tolerations"] = tol
@@ -83,7 +96,8 @@ def resource_flavor(rf: ResolvedFleet, pool: str) -> dict[str, Any]:
 
     if pool in tas_pools(rf):  # a pool that can be empty gets no topology (queues.tas_pools)
         spec["topologyName"] = topology_name(rf)
-    meta = metadata(rf, f"gpuplan-{pool}", extra_labels={POOL_LABEL: pool}, annotations=annotations(rf, "ResourceFlavor"))
+    meta = metadata(rf, flavor_name(pool, capacity_type), extra_labels={POOL_LABEL: pool},
+                    annotations=annotations(rf, "ResourceFlavor"))
     return obj(API, "ResourceFlavor", meta, spec=spec)
 
 
@@ -98,19 +112,21 @@ def topology(rf: ResolvedFleet) -> dict[str, Any] | None:
 
 def _resource_groups(ledger: QueueLedger, qp) -> list[dict[str, Any]]:
     out = []
+    from gpuplan.queues import flavor_name
+
     for resources, pools in ledger.queue_groups(qp):
         flavors = []
-        for pool in pools:
+        for pool, ctype in pools:
             rows = []
             for res in resources:
-                fq = qp.quota(pool, res)
+                fq = qp.quota(pool, res, ctype)
                 row: dict[str, Any] = {"name": res, "nominalQuota": str(fq.nominal if fq else 0)}
                 if fq is not None and fq.borrowing_limit is not None:
                     row["borrowingLimit"] = str(fq.borrowing_limit)
                 if fq is not None and fq.lending_limit is not None:
                     row["lendingLimit"] = str(fq.lending_limit)
                 rows.append(row)
-            flavors.append({"name": f"gpuplan-{pool}", "resources": rows})
+            flavors.append({"name": flavor_name(pool, ctype), "resources": rows})
         out.append({"coveredResources": resources, "flavors": flavors})
     return out
 
@@ -274,7 +290,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
         return
     from gpuplan.lower.tenant_page import tenant_pages
 
-    flavors = [resource_flavor(rf, p) for p in ledger.pools()]
+    flavors = [resource_flavor(rf, p, c) for p, c in ledger.flavors_of()]
     topo = topology(rf)
     yield Artifact("kueue/resourceflavors.yaml", documents=tuple(([topo] if topo else []) + flavors),
                    description="Kueue ResourceFlavors, one per pool of a queued tier"

@@ -62,7 +62,7 @@ from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
-from gpuplan.identity import POOL_LABEL, TENANT_LABEL
+from gpuplan.identity import OPERANDS_LABEL, POOL_LABEL, TENANT_LABEL
 from gpuplan.identity import mig_config_name
 from gpuplan.dra import is_dra
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet, mig_resource
@@ -162,8 +162,7 @@ NVIDIA_MIG_PREFIX = "nvidia.com/mig-"  # appconfig.NvidiaMigResourcePrefix
 # GPU Operator operand switches: a node label nvidia.com/gpu.deploy.<operand>=false keeps
 # that operand off the node, nvidia.com/gpu.deploy.operands=false keeps every operand off
 # (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go lines 457-463, hasOperandsDisabled;
-# a state label already set is honoured, addGPUStateLabels).
-OPERANDS_LABEL = "nvidia.com/gpu.deploy.operands"
+# a state label already set is honoured, addGPUStateLabels). OPERANDS_LABEL: from identity.
 DEVICE_PLUGIN_OPERAND = "device-plugin"
 DCGM_EXPORTER_OPERAND = "dcgm-exporter"
 
@@ -248,9 +247,9 @@ def dcgm_exporter_values(rf: ResolvedFleet) -> dict[str, Any]:
 
 def pool_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
     """The labels gpuplan puts on the pool's nodes (Karpenter: the NodePool template's)."""
-    from gpuplan.identity import nodepool_node_labels, pool_node_labels
+    from gpuplan.identity import template_node_labels
 
-    return nodepool_node_labels(rf, pv) if pv.pool.karpenter is not None else pool_node_labels(rf, pv)
+    return template_node_labels(rf, pv)
 
 
 def operand_deployed(rf: ResolvedFleet, pv: PoolView, operand: str) -> bool:
@@ -264,19 +263,23 @@ def operand_deployed(rf: ResolvedFleet, pv: PoolView, operand: str) -> bool:
 def left_out(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
     """Alerts not generated for a pool, and why: what does not run there cannot be ready,
     and what is not scraped cannot fire."""
+    from gpuplan.provisioning import platform_gpu_stack, title
+
     out: dict[str, str] = {}
     operands_off = pool_labels(rf, pv).get(OPERANDS_LABEL) == "false"
+    # whose GPU stack runs there instead: Bottlerocket's, or a platform's (GKE)
+    owner = f"the {title(pv.pool)}'s own GPU stack" if platform_gpu_stack(pv.pool) else "Bottlerocket"
     if is_dra(rf, pv):
         out["GPUNodeCapacityOffPlan"] = ("DRA pool: its devices are ResourceSlices, never in "
                                          "Node.status.capacity (use `gpuplan verify-cluster` and "
                                          "`kubectl get resourceslices`)")
     if not operand_deployed(rf, pv, DEVICE_PLUGIN_OPERAND):
         out["GPUDevicePluginNotReady"] = (
-            "the GPU Operator's operands are off on this pool (Bottlerocket runs its own device plugin)"
+            f"the GPU Operator's operands are off on this pool ({owner} runs its own device plugin)"
             if operands_off else
             "DRA pool: gpuplan turns the operator's device plugin off (the DRA kubelet plugin serves it)")
     if not operand_deployed(rf, pv, DCGM_EXPORTER_OPERAND):
-        why = ("the GPU Operator's operands are off on this pool (Bottlerocket): no DCGM exporter runs, "
+        why = (f"the GPU Operator's operands are off on this pool ({owner}): no DCGM exporter runs, "
                "so there are no GPU health metrics there" if operands_off else
                "the DCGM exporter is off on this pool: no GPU health metrics there")
         for alert in ("DCGMExporterNotReady", "GPUMemoryNearlyFull", "GPUXidError", "GPURowRemapFailure",

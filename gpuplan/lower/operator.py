@@ -17,8 +17,8 @@ reference/k8s/facts.md §c):
   ``devicePlugin.env`` switches the plugin to the ``volume-mounts`` strategy;
 - ``devicePlugin.config {create: false, name, default}``: our ConfigMap;
 - ``migManager.config {create: false, name, default: all-disabled}``
-  (the ClusterPolicy CRD allows only ``all-disabled`` or ``""`` as default), and
-  ``WITH_REBOOT`` when a Karpenter pool uses MIG (:func:`mig_reboot_needed`);
+  (the ClusterPolicy CRD allows only ``all-disabled`` or ``""`` as default); no
+  ``WITH_REBOOT``: Karpenter MIG pools partition at boot (:func:`mig_reboot_needed`);
 - ``mig.strategy``: see :func:`gpuplan.lower.device_plugin.cluster_mig_strategy`
   (``""`` makes the chart leave ``spec.mig.strategy`` out of the ClusterPolicy);
 - ``daemonsets.tolerations`` and the bundled NFD worker's tolerations: the
@@ -41,12 +41,13 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.dra import is_dra
+from gpuplan.provisioning import operator_runs_driver
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as PLUGIN_CONFIGMAP
 from gpuplan.identity import DEFAULT_CONFIG, cluster_mig_strategy
 from gpuplan.lower.common import VALUES_PATH, object_annotations, operator_namespace_path
-from gpuplan.identity import MIG_ALL_DISABLED_CONFIG as ALL_DISABLED, mig_manager_needed
+from gpuplan.identity import MIG_ALL_DISABLED_CONFIG as ALL_DISABLED, boot_mig, mig_manager_needed
 from gpuplan.identity import MIG_PARTED_CONFIGMAP as MIG_CONFIGMAP
 from gpuplan.lower.monitoring import dcgm_exporter_values, service_monitor_values
 from gpuplan.resolve import ResolvedFleet
@@ -64,8 +65,8 @@ _EFFECT_ORDER = {"NoSchedule": 0, "PreferNoSchedule": 1, "NoExecute": 2}
 
 def pool_taints(rf: ResolvedFleet) -> list[tuple[str, str]]:
     """(key, effect) of every taint on any pool's nodes — the MIG gate of
-    Karpenter MIG pools included, or mig-manager could never run there to
-    apply the layout — deduplicated and sorted."""
+    Karpenter MIG pools included, or the device plugin could never run there to
+    advertise the layout — deduplicated and sorted."""
     from gpuplan.identity import pool_node_taints
 
     seen: dict[tuple[str, str], None] = {}
@@ -212,7 +213,7 @@ def per_pool_drivers(rf: ResolvedFleet) -> bool:
 
     if rf.fleet.spec.cluster.gpu_operator.driver != "managed":
         return False
-    static = [pv for pv in rf.pools if pv.pool.is_static]
+    static = [pv for pv in rf.pools if operator_runs_driver(pv.pool)]
     if not static:
         return False
     return (len(static) < len(rf.pools) or len({pv.pool.os for pv in static}) > 1
@@ -293,17 +294,23 @@ def driver_branch(version: str) -> str | None:
 
 
 def mig_reboot_needed(rf: ResolvedFleet) -> bool:
-    """A Karpenter (EC2) pool uses MIG: turning MIG mode on needs a GPU reset, which EC2
-    instances can refuse. Without ``WITH_REBOOT`` mig-manager then marks the node
+    """Whether mig-manager needs ``WITH_REBOOT``: a MIG pool on the operator path whose
+    nodes are EC2 instances. Turning MIG mode on needs a GPU reset, which EC2 instances can
+    refuse; without ``WITH_REBOOT`` mig-manager then marks the node
     ``nvidia.com/mig.config.state=failed`` (NVIDIA/mig-parted@v0.15.0
     pkg/mig/reconfigure/reconfigure.go:184-208: only with the option does it label the node
-    ``rebooting`` and reboot it, after which the pending mode takes effect); the node keeps
-    its MIG gate taint and no pod ever lands, and Karpenter has no initialisation timeout
-    to replace it. ``WITH_REBOOT`` is read from mig-manager's env (cmd/nvidia-mig-manager/
-    main.go:200-206), which the operator takes from ``migManager.env``
-    (NVIDIA/gpu-operator@v26.7.0 controllers/object_controls.go:2113-2116). One mig-manager
-    serves the fleet: static MIG nodes whose reset fails are rebooted too."""
-    return any(isinstance(pv.pool.sharing, Mig) and pv.pool.karpenter is not None for pv in rf.pools)
+    ``rebooting`` and reboot it, after which the pending mode takes effect). ``WITH_REBOOT``
+    is read from mig-manager's env (cmd/nvidia-mig-manager/main.go:200-206), which the
+    operator takes from ``migManager.env`` (NVIDIA/gpu-operator@v26.7.0
+    controllers/object_controls.go:2113-2116).
+
+    None is left: Karpenter AL2023 MIG pools partition in their userData, rebooting once
+    themselves (:func:`gpuplan.identity.boot_mig`), Bottlerocket MIG pools are refused
+    (GP643), and gpuplan cannot tell whether a static pool's nodes are EC2 instances (the
+    README says what to do when a static node's reset is refused). So no fleet gets it:
+    rebooting a static node is a decision for its owner, not a fleet-wide default."""
+    return any(isinstance(pv.pool.sharing, Mig) and pv.pool.karpenter is not None and not boot_mig(pv)
+               for pv in rf.pools)
 
 
 def nfd_taints_needed(rf: ResolvedFleet) -> bool:
@@ -325,7 +332,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     ns_path, in_root = operator_namespace_path(rf)
     drivers: list[Artifact] = []
     if per_pool_drivers(rf):
-        docs = tuple(nvidia_driver(rf, pv) for pv in rf.pools if pv.pool.is_static)
+        docs = tuple(nvidia_driver(rf, pv) for pv in rf.pools if operator_runs_driver(pv.pool))
         drivers.append(Artifact(path=NVIDIADRIVERS_PATH, documents=docs,
                                 description="the GPU Operator's driver, one NVIDIADriver per static pool"))
     return [*drivers,

@@ -11,7 +11,7 @@ from typing import Any, Iterator, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import POOL_LABEL, contract_spec, contract_job, contract_pod, contract_pod_spec
-from gpuplan.queues import QueueLedger, flavor_name, gang_shape, queued_namespaces
+from gpuplan.queues import QueueLedger, flavor_name, gang_shape, queued_namespaces, tier_capacity
 from gpuplan.resolve import ResolvedFleet
 
 
@@ -64,7 +64,8 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
         if not grants and qp is None:
             continue  # a large fleet's tenant is granted few of its many tiers
         res = rf.tier_resource(tier)
-        fq = qp.quota(tier.pool, res) if (qp is not None and res) else None
+        ctype = tier_capacity(rf, tier)
+        fq = qp.quota(tier.pool, res, ctype) if (qp is not None and res) else None
         if fq is not None and tier.name not in fq.tiers:
             fq = None  # the queue reaches the flavor through another tier
         if res is None or (not grants and fq is None):
@@ -80,6 +81,7 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
         row["enforced"] = [(n, quota_cap(_quotas(rf, tenant, n, specs), pc, res)) for n, _ in grants
                            if n in tenant.namespaces]
         row["refused"] = _refusals(rf, pc, specs)
+        row["interruption"] = _interruption(rf, tier)
         row.update(node_selector=spec["nodeSelector"], tolerations=spec["tolerations"],
                    max_per_pod=tier.max_gpus_per_pod, preemption=tier.preemption,
                    pod=dump(contract_pod(rf, tier, ns, spec)), job=dump(contract_job(rf, tier, ns, spec)))
@@ -90,11 +92,45 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
             row["shared_note"] = (f" Kueue counts the flavor, not the tier: this quota is shared with "
                                   f"tier{'s' if len(shared) > 1 else ''} {', '.join(shared)}, and any of them can "
                                   "use all of it." if shared else "")
-            row.update(nominal=fq.nominal, flavor=flavor_name(tier.pool), borrowing_limit=fq.borrowing_limit,
+            row.update(nominal=fq.nominal, flavor=flavor_name(tier.pool, ctype), borrowing_limit=fq.borrowing_limit,
                        lending_limit=fq.lending_limit, potential=fq.potential, gang_pods=pods, gang_units=units,
                        example=dump(example_job(rf, tier, ns, res, units, pods)))
         out.append(row)
     return out
+
+
+def _interruption(rf: ResolvedFleet, tier) -> str | None:
+    """What can stop the tier's pods, and the checkpoint advice that follows.
+
+    ``karpenter.sh/do-not-disrupt`` keeps Karpenter's voluntary disruption (consolidation, drift)
+    off the node of a running pod, and its drain leaves the pod until the NodePool's
+    terminationGracePeriod (kubernetes-sigs/karpenter@v1.14.1 pkg/utils/pod/scheduling.go:58-62,
+    pkg/controllers/node/termination/terminator/terminator.go:112); it does not exclude a node
+    from interruption or expiration (aws/karpenter-provider-aws v1.14.1 website/content/en/docs/
+    concepts/disruption.md:422), and EC2 reclaims a spot instance two minutes after its notice
+    (disruption.md:207)."""
+    from gpuplan.identity import DO_NOT_DISRUPT, capacity_pin, pod_annotations
+    from gpuplan.lower.karpenter import termination_grace_period
+    from gpuplan.provisioning import RECLAIM_NOTICE, platform
+    from gpuplan.units import preemptible_pool, preemptible_tier
+
+    pv = rf.pool_by_name[tier.pool]
+    annotated = bool(pod_annotations(rf, tier).get(DO_NOT_DISRUPT))
+    if preemptible_pool(pv) and capacity_pin(rf, tier) is None and preemptible_tier(tier):
+        where = platform(rf.fleet.spec.cluster, pv.pool)
+        who, notice = RECLAIM_NOTICE.get(where, ("the provider", "short"))
+        return (f"May run on spot capacity: {who} reclaims a spot node {notice} after its notice"
+                + (", and Karpenter drains the node as soon as it sees the notice" if where == "karpenter-aws" else "")
+                + (f"; `{DO_NOT_DISRUPT}` does not stop that, and Karpenter's drain leaves an annotated pod to stop "
+                   "with the node, without a SIGTERM" if annotated else "")
+                + ". Write checkpoints often, to storage outside the node, and resume from the latest.")
+    if annotated:
+        grace = termination_grace_period(rf, pv)
+        return (f"Pods carry `{DO_NOT_DISRUPT}: \"true\"`: Karpenter does not consolidate or drift their node while "
+                "they run. Expiry (`expireAfter`) still ends the node"
+                + (f": its pods get at most {grace} (the NodePool's terminationGracePeriod)" if grace else "")
+                + ". Checkpoint within that.")
+    return None
 
 
 def _quotas(rf: ResolvedFleet, tenant, ns: str, cache: dict) -> list[dict[str, Any]]:

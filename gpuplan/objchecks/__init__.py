@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 # family -> the lowering targets whose objects it reads
 FAMILIES: dict[str, tuple[str, ...]] = {
     "gpuplan.objchecks.placement": ("gpuplan.lower.tenancy", "gpuplan.lower.admission",
-                                    "gpuplan.lower.node_labels", "gpuplan.lower.karpenter"),
+                                    "gpuplan.lower.node_labels", "gpuplan.lower.karpenter",
+                                    # node groups (missing back-ends are skipped by iter_artifacts)
+                                    "gpuplan.lower.provision_gke", "gpuplan.lower.provision_aks",
+                                    "gpuplan.lower.provision_capi"),
     "gpuplan.objchecks.dra": ("gpuplan.lower.dra",),
 }
 KINDS = frozenset({"NodePool", "NodeFeatureRule", "Namespace", "ResourceQuota", "ValidatingAdmissionPolicy",
@@ -50,8 +53,12 @@ def targets(rf: "ResolvedFleet") -> dict[str, tuple[str, ...]]:
 
 
 def collect(artifacts: Iterable["Artifact"]) -> list[dict[str, Any]]:
-    """The objects the checks read, in artifact order; the rest is dropped as it passes."""
-    return [d for a in artifacts for d in a.documents or () if isinstance(d, dict) and d.get("kind") in KINDS]
+    """The objects the checks read, in artifact order; the rest is dropped as it passes (node-group
+    templates, ``gpuplan.provisioning.template_kinds``, are read like NodePools)."""
+    from gpuplan.provisioning import template_kinds
+
+    kinds = KINDS | template_kinds()
+    return [d for a in artifacts for d in a.documents or () if isinstance(d, dict) and d.get("kind") in kinds]
 
 
 class TreeObjects:

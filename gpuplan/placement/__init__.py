@@ -36,7 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from gpuplan.identity import scope_matches
+from gpuplan.identity import CAPACITY_TYPE_LABEL, scope_matches
+from gpuplan.provisioning import platform_labels, platform_taints, read_template
 from gpuplan.resolve import ResolvedFleet
 
 UNMANAGED_NAMESPACE = "default"  # a namespace gpuplan does not manage, for the proof
@@ -53,6 +54,11 @@ class PoolNodes:
     karpenter: bool
     weight: int = 0
     node_limit: int | None = None
+    pool: str = ""  # the gpuplan pool (a pool's on-demand floor is a NodePool of its own)
+
+    @property
+    def owner(self) -> str:
+        return self.pool or self.name
 
     def identity(self) -> tuple:
         return (tuple(sorted(self.labels.items())), tuple(sorted(self.taints)), tuple(sorted(self.resources.items())))
@@ -90,6 +96,9 @@ class Group:
     denied_by: list[str]
     pools: list[str]
     expected_pool: str
+    # pool -> the capacity types its pod can get there, on pools that allow spot (Karpenter's
+    # order: reserved, spot, on-demand); the pod's own karpenter.sh/capacity-type when it pins one
+    capacity: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def verdict(self, namespace: str) -> Verdict:
         return Verdict(self.tier, namespace, self.granted, self.denied_by, self.pools, self.expected_pool)
@@ -115,10 +124,12 @@ class Proof:
             tiers.setdefault(g.tier, []).append(g)
         for tier, gs in tiers.items():
             granted = [g for g in gs if g.granted]
-            row = {p.name: "-" for p in self.pools}
+            row = {p.owner: "-" for p in self.pools}
             for g in granted:
+                types = dict(g.capacity)
                 for p in g.pools if not g.denied_by else ():
-                    row[p] = "yes" if p == g.expected_pool else "WRONG POOL"
+                    row[p] = ("yes" + (f" ({', '.join(types[p])})" if types.get(p) else "")
+                              if p == g.expected_pool else "WRONG POOL")
             if granted and all(g.denied_by for g in granted):
                 row[granted[0].expected_pool] = "denied"
             out.append((tier, row))
@@ -145,15 +156,31 @@ def pools_from_objects(rf: ResolvedFleet, docs: Iterable[dict[str, Any]]) -> lis
                 if r["operator"] == "In" and r["key"] not in labels:
                     labels[r["key"]] = tuple(r["values"])
             name = d["metadata"]["name"]
+            pool = (d["metadata"].get("labels") or {}).get(POOL_LABEL, name)
             lim = d["spec"].get("limits", {}).get("nodes")
-            out.append(PoolNodes(name, labels, _taints(t["spec"].get("taints", [])), _resources(rf, name), True,
-                                 int(d["spec"].get("weight", 0)), None if lim is None else int(lim)))
+            out.append(PoolNodes(name, labels, _taints(t["spec"].get("taints", [])), _resources(rf, pool), True,
+                                 int(d["spec"].get("weight", 0)), None if lim is None else int(lim), pool))
         elif kind == "NodeFeatureRule":
             for rule in d["spec"]["rules"]:
                 labels = {k: (v,) for k, v in rule.get("labels", {}).items()}
                 name = d["metadata"].get("labels", {}).get(POOL_LABEL, d["metadata"]["name"])
                 out.append(PoolNodes(name, labels, _taints(rule.get("taints", [])), _resources(rf, name), False))
+        elif (tpl := read_template(d)) is not None:  # a node group's template (GKE ContainerNodePool, ...)
+            out.append(_node_group(rf, tpl[0], *tpl))  # named by its pool, as the proof keys places
     return sorted(out, key=lambda p: p.name)
+
+
+def _node_group(rf: ResolvedFleet, name: str, pool: str, labels: dict[str, str],
+                taints: list[dict[str, str]]) -> PoolNodes:
+    """A node group's nodes: the template's labels and taints plus those the platform sets itself
+    (GKE: the node-pool name, the partition size, the GPU taint; ``gpuplan.provisioning``)."""
+    pv = rf.pool_by_name.get(pool)
+    if pv is not None:
+        labels = {**platform_labels(pv), **labels}
+        seen = {(t["key"], t["effect"]) for t in taints}
+        taints = [*taints, *(t for t in platform_taints(pv) if (t["key"], t["effect"]) not in seen)]
+    return PoolNodes(name, {k: (v,) for k, v in labels.items()}, _taints(taints), _resources(rf, pool), False,
+                     pool=pool)
 
 
 def _resources(rf: ResolvedFleet, pool: str) -> dict[str, int]:
@@ -514,6 +541,7 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
 
     pools = pools_from_objects(rf, docs)
     order = {p.name: i for i, p in enumerate(karpenter_order(pools))}
+    spot_pools = {p.owner for p in pools if "spot" in p.labels.get(CAPACITY_TYPE_LABEL, ())}
     cluster = Cluster(rf, docs)
     namespaces = cluster_namespaces(docs)
     shapes: dict[str, list[dict[str, Any]]] = {}
@@ -537,8 +565,10 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
         del pod["metadata"]["namespace"]  # read by no policy: one evaluation for every namespace
         if ert_enabled(rf):
             pod = extended_resource_toleration(pod)
-        landing = [p.name for p in pools if fits(pod, p)]
-        landing.sort(key=lambda n: (n not in order, order.get(n, 0), n))
+        fitting = sorted((p for p in pools if fits(pod, p)),
+                         key=lambda p: (p.name not in order, order.get(p.name, 0), p.name))
+        landing = list(dict.fromkeys(p.owner for p in fitting))  # a pool's NodePools count as the pool
+        capacity = _capacity(pod, fitting, spot_pools)
         request = contract_request(rf, tier)
         pod_verdicts = cluster.verdicts(pod, request)
         mine = granted_to.get(tier.name, frozenset())
@@ -546,12 +576,13 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
         for g, names, sel in zip(groups, group_names, selected):
             denied = cluster.denials(pod, g[0], request, sel, pod_verdicts, req)
             if mine.isdisjoint(names):  # most shapes: none of its namespaces is granted this tier
-                out.append(Group(tier.name, names, False, denied, landing, tier.pool))
+                out.append(Group(tier.name, names, False, denied, landing, tier.pool, capacity))
                 continue
             split: dict[bool, list[str]] = {}
             for name in names:
                 split.setdefault(name in mine, []).append(name)
-            out += [Group(tier.name, tuple(ns), ok, denied, landing, tier.pool) for ok, ns in sorted(split.items())]
+            out += [Group(tier.name, tuple(ns), ok, denied, landing, tier.pool, capacity)
+                    for ok, ns in sorted(split.items())]
     seen: dict[tuple, str] = {}
     twins = []
     for p in pools:
@@ -559,6 +590,22 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
         if other != p.name:
             twins.append((other, p.name))
     return Proof(pools, out, twins)
+
+
+CAPACITY_ORDER = ("reserved", "spot", "on-demand")  # Karpenter's preference (nodepools.md:276)
+
+
+def _capacity(pod: dict[str, Any], fitting: list[PoolNodes], spot_pools: set[str]
+              ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Per pool that allows spot: the capacity types the pod can land on (its NodePools' offerings,
+    or the one its ``karpenter.sh/capacity-type`` selects)."""
+    chosen = (pod["spec"].get("nodeSelector") or {}).get(CAPACITY_TYPE_LABEL)
+    types: dict[str, set[str]] = {}
+    for p in fitting:
+        if p.owner in spot_pools:
+            offered = set(p.labels.get(CAPACITY_TYPE_LABEL, ()))
+            types.setdefault(p.owner, set()).update(offered & {chosen} if chosen else offered)
+    return tuple((o, tuple(c for c in CAPACITY_ORDER if c in ts)) for o, ts in types.items())
 
 
 def contract_request(rf: ResolvedFleet, tier) -> dict[str, Any] | None:
@@ -585,7 +632,8 @@ def proof(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
 def matrix_rows(p: Proof) -> tuple[list[str], list[list[str]]]:
     """The tier x pool table of `gpuplan plan`: where each tier's contract pod, admitted in
     a namespace granted the tier, can land; then where it is admitted and refused."""
-    head = ["tier", *(x.name for x in p.pools), "admitted in", "refused in"]
+    owners = list(dict.fromkeys(x.owner for x in p.pools))
+    head = ["tier", *owners, "admitted in", "refused in"]
     rows = []
     by_tier: dict[str, list[Group]] = {}
     for g in p.groups:
@@ -595,7 +643,7 @@ def matrix_rows(p: Proof) -> tuple[list[str], list[list[str]]]:
         gs = by_tier[tier]
         admitted = sorted((n for g in gs if not g.denied_by for n in g.namespaces), key=order.__getitem__)
         refused = sorted((n for g in gs if g.denied_by for n in g.namespaces), key=order.__getitem__)
-        rows.append([tier, *(row[x.name] for x in p.pools), _some(admitted), _some(refused)])
+        rows.append([tier, *(row[x] for x in owners), _some(admitted), _some(refused)])
     return head, rows
 
 

@@ -106,7 +106,9 @@ def _tolerations(taints) -> list[dict[str, Any]]:
 
 def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
     from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
-    from gpuplan.identity import CAPACITY_TYPE_LABEL, QUEUE_LABEL, capacity_pin, priority_class_name, quota_cap
+    from gpuplan.identity import (
+        CAPACITY_TYPE_LABEL, QUEUE_LABEL, capacity_pin, pod_annotations, priority_class_name, quota_cap,
+    )
     from gpuplan.placement import (
         Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, pools_from_objects, quota_denials,
         requests,
@@ -182,7 +184,9 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
                 sorted({*CHART_CLASSES, *(c.class_name for c in tier_claims(rf))} if any_dra(rf) else {"gpu.nvidia.com"})]
     resources = [*rf.gpu_resources, *implicit]
     keyless = (None, [{"operator": "Exists"}])
-    pool_place = {p.name: (p.name, _tolerations(p.taints)) for p in pools}
+    pool_place = {p.name: (p.name, _tolerations(p.taints)) for p in pools if p.owner == p.name}
+    # a pool's on-demand floor (identity.floor_nodes): its NodePool's taints, the floor taint included
+    floor_place = {p.owner: (p.owner, _tolerations(p.taints)) for p in pools if p.owner != p.name}
     ctrl = queue_controllers(rf)
     pod_gate = rf.fleet.spec.queueing is not None and any(
         i in rf.fleet.spec.queueing.integrations for i in ("pod", "deployment", "statefulset"))
@@ -196,6 +200,9 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
         pod = _pod(spec)
         if labels:
             pod["metadata"]["labels"] = labels
+        tiers_ = tiers_of.get(spec.get("priorityClassName", ""), ())
+        if tiers_ and pod_annotations(rf, tiers_[0]):  # annotations any tenant can write (do-not-disrupt)
+            pod["metadata"]["annotations"] = pod_annotations(rf, tiers_[0])
         attacks.append((words, pod, req, kueue_held))
 
     for pc in [*sorted(tiers_of), "", SYSTEM_CLASS]:
@@ -207,6 +214,9 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
             own = [({"gpuplan.dev/pool": own[0][0], CAPACITY_TYPE_LABEL: pin}, own[0][1])]
             add(f"{who}: 1 {rf.tier_resource(tiers[0])} without {CAPACITY_TYPE_LABEL}",
                 _spec(pc, pool_place[tiers[0].pool], {rf.tier_resource(tiers[0]): 1}))
+        elif tiers and tiers[0].pool in floor_place:  # a preemptible class tolerating the floor's taint
+            add(f"{who}: 1 {rf.tier_resource(tiers[0])} tolerating the on-demand floor of pool {tiers[0].pool}",
+                _spec(pc, floor_place[tiers[0].pool], {rf.tier_resource(tiers[0]): 1}))
         places = own or [keyless]
         reqs: list[tuple[str, dict[str, Any], bool, dict[str, str] | None, bool]] = [("", tenant_req, False, None, False)]
         if any(t.name in queued for t in tiers):
@@ -233,10 +243,10 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
             # the tier's resource on another pool: the class policy compares the pool selector
             # with a list of its pools, so one pool outside it stands for all (tests hold every
             # other pool of the examples to the same verdict)
-            other = next((p for p in pools if p.name not in {t.pool for t in tiers}), None)
+            other = next((p for p in pools if p.owner not in {t.pool for t in tiers}), None)
             if other is not None:
-                add(f"{who}: 1 {rf.tier_resource(tiers[0])} on pool {other.name}",
-                    _spec(pc, pool_place[other.name], {rf.tier_resource(tiers[0]): 1}))
+                add(f"{who}: 1 {rf.tier_resource(tiers[0])} on pool {other.owner}",
+                    _spec(pc, pool_place[other.owner], {rf.tier_resource(tiers[0]): 1}))
     out.pods = len(attacks)
 
     # --- admission and fit -----------------------------------------------------------------
@@ -271,7 +281,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
                         for res in want:
                             c = quota_cap(quotas, pc, res)
                             if c is not None:
-                                key = (pool, pc, res)
+                                key = (by_pool[pool].owner, pc, res)
                                 access.setdefault(key, {})[ns] = max(access.get(key, {}).get(ns, 0), c)
     out.breaches += _claim_breaches(rf, cluster, states, exempt, tenant_of)
     out.access = [Access(pool, pc, tuple(sorted(nss.items())), res) for (pool, pc, res), nss in sorted(access.items())]
@@ -280,7 +290,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
 
 def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas, by_pool, pod) -> list[str]:
     """What an admitted pod gets that its namespace was not granted."""
-    from gpuplan.identity import CAPACITY_TYPE_LABEL, quota_cap
+    from gpuplan.identity import CAPACITY_TYPE_LABEL, capacity_pin, quota_cap
     from gpuplan.units import preemptible_tier
 
     gpu_pools = [p for p in landing if any(by_pool[p].resources.values())]
@@ -294,10 +304,15 @@ def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas,
         for p in landing:
             types = by_pool[p].labels.get(CAPACITY_TYPE_LABEL, ())
             if "spot" in ((chosen,) if chosen else types):
-                out.append(f"can run on spot capacity of pool {p}, which its tier must not")
+                out.append(f"can run on spot capacity of pool {by_pool[p].owner}, which its tier must not")
+    elif tiers and not any(capacity_pin(rf, t) for t in tiers):
+        for p in landing:
+            if by_pool[p].owner != p:
+                out.append(f"lands on the on-demand floor of pool {by_pool[p].owner}, held for the tiers that must "
+                           "not be interrupted")
     for p in landing:
-        if p not in pools:
-            out.append(f"lands on pool {p}, which is not its tier's")
+        if by_pool[p].owner not in pools:
+            out.append(f"lands on pool {by_pool[p].owner}, which is not its tier's")
     for res, n in want.items():
         granted = allowance(ns, pc, res, kueue_held)
         if granted is None:

@@ -21,6 +21,10 @@ objects — what the controllers will actually see — not from the specs:
   deletes one on its own and neither holds a sync for it
   (gpuplan.lower.common.PROTECTED_KINDS), so this is the change a person must
   carry out by hand;
+- **stranded**: after the sync, a class of a pool's nodes names a device-plugin or
+  mig-parted config the new ConfigMaps lack (its GPUs are not allocatable once its
+  device plugin or mig-manager restarts), or advertises none of what the pool's tiers
+  now request: the wave-by-wave model (``gpuplan.report.transition``) finds it;
 - **drain**: a node's ``nvidia.com/mig.config`` changes: mig-manager
   repartitions its GPUs (NVIDIA/mig-parted@v0.15.0 cmd/nvidia-mig-manager/
   main.go:572-577) and cannot while GPU pods use them; a new NoExecute taint
@@ -35,8 +39,8 @@ objects — what the controllers will actually see — not from the specs:
 - **upgrade**: the managed driver, the toolkit or CDI changes: the GPU Operator
   rolls it onto every node it manages, evicting GPU pods.
 
-Entries are listed by risk (``SEVERITY_ORDER``: hand-step, destructive, replace,
-drain, upgrade, reconfigure), and the renderers open with one line per pool
+Entries are listed by risk (``SEVERITY_ORDER``: hand-step, destructive, stranded,
+replace, drain, upgrade, reconfigure), and the renderers open with one line per pool
 (:func:`by_pool`: its nodes replaced, drained or reconfigured, with counts).
 
 Stage: report (docs/architecture.md)."""
@@ -46,13 +50,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-# By risk (#27 Build 6): what a person must do, then what deletes, then nodes replaced (or
-# stranded: the replace entry says when an old node loses its config), then drains, then
-# the rolling upgrades, then reconfigurations that keep running pods.
-SEVERITY_ORDER = ("hand-step", "destructive", "replace", "drain", "upgrade", "reconfigure")
+from gpuplan.identity import POOL_LABEL
+from gpuplan.provisioning import read_template, template_changes
+from gpuplan.report.transition import tree_configs as _configs, tree_values as _values
+
+# By risk (#27 Build 6): what a person must do, then what deletes, then nodes stranded (a
+# config they name is gone, or they advertise nothing their tiers request: the wave-by-wave
+# model, gpuplan.report.transition), then nodes replaced, then drains, then the rolling
+# upgrades, then reconfigurations that keep running pods.
+SEVERITY_ORDER = ("hand-step", "destructive", "stranded", "replace", "drain", "upgrade", "reconfigure")
+# The Karpenter node classes whose change drifts every node of the NodePool of the same name:
+# the spec fields that do (None: all of them).
+NODE_CLASS_DRIFT: dict[str, tuple[str, ...] | None] = {
+    "EC2NodeClass": ("amiSelectorTerms", "userData", "blockDeviceMappings", "role"),
+    "AKSNodeClass": None,
+}
 MIG_LABEL = "nvidia.com/mig.config"
 PLUGIN_LABEL = "nvidia.com/device-plugin.config"
-VALUES_PATH = "gpu-operator/values.yaml"
 
 
 @dataclass(frozen=True, order=True)
@@ -78,16 +92,6 @@ def _objects(parsed: Parsed) -> dict[tuple[str, str, str], dict[str, Any]]:
     return out
 
 
-def _values(parsed: Parsed, objs: dict) -> dict[str, Any]:
-    for key, (_, value) in parsed.items():
-        if not key.kind and key.path == VALUES_PATH and isinstance(value, dict):
-            return value
-    for obj in objs.values():  # Flux: the values live in the HelmRelease
-        if obj.get("kind") == "HelmRelease":
-            return obj.get("spec", {}).get("values") or {}
-    return {}
-
-
 def _static_nodes(objs: dict) -> dict[str, tuple[str, dict[str, str], list[dict]]]:
     """node -> (pool, labels, taints) from the pools' NodeFeatureRules."""
     out = {}
@@ -101,50 +105,6 @@ def _static_nodes(objs: dict) -> dict[str, tuple[str, dict[str, str], list[dict]
                 for node in nodes:
                     out[node] = (pool, rule.get("labels", {}), rule.get("taints", []))
     return out
-
-
-def _configs(objs: dict) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(device-plugin configs by key, mig-parted configs by name) of a tree.
-    The payloads go through the bounded reader: the old tree may be a pull
-    request's (an alias bomb in a ConfigMap must not hang the report)."""
-    from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as PLUGIN_CM
-    from gpuplan.identity import MIG_PARTED_CONFIG_KEY as CONFIG_KEY
-    from gpuplan.identity import MIG_PARTED_CONFIGMAP as MIG_CM
-
-    plugin: dict[str, Any] = {}
-    mig: dict[str, Any] = {}
-    for (kind, _, name), obj in objs.items():
-        if kind != "ConfigMap":
-            continue
-        data = obj.get("data") or {}
-        if not isinstance(data, dict):
-            continue
-        if name == PLUGIN_CM:
-            loaded = {k: _payload(v, f"{name}/{k}") for k, v in data.items()}
-            if all(v is not _UNREADABLE for v in loaded.values()):
-                plugin = loaded
-        elif name == MIG_CM and CONFIG_KEY in data:
-            doc = _payload(data[CONFIG_KEY], f"{name}/{CONFIG_KEY}")
-            if isinstance(doc, dict):  # else a hand-edited tree: compare by name only
-                configs = doc.get("mig-configs")
-                mig = configs if isinstance(configs, dict) else {}
-    return plugin, mig
-
-
-_UNREADABLE: Any = object()
-
-
-def _payload(text: Any, file: str) -> Any:
-    """One YAML document embedded in a ConfigMap (None when empty), or
-    _UNREADABLE when it is not one the bounded reader accepts."""
-    from gpuplan.output.objdiff import yaml_documents
-
-    if not isinstance(text, str):
-        return _UNREADABLE
-    docs = yaml_documents(text, file)
-    if docs is None or len(docs) > 1:
-        return _UNREADABLE
-    return docs[0] if docs else None
 
 
 def _same(old_cfgs: dict, new_cfgs: dict, old_name: str | None, new_name: str | None) -> bool:
@@ -167,21 +127,26 @@ def _drift_note(nodepool: dict) -> str:
     return "Karpenter drains and replaces them within the pool's disruption budgets"
 
 
-def disruptions(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> list[Disruption]:
-    """The disruptive effects of going from tree ``old`` to tree ``new``, most severe first."""
+def disruptions(old: Mapping[str, bytes], new: Mapping[str, bytes],
+                needs: Mapping[str, Any] | None = None) -> list[Disruption]:
+    """The disruptive effects of going from tree ``old`` to tree ``new``, most severe first.
+    ``needs``: pool -> the resources its tiers request (``transition.tier_needs``), when known."""
     from gpuplan.output.objdiff import tree_objects
 
-    return disruptions_of(tree_objects(old), tree_objects(new))
+    return disruptions_of(tree_objects(old), tree_objects(new), needs)
 
 
-def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
+def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = None) -> list[Disruption]:
     """:func:`disruptions` of two trees already parsed by ``objdiff.tree_objects``
     (``gpuplan diff`` parses each tree once for both reports)."""
+    from gpuplan.report.transition import transition
+
     a, b = _objects(old), _objects(new)
     out: list[Disruption] = []
 
     d = _delivery(old, new)
     out += _delivery_steps(d)
+    out += _stranded(transition(old, new, needs))
     held, kept_by_argo = set(), set()
     if d.engine == "argocd":
         held = {r[3] for r in d.held if r[1] == "Namespace"}
@@ -252,15 +217,24 @@ def disruptions_of(old: Parsed, new: Parsed) -> list[Disruption]:
                 out.append(Disruption(
                     "replace", f"NodePool {name}",
                     f"{'; '.join(what)}: every node of the pool drifts; {note}"))
-        elif kind == "EC2NodeClass":
-            changed = [f for f in ("amiSelectorTerms", "userData", "blockDeviceMappings", "role")
-                       if o.get("spec", {}).get(f) != n.get("spec", {}).get(f)]
+        elif kind in NODE_CLASS_DRIFT:
+            # EC2NodeClass: the fields gpuplan writes that drift a node; AKSNodeClass: any spec field
+            # but tags, hashed whole (karpenter-provider-azure v1.14.2 pkg/apis/v1beta1/aksnodeclass.go:95,697-698;
+            # pkg/cloudprovider/drift.go:90-111)
+            os_, ns_ = o.get("spec", {}), n.get("spec", {})
+            changed = [f for f in (NODE_CLASS_DRIFT[kind] or sorted(set(os_) | set(ns_) - {"tags"}))
+                       if os_.get(f) != ns_.get(f)]
             if changed:
                 pool = b.get(("NodePool", "", name))
                 out.append(Disruption(
-                    "replace", f"EC2NodeClass {name}",
+                    "replace", f"{kind} {name}",
                     f"{', '.join(changed)} change: the nodes of pool {name} drift; "
                     + (_drift_note(pool) if pool else "Karpenter replaces them")))
+        else:  # a node group's template (GKE ContainerNodePool, ...): what its platform does
+            read = read_template(n)
+            pool_of = read[0] if read else ((n.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
+            subject = f"{kind} {name}" + (f" (pool {pool_of})" if pool_of else "")
+            out += [Disruption(sev, subject, msg) for sev, msg in template_changes(o, n)]
 
     on, nn = _static_nodes(a), _static_nodes(b)
     for node in sorted(set(on) & set(nn)):
@@ -380,10 +354,22 @@ def _delivery_steps(d) -> list[Disruption]:
     return out
 
 
+def _stranded(t) -> list[Disruption]:
+    """The node classes the wave-by-wave model (gpuplan.report.transition) finds stranded
+    (a config they name is gone) or idle (they advertise none of what the pool's tiers
+    request) once the sync is done; a window a later wave of the same sync closes is not listed."""
+    out = []
+    for f in t.findings:
+        if f.kind in ("stranded", "idle"):
+            out.append(Disruption("stranded", f"pool {f.pool} ({f.nodes.label})",
+                                  f"{f.message} (steps: {', '.join(f.steps)})"))
+    return out
+
+
 # --- rendering ---------------------------------------------------------------------------
 
 
-_VERB = {"replace": "replaced", "drain": "drained", "reconfigure": "reconfigured"}
+_VERB = {"stranded": "stranded", "replace": "replaced", "drain": "drained", "reconfigure": "reconfigured"}
 
 
 def by_pool(ds: list[Disruption]) -> list[str]:
@@ -394,17 +380,33 @@ def by_pool(ds: list[Disruption]) -> list[str]:
     pools: dict[str, dict[str, set[str]]] = {}
     for d in ds:
         m = re.fullmatch(r"node (\S+) \(pool (\S+)\)", d.subject)
+        s = re.fullmatch(r"pool (\S+) \((?:(\d+) static nodes?|(\w+ )?Karpenter nodes)\)", d.subject)
         if m and d.severity in _VERB:
             pools.setdefault(m.group(2), {}).setdefault(d.severity, set()).add(m.group(1))
-        elif d.severity == "replace" and d.subject.startswith(("NodePool ", "EC2NodeClass ")):
-            pools.setdefault(d.subject.split(" ", 1)[1], {}).setdefault("replace", set()).add("*")
+        elif s and d.severity == "stranded":
+            nodes = {f"#{i}" for i in range(int(s.group(2)))} if s.group(2) else {"*"}
+            pools.setdefault(s.group(1), {}).setdefault("stranded", set()).update(nodes)
+        elif (g := re.fullmatch(r"(\w+) \S+ \(pool (\S+)\)", d.subject)) and g.group(1) != "node":
+            if d.severity in ("hand-step", *_VERB):  # a node group's template: every node of the pool
+                pools.setdefault(g.group(2), {}).setdefault(d.severity, set()).add(f"*{g.group(1)}")
+        elif d.severity == "replace" and d.subject.startswith(("NodePool ", *(f"{k} " for k in NODE_CLASS_DRIFT))):
+            blocked = "drift is blocked" in d.message  # _drift_note: they go only as they expire
+            pools.setdefault(d.subject.split(" ", 1)[1], {}).setdefault("replace", set()).add(
+                "*expiry" if blocked else "*")
     rows = []
     for pool, sev in pools.items():
         parts = []
-        for s in ("replace", "drain", "reconfigure"):
+        for s in ("hand-step", "stranded", "replace", "drain", "reconfigure"):
             nodes = sev.get(s)
-            if nodes:
-                parts.append(f"every node {_VERB[s]} (Karpenter)" if "*" in nodes else
+            groups = sorted(x[1:] for x in nodes or () if x not in ("*", "*expiry") and x.startswith("*"))
+            if groups:  # a node group's template: the platform acts on every node
+                parts.append(f"node pool recreated by hand ({', '.join(groups)})" if s == "hand-step" else
+                             f"every node {_VERB[s]} ({', '.join(groups)})")
+            elif nodes and s in _VERB:
+                parts.append((f"nodes {_VERB[s]} (Karpenter)" if s == "stranded" else
+                              f"every node {_VERB[s]} as it expires (Karpenter, drift blocked)"
+                              if "*expiry" in nodes else f"every node {_VERB[s]} (Karpenter)")
+                             if "*" in nodes or "*expiry" in nodes else
                              f"{len(nodes)} node{'s' if len(nodes) != 1 else ''} {_VERB[s]}")
         rank = min(SEVERITY_ORDER.index(s) for s in sev)
         rows.append((rank, pool, f"pool {pool}: " + ", ".join(parts)))

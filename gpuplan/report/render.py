@@ -12,6 +12,7 @@ import math
 from typing import Any, Callable
 
 from gpuplan.capacity import CapacityReport, LayoutUsage, PoolReport
+from gpuplan.provisioning import RECLAIM_NOTICE
 from gpuplan.report.tables import (
     _TENANT_HEAD, _md_table, _one_tenant_rows, _pool_rows, _summary, _tenant_rows, _text_table, _tier_rows, gpus,
     layout_text, money, stranded_rows,
@@ -89,6 +90,13 @@ def render_json(r: CapacityReport, diff=None, optimise=None, disruption=None) ->
 # --- tables -------------------------------------------------------------------------
 
 
+def _reclaim_notice(r: CapacityReport) -> str:
+    clouds = sorted({RECLAIM_NOTICE[p.platform] for p in r.pools if p.preemptible and p.platform in RECLAIM_NOTICE})
+    if len(clouds) == 1:
+        return f"{clouds[0][0]} can reclaim these nodes with {clouds[0][1]}' notice"
+    return "the cloud can reclaim these nodes at short notice (" + "; ".join(f"{c}: {t}" for c, t in clouds) + ")"
+
+
 def _diagrams(r: CapacityReport) -> list[tuple[PoolReport, LayoutUsage, str]]:
     from gpuplan.mig.diagram import render_diagram
     from gpuplan.mig.solver import Placement
@@ -155,7 +163,7 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
     interruptible = _exposure_rows(r)
     if interruptible:
         parts += [heading(2, "Interruptible capacity (spot)"),
-                  "Grants on pools that allow spot: EC2 can reclaim these nodes with two minutes' notice "
+                  f"Grants on pools that allow spot: {_reclaim_notice(r)} "
                   "(GPU-hours a month open to interruption, and their cost at on-demand and at spot prices).",
                   table(*_split_rows(r)), table(*interruptible[0]), table(*interruptible[1])]
     if r.stranded:
@@ -176,8 +184,11 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
         notes.append("OVER: quotas on the pool resource exceed capacity × maxOversubscription.")
     capped = [p for p in r.pools if p.autoscaled and p.nodes is not None]
     if capped:
-        notes.append("Karpenter pools are capped in whole nodes (NodePool `limits.nodes`), the ceiling that holds "
-                     "whatever the nodes advertise: " + "; ".join(
+        how = ("Karpenter pools are capped in whole nodes (NodePool `limits.nodes`)"
+               if all(p.platform.startswith("karpenter-") for p in capped) else
+               "Autoscaled pools are capped in whole nodes (Karpenter: NodePool `limits.nodes`; node groups: "
+               "their maximum size)")
+        notes.append(how + ", the ceiling that holds whatever the nodes advertise: " + "; ".join(
                          f"{p.name} ≤ {p.nodes} nodes = {p.physical_gpus} GPUs" for p in capped) + ".")
     if r.placement is not None:
         from gpuplan.placement import karpenter_order
@@ -262,5 +273,6 @@ def _split_rows(r: CapacityReport) -> tuple[list[str], list[list[str]]]:
     """The ledger per pool that allows spot: what is granted on guaranteed and on preemptible capacity."""
     from gpuplan.capacity import capacity_split
 
-    return (["pool", "capacity types", "GPU-eq guaranteed (pinned off spot)", "GPU-eq preemptible"],
-            [[p, ", ".join(types), gpus(g), gpus(s)] for p, types, g, s in capacity_split(r)])
+    return (["pool", "capacity types", "GPU-eq guaranteed (pinned off spot)", "GPU-eq preemptible",
+             "on-demand floor (GPUs)"],
+            [[p, ", ".join(types), gpus(g), gpus(s), str(f) if f else "—"] for p, types, g, s, f in capacity_split(r)])

@@ -116,7 +116,8 @@ def _summary(r: CapacityReport) -> str:
     cost = r.cost_per_month
     return (f"{r.physical_gpus} physical GPUs in {len(r.pools)} pools; quotas grant {gpus(r.granted_gpus)} "
             f"GPU-equivalents; cost {money(cost)} per month at {r.hours_per_month} h/month"
-            + (" (Karpenter pools at their maxGPUs)" if any(p.autoscaled for p in r.pools) else ""))
+            + ((" (Karpenter pools at their maxGPUs)" if all(p.platform.startswith("karpenter-") for p in auto)
+                else " (autoscaled pools at their maxGPUs)") if (auto := [p for p in r.pools if p.autoscaled]) else ""))
 
 
 STRANDED_HEAD = ["pool", "resource", "units", "GPU-eq", "cost/month"]

@@ -33,6 +33,11 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.queueing",
     "gpuplan.rules.admission",
     "gpuplan.rules.versions",
+    "gpuplan.rules.provisioning",  # node groups against their back-end's machine table
+    "gpuplan.rules.gke",
+    "gpuplan.rules.capi",  # Cluster API MachineDeployments and the Cluster Autoscaler
+    "gpuplan.rules.aks",  # AKS agent pools (Azure Service Operator)
+    "gpuplan.rules.nap",  # Karpenter pools on AKS Node Auto Provisioning
 )
 
 W_DISABLE_UNKNOWN = Code(

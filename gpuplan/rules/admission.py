@@ -38,6 +38,7 @@ from typing import Iterable, Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.provisioning import karpenter_pool, static_nodes
 from gpuplan.resolve import PoolView, ResolvedFleet
 
 MAX_LABEL_VALUE = 63  # k8s.io/apimachinery validation.LabelValueMaxLength
@@ -185,10 +186,10 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
     yield from _flux_names(rf)
     yield from _argo_names(rf)
     for pv in rf.pools:
-        if pv.pool.karpenter is not None:
+        if karpenter_pool(pv.pool):
             yield from _karpenter_labels(rf, pv)
             yield from _ami_alias(rf, pv)
-        else:
+        elif static_nodes(pv.pool):  # a node group's labels: its back-end's rules
             yield from _nfd_labels(rf, pv)
     yield from _selector_tags(rf)
     yield from _node_role(rf)

@@ -63,11 +63,15 @@ W_BLIND_CAPACITY = Code(
     "physical `nvidia.com/gpu`; a pending pod whose request fits no instance type is never "
     "provisioned for (kubernetes-sigs/karpenter@v1.14.1 "
     "pkg/controllers/provisioning/scheduling/scheduler.go:725-760). So a MIG pool whose units have "
-    "their own resource name (`nvidia.com/mig-*` under strategy `mixed`) never gets a node: an error. "
+    "their own resource name (`nvidia.com/mig-*` under strategy `mixed`), or a time-slicing/MPS pool "
+    "whose units are renamed (`nvidia.com/gpu.shared`, `renameByDefault: true`), never gets a node: an "
+    "error. No AMI changes that: the instance type's capacity lists `nvidia.com/gpu` only "
+    "(aws/karpenter-provider-aws@v1.14.1 pkg/providers/instancetype/types.go:332-349); Bottlerocket's "
+    "own time-slicing renames the units on the running node, after the launch decision. "
     "Set `karpenter.nodeOverlay: true` to emit a NodeOverlay with the pool's real capacity (alpha: "
-    "Karpenter feature gate `nodeOverlay`). A warning for time-slicing/MPS pools, and for MIG pools "
-    "whose units are all advertised as `nvidia.com/gpu` (strategy `single`): Karpenter launches for "
-    "`nvidia.com/gpu` but counts physical GPUs, and never for `nvidia.com/gpu.shared`.",
+    "Karpenter feature gate `nodeOverlay`). A warning for time-slicing/MPS pools whose units stay "
+    "`nvidia.com/gpu` (`renameByDefault: false`) and for MIG pools whose units are all advertised as "
+    "`nvidia.com/gpu` (strategy `single`): Karpenter launches for `nvidia.com/gpu` but counts physical GPUs.",
     bad="sharing: {mode: mig, strategy: mixed, layout: {3g.40gb: 2}}\n"
         "karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16}",
     good="sharing: {mode: mig, strategy: mixed, layout: {3g.40gb: 2}}\n"
@@ -149,7 +153,14 @@ CODES = (
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
+    from gpuplan.provisioning import karpenter_cloud
+
     pools = [pv for pv in rf.pools if pv.pool.karpenter is not None]
+    if karpenter_cloud(rf.fleet.spec.cluster) == "azure":
+        # AKS Node Auto Provisioning: VM sizes, AWS-only fields, AKS's Karpenter (gpuplan.rules.nap)
+        for pv in pools:
+            yield from _pool(rf, pv, aws=False)
+        return
     if pools and rf.fleet.spec.cluster.aws is None:
         pv = pools[0]
         names = ", ".join(p.name for p in pools)
@@ -260,11 +271,11 @@ def _instance_types(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
             )
 
 
-def _pool(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
+def _pool(rf: ResolvedFleet, pv: PoolView, aws: bool = True) -> Iterator[Diagnostic]:
     k = pv.pool.karpenter
     assert k is not None
     kpath = pv.path + ("karpenter",)
-    if k.ami_version == "latest":
+    if aws and k.ami_version == "latest":
         where = kpath + ("amiVersion",) if _has(rf, kpath + ("amiVersion",)) else kpath
         yield rf.diag(
             W_AMI_LATEST,
@@ -298,15 +309,23 @@ def _pool(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
         res = pv.node_resources()
         hidden = {r: v for r, v in res.items() if r != GPU}
         gpu_units = res.get(GPU)
-        if not k.node_overlay and hidden and s.mode == "mig":
+        if not k.node_overlay and hidden:
+            # the instance type's capacity is all Karpenter fits a pod's requests against: on AWS
+            # it offers nvidia.com/gpu and never a renamed unit, whatever the AMI (Bottlerocket's
+            # own time-slicing renames it only on the running node): aws/karpenter-provider-aws
+            # v1.14.1 pkg/providers/instancetype/types.go:332-349; kubernetes-sigs/karpenter
+            # v1.14.1 pkg/controllers/provisioning/scheduling/nodeclaim.go:624-635,
+            # pkg/utils/resources/resources.go:188-201
+            how = "partitions GPUs by MIG" if s.mode == "mig" else f"shares GPUs by {s.mode} under their own name"
             yield rf.diag(
                 W_BLIND_CAPACITY,
-                f"pool {pv.name!r} partitions GPUs by MIG: Karpenter knows only the physical nvidia.com/gpu "
+                f"pool {pv.name!r} {how}: Karpenter knows only the physical nvidia.com/gpu "
                 f"of the instance type, so pods that ask for {', '.join(sorted(hidden))} never get a node "
                 f"launched (the pool's nodes advertise {', '.join(f'{r}: {v}' for r, v in res.items())})",
                 kpath,
                 key=True,
-                hint="set karpenter.nodeOverlay: true (needs Karpenter's alpha nodeOverlay feature gate)",
+                hint="set karpenter.nodeOverlay: true (needs Karpenter's alpha nodeOverlay feature gate)"
+                + ("" if s.mode == "mig" else ", or renameByDefault: false so the pods ask for nvidia.com/gpu"),
             )
         elif not k.node_overlay and res:
             yield rf.diag(

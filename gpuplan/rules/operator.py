@@ -15,6 +15,7 @@ from typing import Iterator
 
 from gpuplan.codes import Code
 from gpuplan.identity import CHART_DEFAULT_DRIVER
+from gpuplan.provisioning import karpenter_pool, operator_runs_driver, title
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.resolve import ResolvedFleet
 
@@ -55,8 +56,11 @@ E_BOTTLEROCKET_SHARING = Code(
     "GP643", "sharing mode Bottlerocket's device plugin cannot do", Severity.ERROR,
     "NVIDIA does not support the GPU Operator's operands on Bottlerocket; gpuplan turns them off on "
     "Bottlerocket nodes (`nvidia.com/gpu.deploy.operands: \"false\"`) and configures Bottlerocket's own "
-    "device plugin through `settings.kubelet-device-plugins.nvidia`. That plugin does whole GPUs and "
-    "time-slicing only: no mig-manager runs on these nodes, and MPS has no setting.",
+    "device plugin through `settings.kubelet-device-plugins.nvidia`. gpuplan has it do whole GPUs and "
+    "time-slicing only: no mig-manager runs on these nodes, and MPS has no setting. Bottlerocket's own "
+    "MIG settings (`device-partitioning-strategy = \"mig\"`, one `mig.profile` per GPU model) cannot "
+    "express a mixed or per-GPU layout and are not written. On AL2023 the userData applies the layout "
+    "before kubelet starts.",
     bad="karpenter: {amiFamily: Bottlerocket, ...}\nsharing: {mode: mig, layout: {1g.10gb: 7}}",
     good="karpenter: {amiFamily: AL2023, ...}\nsharing: {mode: mig, layout: {1g.10gb: 7}}",
 )
@@ -186,16 +190,20 @@ def _at(rf: ResolvedFleet, base: tuple, key: str) -> tuple[tuple, bool]:
 def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
     op = rf.fleet.spec.cluster.gpu_operator
     opath = ("spec", "cluster", "gpuOperator")
-    al2023 = [pv for pv in rf.pools if pv.pool.karpenter is not None and pv.pool.karpenter.ami_family == "AL2023"]
+    from gpuplan.provisioning import karpenter_cloud, karpenter_node_toolkit
+
+    al2023 = [pv for pv in rf.pools if karpenter_node_toolkit(rf.fleet.spec.cluster, pv.pool)]
     if al2023 and rf.toolkit != "preinstalled":
         pv = al2023[0]
         where, on_key = _at(rf, opath, "toolkit")
+        image = ("AKS's node bootstrap, which installs the NVIDIA container runtime with its driver,"
+                 if karpenter_cloud(rf.fleet.spec.cluster) == "azure" else "the EKS AL2023 NVIDIA AMI,")
         if op.toolkit == "managed":
-            msg = (f"pool {pv.name!r} runs the EKS AL2023 NVIDIA AMI, which ships its own container toolkit, but "
+            msg = (f"pool {pv.name!r} runs {image} which ships its own container toolkit, but "
                    "gpuOperator.toolkit is managed: the device plugin's CDI hook would point at the operator's "
                    "toolkit, which these nodes do not have")
         else:
-            msg = (f"pool {pv.name!r} runs the EKS AL2023 NVIDIA AMI, which ships its own container toolkit, and "
+            msg = (f"pool {pv.name!r} runs {image} which ships its own container toolkit, and "
                    "the fleet has static pools: choose gpuOperator.toolkit for the whole fleet")
         yield rf.diag(
             E_TOOLKIT_MIX, msg, where, key=on_key,
@@ -273,17 +281,19 @@ def _driver_checks(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                               "driver release (535.104.05)", pv.path + ("driverVersion",),
                               hint="use a release such as 595.91.07, or a branch such as R580")
                 continue
-            if not pv.pool.is_static or op.driver != "managed":
-                why = ("runs the driver of its EKS AMI" if not pv.pool.is_static
+            if not operator_runs_driver(pv.pool) or op.driver != "managed":
+                why = ("runs the driver of its EKS AMI" if karpenter_pool(pv.pool)
+                       else f"runs the driver its {title(pv.pool)} installs" if not operator_runs_driver(pv.pool)
                        else "gets no driver from the operator (gpuOperator.driver: preinstalled)")
                 yield rf.diag(E_POOL_DRIVER_UNMANAGED,
                               f"pool {pv.name!r} {why}: its driverVersion changes nothing on its nodes",
                               pv.path + ("driverVersion",), key=True,
                               hint="remove the pool's driverVersion" + (
-                                  "; pin the AMI with karpenter.amiVersion" if not pv.pool.is_static else ""))
+                                  "; pin the AMI with karpenter.amiVersion" if karpenter_pool(pv.pool) else ""))
                 continue
-        if not pv.pool.is_static:
-            yield from _ami_driver(rf, pv)
+        if not operator_runs_driver(pv.pool):
+            if karpenter_pool(pv.pool):
+                yield from _ami_driver(rf, pv)
             continue
         version = pool_driver_version(rf, pv)
         if version is None or not valid_driver_version(version):

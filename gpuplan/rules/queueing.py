@@ -14,6 +14,7 @@ from typing import Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.provisioning import autoscaled, title
 from gpuplan.resolve import ResolvedFleet
 
 E_GANG_POOL = Code(
@@ -181,8 +182,8 @@ def _references(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                           hint=f"add it to queueing.topologyLevels, or use one of {sorted(levels)}")
         pv = rf.pool_by_name.get(t.pool)
         if (t.gang is not None and t.gang.topology_level and q.topology_levels and pv is not None
-                and pv.pool.karpenter is not None):
-            yield rf.diag(E_TAS_EMPTY_POOL, f"tier {t.name}: topology level {t.gang.topology_level} on Karpenter pool "
+                and autoscaled(pv.pool)):
+            yield rf.diag(E_TAS_EMPTY_POOL, f"tier {t.name}: topology level {t.gang.topology_level} on {title(pv.pool)} "
                           f"{t.pool}, whose nodes do not exist before a job is admitted",
                           ("spec", "tiers", i, "gang", "topologyLevel"),
                           hint="leave topologyLevel out for this tier, or put it on a static pool")
@@ -207,7 +208,7 @@ def _references(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
 def _gangs(rf: ResolvedFleet) -> Iterator[Diagnostic]:
     from gpuplan.units import pool_resources_per_node
-    from gpuplan.queues import gang_shape, queue_ledger
+    from gpuplan.queues import gang_shape, queue_ledger, tier_capacity
 
     ledger = queue_ledger(rf)
     assert ledger is not None
@@ -231,7 +232,7 @@ def _gangs(rf: ResolvedFleet) -> Iterator[Diagnostic]:
             continue
         need = pods * per_pod
         for qp in ledger.queues:
-            fq = qp.quota(t.pool, res)
+            fq = qp.quota(t.pool, res, tier_capacity(rf, t))
             if fq is None or t.name not in fq.tiers:
                 continue
             if need > fq.potential:
@@ -244,14 +245,15 @@ def _gangs(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
 
 def _limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    from gpuplan.queues import queue_ledger
+    from gpuplan.queues import queue_ledger, tier_capacity
 
     ledger = queue_ledger(rf)
     assert ledger is not None
-    lent_total: dict[tuple[str, str], int] = {}
+    lent_total: dict[tuple[str, str, str | None], int] = {}
     for o in ledger.queues:
         for q in o.quotas:
-            lent_total[(q.pool, q.resource)] = lent_total.get((q.pool, q.resource), 0) + q.lendable
+            key = (q.pool, q.resource, q.capacity_type)
+            lent_total[key] = lent_total.get(key, 0) + q.lendable
     for i, tn in enumerate(rf.fleet.spec.tenants):
         tq, qp = tn.queueing, ledger.queue(tn.name)
         if tq is None or qp is None:
@@ -259,7 +261,7 @@ def _limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:
         for name in tq.lending_limit or {}:
             t = rf.tier_by_name.get(name)
             res = rf.tier_resource(t) if t else None
-            fq = qp.quota(t.pool, res) if (t and res) else None
+            fq = qp.quota(t.pool, res, tier_capacity(rf, t)) if (t and res) else None
             if fq is not None and fq.lending_limit is not None and fq.lending_limit > fq.nominal:
                 yield rf.diag(E_LENDING_ABOVE_NOMINAL, f"tenant {tn.name}: lendingLimit {fq.lending_limit} {res} on "
                               f"{fq.flavor} is above its quota {fq.nominal}",
@@ -268,10 +270,10 @@ def _limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:
         for name in tq.borrowing_limit or {}:
             t = rf.tier_by_name.get(name)
             res = rf.tier_resource(t) if t else None
-            fq = qp.quota(t.pool, res) if (t and res) else None
+            fq = qp.quota(t.pool, res, tier_capacity(rf, t)) if (t and res) else None
             if fq is None or fq.borrowing_limit is None:
                 continue
-            lent = lent_total[(fq.pool, fq.resource)] - fq.lendable
+            lent = lent_total[(fq.pool, fq.resource, fq.capacity_type)] - fq.lendable
             if fq.borrowing_limit > lent:
                 yield rf.diag(I_BORROW_UNREACHABLE, f"tenant {tn.name}: borrowingLimit {fq.borrowing_limit} {res} on "
                               f"{fq.flavor}, but the other queues lend only {lent}",

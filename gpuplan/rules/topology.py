@@ -384,7 +384,8 @@ def _pool(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
             tpath + ("cpuManagerPolicy",),
             hint="remove cpuManagerPolicy (defaults to static) or set it to static",
         )
-    if pv.pool.is_static and cpu == "static" and t.reserved_system_cpus is None:
+    dropin = pv.pool.is_static or pv.pool.capi is not None  # the kubelet drop-in (a Cluster API bootstrap file too)
+    if dropin and cpu == "static" and t.reserved_system_cpus is None:
         why = "set explicitly" if t.cpu_manager_policy == "static" else f"the default with policy {t.policy}"
         yield rf.diag(
             W_STATIC_NO_RESERVE,
@@ -394,7 +395,7 @@ def _pool(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
             hint='set topology.reservedSystemCPUs (e.g. "0,1"), or disable GP607 with a reason if the '
                  "base kubelet config reserves CPU",
         )
-    if pv.pool.is_static and t.memory_manager_policy == "Static":
+    if dropin and t.memory_manager_policy == "Static":
         yield rf.diag(
             W_MEMORY_STATIC,
             f"pool {pv.name!r}: memoryManagerPolicy Static needs reservedMemory in the node's base kubelet "

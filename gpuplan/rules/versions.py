@@ -3,8 +3,8 @@
 The version -> feature table is ``gpuplan.k8sversions`` (with its sources); this
 module only asks it, for each feature the spec uses, at the line that uses it:
 
-* a static pool whose ``topology`` is not the default gets a kubelet drop-in
-  file (``--config-dir``: alpha 1.28 behind an environment variable, beta 1.31);
+* a static or Cluster API pool whose ``topology`` is not the default gets a kubelet
+  drop-in file (``--config-dir``: alpha 1.28 behind an environment variable, beta 1.31);
 * a Topology Manager policy other than ``none`` / scope ``pod``;
 * ``preferClosestNUMANodes`` (policy option ``prefer-closest-numa-nodes``: alpha
   1.26, whose gate the kubelet refuses the option without; beta 1.28);
@@ -54,8 +54,8 @@ def _uses(pv: PoolView) -> Iterator[tuple[str, tuple]]:
 
     t = pv.pool.topology
     tp = pv.path + ("topology",)
-    if pv.pool.is_static and not topology_is_default(t):
-        yield "kubelet-config-dir", tp
+    if (pv.pool.is_static or pv.pool.capi is not None) and not topology_is_default(t):
+        yield "kubelet-config-dir", tp  # static nodes, and Cluster API's bootstrap config (--config-dir)
     if t.policy != "none":
         yield "topology-manager", tp + ("policy",)
         if t.scope == "pod":

@@ -60,3 +60,17 @@ def disableable_codes(schema: dict[str, Any]) -> None:
     from gpuplan.codes import all_codes
 
     schema["examples"] = sorted(c for c in all_codes() if c[:3] not in ("GP0", "GP1"))
+
+
+def gke_machine_types(schema: dict[str, Any]) -> None:
+    """Every GKE GPU machine type gpuplan knows (the machine type decides the GPU)."""
+    from gpuplan.cloud.gke import machine_types
+
+    schema["examples"] = sorted(machine_types())
+
+
+def aks_vm_sizes(schema: dict[str, Any]) -> None:
+    """Every Azure GPU VM size gpuplan knows (the VM size decides the GPU)."""
+    from gpuplan.cloud.aks import machine_types
+
+    schema["examples"] = sorted(machine_types())

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -375,6 +375,85 @@ class Aws(Model):
     )
 
 
+class Gcp(Model):
+    """Cluster-wide settings for GKE node pools (``pools[].gke``), written as Config Connector objects."""
+
+    project: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")] = Field(
+        description="Google Cloud project id of the cluster (Config Connector annotation "
+        "`cnrm.cloud.google.com/project-id`).", examples=["ml-platform-prod"],
+    )
+    location: Annotated[str, Field(pattern=r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$")] = Field(
+        description="The cluster's location: a region (`us-central1`, regional cluster) or a zone "
+        "(`us-central1-a`, zonal cluster).", examples=["us-central1"],
+    )
+    cluster_name: Name = Field(description="GKE cluster name (the node pools' `clusterRef.external`).")
+    namespace: Name = Field(
+        default="gpuplan-gke",
+        description="Namespace of the ContainerNodePools in the cluster that runs Config Connector "
+        "(docs/gke.md: they are not delivered with the rest of the tree).",
+    )
+
+
+class Azure(Model):
+    """Cluster-wide settings for AKS agent pools (``pools[].aks``), written as Azure Service Operator
+    objects (docs/aks.md)."""
+
+    managed_cluster: Name = Field(
+        description="Name of the cluster's Azure Service Operator `ManagedCluster` object: the agent pools' "
+        "`spec.owner.name`.", examples=["aks-ml"],
+    )
+    namespace: Name = Field(
+        default="gpuplan-aks",
+        description="Namespace of the `ManagedCluster` object and the agent pools, in the cluster that runs Azure "
+        "Service Operator (docs/aks.md: they are not delivered with the rest of the tree).",
+    )
+
+
+class CapiInfrastructureRef(Model):
+    """The infrastructure machine template a Cluster API pool's machines are made from (it exists
+    in the management cluster already: gpuplan references it, never writes it)."""
+
+    kind: Annotated[str, Field(pattern=r"^[A-Z][A-Za-z0-9]*$", max_length=63)] = Field(
+        description="Its kind, e.g. `Metal3MachineTemplate`, `VSphereMachineTemplate`, `AWSMachineTemplate`."
+    )
+    name: NodeName = Field(description="Its name, in the Cluster's namespace.")
+    api_group: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+                                    max_length=253)] = Field(
+        default="infrastructure.cluster.x-k8s.io", alias="apiGroup", description="Its API group.",
+    )
+
+
+class CapiGpuTotal(Model):
+    """One `--gpu-total=<type>:<min>:<max>` flag of the Cluster Autoscaler."""
+
+    type: LabelValue = Field(description="GPU type: a `cluster-api/accelerator` label value.")
+    min: Int32 = Field(default=0, description="Fewest GPUs of this type.")
+    max: Int32 = Field(description="Most GPUs of this type in the cluster.")
+
+
+class CapiCluster(Model):
+    """Cluster-wide settings for Cluster API pools (``pools[].capi``): the Cluster their
+    MachineDeployments belong to, in the management cluster, and the Cluster Autoscaler that sizes
+    them (docs/capi.md)."""
+
+    cluster_name: Name = Field(description="The Cluster API `Cluster` (`spec.clusterName` of the MachineDeployments).")
+    namespace: Name = Field(default="default", description="The Cluster's namespace in the management cluster.")
+    version: Annotated[str, Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")] = Field(
+        description="Kubernetes version of the machines (`spec.template.spec.version`), e.g. `v1.33.4`.",
+        examples=["v1.33.4"],
+    )
+    autoscaler_version: str = Field(
+        default="1.36.1", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+        description="The Cluster Autoscaler version (no `v`) running with `--cloud-provider=clusterapi` "
+        "(GP675: MIG and shared resources; GP679: scale-from-zero labels and taints from 1.27.1).",
+    )
+    gpu_total: list[CapiGpuTotal] | None = Field(
+        default=None, alias="gpuTotal", min_length=1,
+        description="The autoscaler's `--gpu-total` flags, if it runs with any: each Cluster API pool's "
+        "accelerator label must be one of their types (GP676).",
+    )
+
+
 class Admission(Model):
     """gpuplan's ValidatingAdmissionPolicy (docs/placement.md)."""
 
@@ -403,6 +482,11 @@ class Cluster(Model):
     gitops: GitOps = Field(description="The GitOps engine and repository that deliver the generated tree.")
     gpu_operator: GpuOperator = Field(default_factory=GpuOperator, description="NVIDIA GPU Operator settings.")
     aws: Aws | None = Field(default=None, description="AWS settings; required when a pool uses `karpenter`.")
+    gcp: Gcp | None = Field(default=None, description="Google Cloud settings; required when a pool uses `gke`.")
+    azure: Azure | None = Field(default=None, description="Azure settings; required when a pool uses `aks`.")
+    capi: CapiCluster | None = Field(
+        default=None, description="Cluster API settings; required when a pool uses `capi` (docs/capi.md)."
+    )
     allocation: Allocation = Field(
         default_factory=Allocation, description="How GPUs reach pods: device plugin (default) or DRA."
     )
@@ -457,7 +541,8 @@ class Topology(Model):
 
 
 class Karpenter(Model):
-    """The pool's nodes are launched by Karpenter on AWS."""
+    """The pool's nodes are launched by Karpenter: on AWS (EC2NodeClass), or on Azure by AKS Node Auto
+    Provisioning (AKSNodeClass) on a cluster with `cluster.azure` and no `cluster.aws` (docs/aks.md)."""
 
     instance_types: list[str] = Field(
         min_length=1, json_schema_extra=examples.instance_types,
@@ -470,6 +555,13 @@ class Karpenter(Model):
         alias="maxGPUs",
         description="Most physical GPUs the pool may have at once, in whole nodes "
         "(the NodePool's node limit).",
+    )
+    guaranteed_gpus: FleetGpus | None = Field(
+        default=None, alias="guaranteedGPUs",
+        description="On a pool that allows `spot` and `on-demand` (or `reserved`): the physical GPUs of `maxGPUs`, "
+        "in whole nodes, held on the guaranteed types for the tiers that must not be interrupted. gpuplan writes "
+        "a second NodePool `<pool>-guaranteed` (only those types, this limit, tried first, tainted so only those "
+        "tiers' pods use it); the quotas of those tiers must fit it (GP417).",
     )
     ami_family: Literal["AL2023", "Bottlerocket"] = Field(
         default="AL2023", description="Node image family of the EC2NodeClass (`amiSelectorTerms` alias)."
@@ -514,6 +606,155 @@ class Karpenter(Model):
         description="EC2 capacity reservations the pool may launch into (EC2NodeClass "
         "`capacityReservationSelectorTerms`); needs `reserved` in `capacityTypes`.",
     )
+    # AKS Node Auto Provisioning (cluster.azure, no cluster.aws): the AKSNodeClass's fields
+    # (Azure/karpenter-provider-azure@v1.14.2 pkg/apis/crds/karpenter.azure.com_aksnodeclasses.yaml)
+    image_family: Literal["Ubuntu", "Ubuntu2204", "Ubuntu2404", "AzureLinux"] | None = Field(
+        default=None, alias="imageFamily",
+        description="On Azure (Node Auto Provisioning): the AKSNodeClass `imageFamily`; default: AKS's for the "
+        "cluster's Kubernetes version. Not on AWS (`amiFamily`).",
+    )
+    driver: Literal["aks", "gpu-operator"] | None = Field(
+        default=None,
+        description="On Azure (Node Auto Provisioning): who installs the GPU driver, AKS's node bootstrap (`aks`, "
+        "the default) or the GPU Operator (`gpu-operator`: AKSNodeClass `gpu.mode: None`). Not on AWS.",
+    )
+
+
+class Gke(Model):
+    """The pool is a GKE node pool (Config Connector ``ContainerNodePool``); GKE's cluster
+    autoscaler sizes it between ``minNodes`` and the ``maxGPUs`` ceiling."""
+
+    machine_type: Annotated[str, Field(pattern=r"^[a-z][a-z0-9]*-[a-z0-9-]+$", max_length=63)] = Field(
+        json_schema_extra=examples.gke_machine_types,
+        description="Compute Engine machine type with built-in GPUs (a2-*, a3-*, g2-*); it decides the GPU "
+        "model and count (docs/gke.md).",
+    )
+    max_gpus: FleetGpus = Field(
+        alias="maxGPUs",
+        description="Most physical GPUs the pool may have at once, in whole nodes (the node pool's "
+        "`autoscaling.totalMaxNodeCount`).",
+    )
+    min_nodes: NodeCount = Field(
+        default=0, description="Nodes the autoscaler keeps (`autoscaling.totalMinNodeCount`)."
+    )
+    spot: bool = Field(
+        default=False,
+        description="Spot VMs (`nodeConfig.spot`): Compute Engine may reclaim them at any time; GKE labels the "
+        "nodes `cloud.google.com/gke-spot: \"true\"`.",
+    )
+    zones: list[LabelValue] | None = Field(
+        default=None, min_length=1, description="Zones of the node pool (`nodeLocations`); default: the "
+        "cluster's.", examples=[["us-central1-a"]],
+    )
+    driver: Literal["default", "latest", "gpu-operator"] = Field(
+        default="default",
+        description="Who runs the GPU software on the pool's nodes: `default` or `latest`: GKE installs that "
+        "driver version and runs its own device plugin, MIG partitions and sharing; `gpu-operator`: GKE "
+        "installs no driver (`INSTALLATION_DISABLED`) and the GPU Operator (>= v24.6.0) runs driver, device "
+        "plugin and MIG manager, with every sharing mode gpuplan knows.",
+    )
+    image_type: Literal["COS_CONTAINERD", "UBUNTU_CONTAINERD"] = Field(
+        default="COS_CONTAINERD", description="Node image (`nodeConfig.imageType`)."
+    )
+
+
+class Aks(Model):
+    """The pool is an AKS agent pool (Azure Service Operator ``ManagedClustersAgentPool``); AKS's
+    cluster autoscaler sizes it between ``minNodes`` and the ``maxGPUs`` ceiling (docs/aks.md)."""
+
+    vm_size: Annotated[str, Field(pattern=r"^Standard_[A-Za-z0-9_]+$", max_length=64)] = Field(
+        alias="vmSize", json_schema_extra=examples.aks_vm_sizes,
+        description="Azure VM size with GPUs (`Standard_ND96isr_H100_v5`, ...); it decides the GPU model and "
+        "count (docs/aks.md).",
+    )
+    max_gpus: FleetGpus = Field(
+        alias="maxGPUs",
+        description="Most physical GPUs the pool may have at once, in whole nodes (the agent pool's `maxCount`).",
+    )
+    min_nodes: NodeCount = Field(
+        default=0, description="Nodes the autoscaler keeps (`minCount`); at the ceiling the pool has a fixed size "
+        "and no autoscaling.",
+    )
+    name: Annotated[str, Field(max_length=63)] | None = Field(
+        default=None, description="The agent pool's name in Azure (`azureName`: 1-12 lowercase letters and "
+        "digits, starting with a letter); default: the pool's name (GP669).", examples=["infera100"],
+    )
+    spot: bool = Field(
+        default=False,
+        description="Spot VMs (`scaleSetPriority: Spot`, evicted VMs deleted, up to the on-demand price): Azure "
+        "may evict them at any time; AKS labels and taints the nodes `kubernetes.azure.com/scalesetpriority=spot`.",
+    )
+    driver: Literal["aks", "gpu-operator"] = Field(
+        default="aks",
+        description="Who installs the NVIDIA driver: `aks` (AKS, from its GPU node image; MIG through the agent "
+        "pool's `gpuInstanceProfile`) or `gpu-operator` (`gpuProfile.driver: None`: AKS installs none, the GPU "
+        "Operator installs it and its mig-manager partitions any layout; needs `gpuOperator.driver: managed`).",
+    )
+    os_sku: Literal["Ubuntu", "AzureLinux"] = Field(
+        default="Ubuntu", alias="osSKU", description="Node OS (`osSKU`).",
+    )
+    zones: list[LabelValue] | None = Field(
+        default=None, min_length=1, description="Availability zones of the agent pool (`availabilityZones`).",
+        examples=[["1", "2"]],
+    )
+
+
+class Capi(Model):
+    """The pool is a Cluster API MachineDeployment (with a KubeadmConfigTemplate) in the management
+    cluster, sized by the Cluster Autoscaler between ``minNodes`` and the ``maxGPUs`` ceiling."""
+
+    infrastructure_ref: CapiInfrastructureRef = Field(
+        alias="infrastructureRef", description="The existing infrastructure machine template of the pool's machines."
+    )
+    max_gpus: FleetGpus = Field(
+        alias="maxGPUs", description="Most physical GPUs the pool may have, in whole nodes (the autoscaler's "
+        "max-size annotation, or the replicas of a fixed-size pool).",
+    )
+    min_nodes: NodeCount = Field(
+        default=0, description="Nodes the autoscaler keeps (min-size annotation). At the ceiling the pool is "
+        "fixed-size: `replicas`, no autoscaler annotations.",
+    )
+    cpu: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?m?$", max_length=16)] | None = Field(
+        default=None, description="CPU of one machine, for scale from zero "
+        "(`capacity.cluster-autoscaler.kubernetes.io/cpu`).", examples=["128"],
+    )
+    memory: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?([KMGTPE]i?)?$", max_length=16)] | None = Field(
+        default=None, description="Memory of one machine, for scale from zero "
+        "(`capacity.cluster-autoscaler.kubernetes.io/memory`).", examples=["2Ti"],
+    )
+    accelerator: LabelValue | None = Field(
+        default=None, description="The `cluster-api/accelerator` label value (the `--gpu-total` type); default: "
+        "the GPU model in lower case.",
+    )
+    failure_domain: Annotated[str, Field(min_length=1, max_length=256)] | None = Field(
+        default=None, alias="failureDomain", description="The machines' failure domain (`spec.template.spec.failureDomain`).",
+    )
+    max_node_provision_time: Annotated[str, Field(pattern=r"^([0-9]+[hms])+$", max_length=16)] | None = Field(
+        default=None,
+        description="How long the Cluster Autoscaler waits for a new machine to become a node before it gives "
+        "the scale-up up (annotation `cluster.x-k8s.io/autoscaling-options-maxnodeprovisiontime`; default: "
+        "the autoscaler's `--max-node-provision-time`, 15m). Bare-metal machines often need longer.",
+        examples=["45m"],
+    )
+    kubelet_extra_args: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$", max_length=256)],
+                             Annotated[str, Field(max_length=1024)]] | None = Field(
+        default=None, alias="kubeletExtraArgs",
+        description="More kubelet flags for the bootstrap config (e.g. `cloud-provider: external`); gpuplan sets "
+        "`node-labels` and `config-dir` itself.", examples=[{"cloud-provider": "external"}],
+    )
+
+    @field_validator("kubelet_extra_args")
+    @classmethod
+    def _own_kubelet_flags(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        taken = sorted(set(v or ()) & {"node-labels", "config-dir", "register-with-taints"})
+        if taken:
+            raise PydanticCustomError(
+                "capi_kubelet_flag",
+                "kubeletExtraArgs sets {flags}, which gpuplan writes itself from the pool's labels, taints "
+                "and topology (docs/capi.md): put the labels in `labels`, the taints in `taints`",
+                {"flags": ", ".join(taken)},
+            )
+        return v
 
 
 class CapacityReservation(Model):
@@ -557,7 +798,7 @@ class MigDevices(Model):
 
 
 class Mig(Model):
-    """Multi-Instance GPU: mig-manager splits each GPU into GPU instances."""
+    """Multi-Instance GPU: GPUs split into GPU instances by mig-manager (Karpenter AL2023: by the userData)."""
 
     mode: Literal["mig"] = Field(description="Split GPUs into MIG instances.")
     strategy: Literal["mixed", "single"] = Field(
@@ -610,6 +851,11 @@ class Mps(_Shared):
 Sharing = Annotated[Union[Exclusive, Mig, TimeSlicing, Mps], Field(discriminator="mode")]
 
 
+Provisioner = Literal["static", "karpenter", "gke", "aks", "capi"]
+# The pool fields that say how nodes come to exist; exactly one is set (``nodes``: static).
+PROVISIONING_FIELDS = ("nodes", "karpenter", "gke", "aks", "capi")
+
+
 class Pool(Model):
     """Nodes with one GPU model and the same sharing and topology settings."""
 
@@ -619,7 +865,8 @@ class Pool(Model):
         description="GPU model: GFD name, nvidia-smi name or alias.",
     )
     gpus_per_node: GpusPerNode | None = Field(
-        default=None, description="Required for static pools; Karpenter pools take it from the instance type."
+        default=None, description="Required for static pools; Karpenter pools take it from the instance type, "
+        "node groups (`gke`, ...) from the machine type."
     )
     nodes: list[NodeName] | None = Field(
         default=None, max_length=MAX_NODES_PER_POOL, description="Static nodes, by Kubernetes node name."
@@ -627,6 +874,9 @@ class Pool(Model):
     karpenter: Karpenter | None = Field(
         default=None, description="Karpenter launches the pool's nodes on AWS (instead of `nodes`)."
     )
+    gke: Gke | None = Field(default=None, description="A GKE node pool (instead of `nodes`; docs/gke.md).")
+    aks: Aks | None = Field(default=None, description="An AKS agent pool (instead of `nodes`).")
+    capi: Capi | None = Field(default=None, description="A Cluster API MachineDeployment (instead of `nodes`).")
     sharing: Sharing = Field(
         default_factory=lambda: Exclusive(mode="exclusive"),
         description="How GPUs are shared: `exclusive` (default), `mig`, `time-slicing` or `mps`.",
@@ -667,16 +917,24 @@ class Pool(Model):
 
     @model_validator(mode="after")
     def _one_provisioning(self) -> "Pool":
-        if (self.nodes is None) == (self.karpenter is None):
+        if sum(getattr(self, f) is not None for f in PROVISIONING_FIELDS) != 1:
             raise PydanticCustomError(
                 "pool_provisioning",
-                "a pool needs exactly one of `nodes` (static nodes) or `karpenter` (autoscaled)",
+                "a pool needs exactly one of `nodes` (static nodes) or `karpenter`, `gke`, `aks`, `capi` (autoscaled)",
             )
         if self.nodes is not None and self.gpus_per_node is None:
             raise PydanticCustomError(
                 "pool_gpus_per_node", "a static pool needs `gpusPerNode`"
             )
         return self
+
+    @property
+    def provisioner(self) -> Provisioner:
+        """Which back-end brings the pool's nodes into being (the one provisioning field set)."""
+        for f in PROVISIONING_FIELDS:
+            if getattr(self, f) is not None:
+                return "static" if f == "nodes" else f  # type: ignore[return-value]
+        raise AssertionError("a validated pool has one provisioning field")
 
     @property
     def is_static(self) -> bool:

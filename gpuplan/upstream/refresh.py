@@ -188,7 +188,9 @@ _MON_ROW = re.compile(r"^\| (?P<file>crds/[^|]+?) \| (?P<api>[^ |]+) (?P<kind>[^
 
 
 # schemas pinned by refresh scripts of their own, each with a table in this row format
-_OWN_TABLES = (("SOURCES-monitoring.md", "refresh_monitoring"), ("SOURCES-nvidia.md", "refresh_nvidia"))
+_OWN_TABLES = (("SOURCES-monitoring.md", "refresh_monitoring"), ("SOURCES-nvidia.md", "refresh_nvidia"),
+               ("SOURCES-capi.md", "refresh_capi"), ("SOURCES-aks.md", "refresh_aks"),
+               ("SOURCES-gke.md", "refresh_gke"))
 
 
 def monitoring_entries(files: dict[Path, str]) -> list[dict]:

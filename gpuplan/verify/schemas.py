@@ -259,7 +259,8 @@ def apply_defaults(schema: dict | None, value: Any) -> Any:
 # the pinned JSON schemas do not carry `subresources`.
 STATUS_SUBRESOURCE = frozenset({
     ("karpenter.sh", "NodePool"), ("karpenter.sh", "NodeClaim"), ("karpenter.sh", "NodeOverlay"),
-    ("karpenter.k8s.aws", "EC2NodeClass"),
+    ("karpenter.k8s.aws", "EC2NodeClass"), ("karpenter.azure.com", "AKSNodeClass"),
+    ("containerservice.azure.com", "ManagedClustersAgentPool"),
     ("nvidia.com", "ClusterPolicy"), ("nvidia.com", "NVIDIADriver"),
     ("kustomize.toolkit.fluxcd.io", "Kustomization"), ("helm.toolkit.fluxcd.io", "HelmRelease"),
     ("source.toolkit.fluxcd.io", "HelmRepository"), ("source.toolkit.fluxcd.io", "OCIRepository"),

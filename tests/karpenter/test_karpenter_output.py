@@ -288,7 +288,9 @@ def _bottlerocket_accepts(userdata: str, version: tuple[int, int, int]) -> bool:
 def test_bottlerocket_time_slicing_through_its_own_plugin(tmp_path: Path) -> None:
     def pool(ami: str) -> str:
         return ("    - name: ts\n      gpu: L40S\n"
-                f"      karpenter: {{instanceTypes: [g6e.xlarge], maxGPUs: 4, amiFamily: Bottlerocket, amiVersion: {ami}}}\n"
+                # renamed units (nvidia.com/gpu.shared): without a NodeOverlay Karpenter never launches (GP615)
+                f"      karpenter: {{instanceTypes: [g6e.xlarge], maxGPUs: 4, amiFamily: Bottlerocket, amiVersion: {ami}, "
+                "nodeOverlay: true}\n"
                 "      sharing: {mode: time-slicing, replicas: 4}\n")
 
     r = compile_fleet(spec_file(tmp_path, pool("v1.40.0")))

@@ -36,13 +36,23 @@ def test_dropping_the_overlay_of_a_mixed_mig_pool_is_an_error(tmp_path):
     assert not after.files  # no tree that claims the MIG tiers a pool that never gets a node
 
 
-def test_time_slicing_without_overlay_stays_a_warning(tmp_path):
-    text = AWS.replace("      sharing: {mode: exclusive}\n      topology: {policy: single-numa-node",
-                       "      sharing: {mode: time-slicing, replicas: 2}\n      topology: {policy: single-numa-node", 1)
-    assert text != AWS
-    c = _compile(tmp_path, text)
-    [d] = [d for d in c.diagnostics if d.code == "GP615"]
-    assert not d.is_error
+def test_renamed_time_slicing_without_overlay_is_an_error_even_on_bottlerocket(tmp_path):
+    """infer-l40s runs Bottlerocket, whose own plugin time-slices: it renames the units to
+    nvidia.com/gpu.shared on the running node, but Karpenter decides before, from the instance
+    type's capacity, which lists nvidia.com/gpu only (aws/karpenter-provider-aws v1.14.1
+    pkg/providers/instancetype/types.go:332-349; karpenter v1.14.1 scheduling/nodeclaim.go:624-635):
+    an error, and no tree. With renameByDefault: false the pods ask for nvidia.com/gpu, which
+    Karpenter launches for (counting physical GPUs): a warning."""
+    old = "      sharing: {mode: exclusive}\n      topology: {policy: single-numa-node"
+    for sharing, error in (("{mode: time-slicing, replicas: 2}", True),
+                           ("{mode: time-slicing, replicas: 2, renameByDefault: false}", False)):
+        text = AWS.replace(old, f"      sharing: {sharing}\n      topology: {{policy: single-numa-node", 1)
+        assert text != AWS
+        c = _compile(tmp_path, text)
+        [d] = [d for d in c.diagnostics if d.code == "GP615"]
+        assert d.is_error is error and d.path == "spec.pools[2].karpenter"
+        assert ("nvidia.com/gpu.shared" in d.message) is error
+        assert bool(c.files) is not error
 
 
 def _aws_cluster() -> dict:

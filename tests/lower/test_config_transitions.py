@@ -57,12 +57,14 @@ def _build(tmp_path: Path, text: str, *, retire: frozenset[str] = frozenset()):
 
 
 def _nodepool_names(c) -> dict[str, str]:
-    """Karpenter pool -> the config name its NodePool gives new nodes."""
+    """Karpenter pool -> the config name its NodePool gives new nodes (pools whose nodes
+    run the operator's device plugin: a Bottlerocket NodePool carries no name)."""
     out = {}
     for path in c.files:
         if path.endswith("/nodepool.yaml"):
             labels = one(c, path)["spec"]["template"]["metadata"]["labels"]
-            out[labels[POOL_LABEL]] = labels[DEVICE_PLUGIN_CONFIG_LABEL]
+            if DEVICE_PLUGIN_CONFIG_LABEL in labels:
+                out[labels[POOL_LABEL]] = labels[DEVICE_PLUGIN_CONFIG_LABEL]
     return out
 
 
@@ -156,6 +158,30 @@ def test_a_removed_pool_takes_its_kept_names_along(tmp_path):
     gone = _build(tmp_path, yaml.safe_dump(spec, sort_keys=False))
     assert not any(k.startswith("batch-l4") for k in _keys(gone))
     assert KEPT_CONFIGS_ANNOTATION not in one(gone, CM)["metadata"].get("annotations", {})
+
+
+def test_a_bottlerocket_pool_carries_no_config_name(tmp_path):
+    """Bottlerocket runs its own device plugin, configured by the userData
+    (settings.kubelet-device-plugins.nvidia), and no operand of the GPU Operator
+    (``nvidia.com/gpu.deploy.operands: "false"``, NVIDIA/gpu-operator@v26.7.0
+    controllers/state_manager.go:457-463): nothing there reads
+    ``nvidia.com/device-plugin.config``. A change to the pool's sharing reaches its nodes
+    through the userData alone; the NodePool's template, which Karpenter hashes for drift
+    (kubernetes-sigs/karpenter@v1.14.1 pkg/controllers/nodeclaim/disruption/drift.go:154-167),
+    stays as it was, and the ConfigMap holds no config for the pool, before or after."""
+    sliced = AWS.replace("      sharing: {mode: exclusive}\n      topology: {policy: single-numa-node",
+                         "      sharing: {mode: time-slicing, replicas: 2, renameByDefault: false}\n"
+                         "      topology: {policy: single-numa-node", 1)
+    assert sliced != AWS
+    before = _build(tmp_path, sliced)
+    after = _build(tmp_path, sliced.replace("replicas: 2, renameByDefault", "replicas: 4, renameByDefault", 1))
+    nodepool, nodeclass = "pools/infer-l40s/nodepool.yaml", "pools/infer-l40s/ec2nodeclass.yaml"
+    assert DEVICE_PLUGIN_CONFIG_LABEL not in one(after, nodepool)["spec"]["template"]["metadata"]["labels"]
+    assert one(before, nodepool)["spec"]["template"] == one(after, nodepool)["spec"]["template"]
+    assert one(before, nodeclass)["spec"]["userData"] != one(after, nodeclass)["spec"]["userData"]
+    for c in (before, after):
+        assert not any(k.startswith("infer-l40s") for k in _keys(c))
+        assert KEPT_CONFIGS_ANNOTATION not in one(c, CM)["metadata"].get("annotations", {})
 
 
 def test_static_pools_keep_no_old_name(tmp_path):

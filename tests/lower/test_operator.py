@@ -457,14 +457,16 @@ def test_nvidiadrivers_pass_the_pinned_crd_and_its_cel_rules(examples, tmp_path)
     assert [d.code for d in r.diagnostics if d.is_error] == ["GP840"]
 
 
-def test_mig_reset_refused_on_ec2_reboots_instead_of_failing(examples):
-    """aws-burst has a Karpenter MIG pool (mig-a100 on p4d): turning MIG mode on needs a GPU
-    reset that EC2 can refuse; without WITH_REBOOT mig-manager marks the node failed and
-    it stays behind its MIG gate (NVIDIA/mig-parted@v0.15.0
-    pkg/mig/reconfigure/reconfigure.go:184-208). Static-only MIG fleets keep the default."""
+def test_no_fleet_gets_with_reboot(examples):
+    """aws-burst has a Karpenter MIG pool (mig-a100 on p4de): its userData partitions the
+    GPUs at boot and reboots once itself when EC2 refuses the GPU reset
+    (tests/karpenter/test_mig_boot.py), and mig-manager is off on its nodes, so mig-manager
+    needs no WITH_REBOOT for it (without the option a refused reset marks a node failed,
+    NVIDIA/mig-parted@v0.15.0 pkg/mig/reconfigure/reconfigure.go:184-208). Static MIG pools
+    keep the default: gpuplan cannot tell an EC2 node from another."""
     from tests.outputkit import REPO, compile_ok
 
     aws = one(compile_ok(REPO / "examples" / "aws-burst.yaml"), VALUES)["migManager"]
-    assert {"name": "WITH_REBOOT", "value": "true"} in aws["env"]
-    static = one(examples["argocd"], VALUES)["migManager"]  # MIG on static infer-a100 only
-    assert "env" not in static
+    assert aws["enabled"] is True and "env" not in aws
+    static = one(examples["argocd"], VALUES)["migManager"]  # MIG on static infer-a100
+    assert static["enabled"] is True and "env" not in static

@@ -52,10 +52,36 @@ def test_karpenter_floor_says_what_older_releases_lack(build):
       karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260714, nodeOverlay: true,
                   capacityTypes: [reserved], capacityReservations: [{id: cr-0123456789abcdef0}]}
 """)
-    line = " ".join(text.split("**Karpenter v1.14**", 1)[1].split("\n- ", 1)[0].split())
+    line = " ".join(text.split("**Karpenter v1.11**", 1)[1].split("\n- ", 1)[0].split())
+    assert "Releases before v1.11 ignore the NodePools' `limits.nodes`" in line
     assert "before v1.7 have no NodeOverlay" in line
     assert "before v1.3 the EC2NodeClass has no `capacityReservationSelectorTerms`" in line
     assert "before v1.6 the `ReservedCapacity` feature gate is off by default" in line
+
+
+def test_every_version_floor_says_what_older_releases_lack(examples):
+    """Each "<tool> vX or later" of the prerequisites names what a release before it lacks,
+    with the upstream source: Argo CD (argoproj/argo-cd v3.0.0
+    docs/operator-manual/upgrading/2.14-3.0.md:234-238, annotation tracking by default; #17866
+    `Force=true` in v2.12.0; #12448 `Delete=false` in v2.7.0; #10432 multi-source in v2.6.0;
+    #9711 server-side apply in v2.5.0), Flux (the API versions' first controller releases),
+    Karpenter (#2526 `limits.nodes`, first in v1.11.0)."""
+    import re
+
+    seen = set()
+    for engine, compiled in examples.items():
+        text = compiled.files["README.md"].decode()
+        prereq = text.split("## Prerequisites", 1)[1].split("\n## ", 1)[0]
+        for bullet in prereq.split("\n- "):
+            flat = " ".join(bullet.split())
+            if "or later" not in flat:
+                continue
+            floor = re.search(r"\*\*([A-Za-z ]+?) v?[0-9.]+\*\* or later|^\*\*(Flux)\*\*", flat)
+            assert floor, flat
+            seen.add(floor.group(1) or floor.group(2))
+            assert re.search(r"before v[0-9]|first in", flat), flat  # what an older release lacks
+            assert re.search(r"#[0-9]+|`[\w./-]+\.(go|md)", flat), flat  # and where upstream says so
+    assert {"Argo CD", "Flux", "Karpenter"} <= seen
 
 
 def test_dra_fleet_readme_has_the_validator_caveat(examples):

@@ -34,7 +34,8 @@ def test_only_listed_files_are_shipped():
                for p in (upstream.ROOT / d).rglob("*") if p.is_file()}
     assert shipped == listed
     size = sum((upstream.ROOT / f).stat().st_size for f in shipped)
-    assert size < 400_000, f"pinned schemas take {size} bytes: ship only what gpuplan targets"
+    # every provisioning back-end adds its kinds (GKE, AKS, Cluster API: about 60 kB together)
+    assert size < 480_000, f"pinned schemas take {size} bytes: ship only what gpuplan targets"
 
 
 @pytest.mark.slow
