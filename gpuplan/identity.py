@@ -901,8 +901,8 @@ def pod_annotations(rf: ResolvedFleet, tier) -> dict[str, str]:
     """Annotations a tier's pods carry: on a Karpenter pool, a training or gang tier's pods say
     ``karpenter.sh/do-not-disrupt: "true"``, which keeps Karpenter from consolidating or drifting
     their node while they run (aws/karpenter-provider-aws v1.14.1
-    website/content/en/docs/concepts/disruption.md:354-372); a spot interruption or ``expireAfter``
-    still ends it, so jobs checkpoint. On an autoscaled Cluster API pool they say
+    website/content/en/docs/concepts/disruption.md:354-372); ``expireAfter`` still ends it, so jobs
+    checkpoint. Not where the pods may run on spot (below). On an autoscaled Cluster API pool they say
     ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``: the Cluster Autoscaler does not
     scale their node down while they run."""
     pv = rf.pool_by_name.get(tier.pool)
@@ -916,6 +916,13 @@ def pod_annotations(rf: ResolvedFleet, tier) -> dict[str, str]:
         # notsafetoevict/rule.go:43); a fixed-size pool is not the autoscaler's to shrink
         return {} if fixed_size(pv) else {CA_SAFE_TO_EVICT: "false"}
     if pv.pool.karpenter is None:
+        return {}
+    if _units.preemptible_pool(pv) and _units.capacity_pin(rf, tier) is None:
+        # Pods that may run on spot go without it: Karpenter's drain never evicts an annotated pod
+        # before the node's terminationGracePeriod (kubernetes-sigs/karpenter v1.14.1
+        # pkg/utils/pod/scheduling.go:58-62 IsEvictable, node/termination/terminator/terminator.go:96-116),
+        # so on an interruption it would lose its SIGTERM inside the two-minute notice; voluntary
+        # disruption of a running job is already off on job pools (WhenEmpty, Drifted budget 0).
         return {}
     return {DO_NOT_DISRUPT: "true"}
 

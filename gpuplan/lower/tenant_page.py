@@ -108,7 +108,8 @@ def _interruption(rf: ResolvedFleet, tier) -> str | None:
     pkg/controllers/node/termination/terminator/terminator.go:112); it does not exclude a node
     from interruption or expiration (aws/karpenter-provider-aws v1.14.1 website/content/en/docs/
     concepts/disruption.md:422), and EC2 reclaims a spot instance two minutes after its notice
-    (disruption.md:207)."""
+    (disruption.md:207). Pods that may run on spot do not carry it (``identity.pod_annotations``):
+    Karpenter's drain would skip them (pkg/utils/pod/scheduling.go:58-62)."""
     from gpuplan.identity import DO_NOT_DISRUPT, capacity_pin, pod_annotations
     from gpuplan.lower.karpenter import termination_grace_period
     from gpuplan.provisioning import RECLAIM_NOTICE, platform
@@ -120,9 +121,8 @@ def _interruption(rf: ResolvedFleet, tier) -> str | None:
         where = platform(rf.fleet.spec.cluster, pv.pool)
         who, notice = RECLAIM_NOTICE.get(where, ("the provider", "short"))
         return (f"May run on spot capacity: {who} reclaims a spot node {notice} after its notice"
-                + (", and Karpenter drains the node as soon as it sees the notice" if where == "karpenter-aws" else "")
-                + (f"; `{DO_NOT_DISRUPT}` does not stop that, and Karpenter's drain leaves an annotated pod to stop "
-                   "with the node, without a SIGTERM" if annotated else "")
+                + (", and Karpenter drains the node as soon as it sees the notice: pods get SIGTERM and what is "
+                   "left of the notice" if where == "karpenter-aws" else "")
                 + ". Write checkpoints often, to storage outside the node, and resume from the latest.")
     if annotated:
         grace = termination_grace_period(rf, pv)

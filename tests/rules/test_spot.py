@@ -364,6 +364,34 @@ def test_gang_pods_on_karpenter_must_carry_do_not_disrupt(tmp_path):
     assert not [d for d in c.diagnostics if d.code in ("GP520", "GP521", "GP527")]
 
 
+def test_pods_that_may_run_on_spot_do_not_ask_not_to_be_disrupted(tmp_path):
+    """Karpenter's drain never evicts a pod with an active do-not-disrupt before the node's
+    terminationGracePeriod (kubernetes-sigs/karpenter@v1.14.1 pkg/utils/pod/scheduling.go:58-62
+    IsEvictable; pkg/controllers/node/termination/terminator/terminator.go:96-116), so on a spot
+    interruption an annotated pod would get no SIGTERM inside the two-minute notice. A training or
+    gang tier that may land on spot carries none and is not required to; pinned to on-demand, or on
+    a pool without spot, it keeps it (and a gang class keeps the requirement)."""
+    from gpuplan.identity import DO_NOT_DISRUPT, contract_pod
+    from gpuplan.lower.admission import class_tiers, class_validations
+
+    fleet = _check(tmp_path, (REPO / "examples" / "fleet.yaml").read_text()).resolved
+    burst = fleet.tier_by_name["burst-training"]  # training, preemptible, on spot + on-demand
+    assert "annotations" not in contract_pod(fleet, burst, "vision-train")["metadata"]
+    gang = (REPO / "examples" / "fleet.yaml").read_text().replace(
+        "    - name: burst-training\n", "    - name: burst-training\n      gang: {nodesPerJob: 2}\n", 1)
+    rf = _check(tmp_path, gang).resolved
+    assert rf.tier_by_name["burst-training"].gang is not None
+    for pc, tiers in class_tiers(rf).items():
+        assert not any(DO_NOT_DISRUPT in v["expression"] for v in class_validations(rf, pc, tiers)), pc
+    pinned = gang.replace("      preemptible: true    # checkpointed", "      preemptible: false    # checkpointed", 1)
+    assert pinned != gang
+    rf = _check(tmp_path, pinned).resolved
+    tier = rf.tier_by_name["burst-training"]
+    assert contract_pod(rf, tier, "vision-train")["metadata"]["annotations"] == {DO_NOT_DISRUPT: "true"}
+    assert any(DO_NOT_DISRUPT in v["expression"] for pc, tiers in class_tiers(rf).items()
+               for v in class_validations(rf, pc, tiers) if pc == "gpuplan-burst-training")
+
+
 def test_the_tenant_page_says_what_stops_a_pod_and_to_checkpoint(tmp_path):
     """do-not-disrupt does not exclude interruption or expiration (aws/karpenter-provider-aws
     v1.14.1 website/content/en/docs/concepts/disruption.md:422); spot has two minutes' notice
@@ -378,7 +406,7 @@ def test_the_tenant_page_says_what_stops_a_pod_and_to_checkpoint(tmp_path):
     assert "do-not-disrupt" in notes["training"] and "at most 1h" in notes["training"]
     fleet = _check(tmp_path, (REPO / "examples" / "fleet.yaml").read_text()).resolved
     burst = _interruption(fleet, fleet.tier_by_name["burst-training"])  # training on spot, preemptible: true
-    assert "May run on spot" in burst and "without a SIGTERM" in burst
+    assert "May run on spot" in burst and "pods get SIGTERM" in burst
     from tests.outputkit import compile_ok
 
     def readme(example):
