@@ -39,6 +39,7 @@ Stage: lower (docs/architecture.md)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
@@ -140,6 +141,17 @@ def specs_expression(rf: ResolvedFleet) -> str:
     out = kinds["Pod"][2]
     for kind in sorted(k for k in kinds if k != "Pod"):
         out = f"object.kind == {_lit(kind)} ? {kinds[kind][2]} : ({out})"
+    return out
+
+
+def templates_expression(rf: ResolvedFleet) -> str:
+    """CEL: the pod templates of the object under review (the Pod itself; each template of a
+    workload, ``metadata`` beside ``spec``): :func:`specs_expression` one level up."""
+    kinds = workloads(rf)
+    up = {k: re.sub(r"\.spec([\])])$", r"\1", path) for k, (_, _, path) in kinds.items()}
+    out = up["Pod"]
+    for kind in sorted(k for k in kinds if k != "Pod"):
+        out = f"object.kind == {_lit(kind)} ? {up[kind]} : ({out})"
     return out
 
 
@@ -379,9 +391,12 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
         # scheduling.go:58-62, pkg/controllers/node/termination/terminator/terminator.go:112): one evicted
         # pod restarts a whole gang. Read on the Pod, where Karpenter reads it; it does not stop a spot
         # interruption (aws/karpenter-provider-aws v1.14.1 website/content/en/docs/concepts/disruption.md:422).
+        # Checked on every template of the class too, so a Job without it is refused when it is
+        # created, not left retrying pods the policy refuses.
         dnd = _lit(DO_NOT_DISRUPT)
-        out.append({"expression": f"object.kind != 'Pod' || (has(object.metadata.annotations) && {dnd} in "
-                                  f"object.metadata.annotations && object.metadata.annotations[{dnd}] == 'true')",
+        out.append({"expression": f"({templates_expression(rf)}).filter(t, {_pc('t.spec')} == {_lit(pc)})"
+                                  f".all(t, has(t.metadata) && has(t.metadata.annotations) && {dnd} in "
+                                  f"t.metadata.annotations && t.metadata.annotations[{dnd}] == 'true')",
                     "message": f"pods of gang PriorityClass {pc} carry the annotation {DO_NOT_DISRUPT}: \"true\" "
                                "(in the pod template): Karpenter then does not take their node away under a running "
                                "gang (it does not stop a spot interruption: checkpoint)",

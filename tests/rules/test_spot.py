@@ -364,6 +364,36 @@ def test_gang_pods_on_karpenter_must_carry_do_not_disrupt(tmp_path):
     assert not [d for d in c.diagnostics if d.code in ("GP520", "GP521", "GP527")]
 
 
+def test_a_gang_job_without_do_not_disrupt_is_refused_when_it_is_created(tmp_path):
+    """The gang class's rule reads every pod template of the object, not only Pods: a Job whose
+    template lacks the annotation is refused at creation (the API server evaluates the policy on
+    the Job), instead of a Job controller retrying pods the policy refuses. Evaluated with the CEL
+    engine of the placement proof on the class policy as generated."""
+    from gpuplan.identity import DO_NOT_DISRUPT, contract_job
+    from gpuplan.lower.admission import class_policy_name, objects
+    from gpuplan.placement.cel import evaluate_policy
+
+    rf = _check(tmp_path, BURST_GANG).resolved
+    tier = rf.tier_by_name["burst-training"]
+    name = class_policy_name(rf, "gpuplan-burst-training")
+    [policy] = [o for o in objects(rf) if o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"] == name]
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "vision-train",
+                                                                "labels": {"kubernetes.io/metadata.name": "vision-train"}}}
+    job = contract_job(rf, tier, "vision-train")
+    assert job["spec"]["template"]["metadata"]["annotations"] == {DO_NOT_DISRUPT: "true"}
+
+    def refusals(j):
+        return [m for m in evaluate_policy(policy, j, ns) if DO_NOT_DISRUPT in m]
+
+    assert refusals(job) == []
+    for meta in ({}, {"annotations": {}}, {"annotations": {DO_NOT_DISRUPT: "false"}}):
+        bad = {**job, "spec": {**job["spec"], "template": {**job["spec"]["template"], "metadata": meta}}}
+        assert refusals(bad), meta
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c", "namespace": "vision-train"},
+            "spec": {"schedule": "@daily", "jobTemplate": {"spec": {"template": {"spec": job["spec"]["template"]["spec"]}}}}}
+    assert refusals(cron)
+
+
 def test_pods_that_may_run_on_spot_do_not_ask_not_to_be_disrupted(tmp_path):
     """Karpenter's drain never evicts a pod with an active do-not-disrupt before the node's
     terminationGracePeriod (kubernetes-sigs/karpenter@v1.14.1 pkg/utils/pod/scheduling.go:58-62
