@@ -4,10 +4,22 @@ Stage: lower (docs/architecture.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
+from gpuplan.artifacts import Artifact
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.identity import ARGO_SYNC_OPTIONS, FLUX_PRUNE, MANAGED_BY
+
+
+KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
+
+
+def folder_kustomization(directory: str, artifacts: Sequence[Artifact], description: str) -> Artifact:
+    """``<directory>/kustomization.yaml`` listing ``artifacts`` (files under ``directory``) in their
+    order: a folder outside the root kustomization, synced on its own."""
+    resources = [a.path[len(directory) + 1:] for a in artifacts]
+    return Artifact(path=f"{directory}/kustomization.yaml", kustomize=False, description=description,
+                    documents=({"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": resources},))
 
 
 def labels(rf: ResolvedFleet, extra: dict[str, str] | None = None) -> dict[str, str]:

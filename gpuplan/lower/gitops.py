@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
-from gpuplan.lower.common import metadata, obj, FLUX_OPERATOR_DIR, VALUES_PATH, engine, object_annotations
+from gpuplan.lower.common import KUSTOMIZE_API, metadata, obj, FLUX_OPERATOR_DIR, VALUES_PATH, engine, object_annotations
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.identity import BOOTSTRAP_PATH, PROJECT_DIR, PROJECT_PATH, ROOT_KUSTOMIZATION, app_name, operator_app_name, project_name
 
@@ -44,7 +44,6 @@ ARGO_API = "argoproj.io/v1alpha1"
 FLUX_KUSTOMIZE_API = "kustomize.toolkit.fluxcd.io/v1"
 FLUX_HELM_API = "helm.toolkit.fluxcd.io/v2"
 FLUX_SOURCE_API = "source.toolkit.fluxcd.io/v1"
-KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 
 NGC_HELM_REPO = "https://helm.ngc.nvidia.com/nvidia"
 GPU_OPERATOR_CHART = "gpu-operator"

@@ -41,7 +41,7 @@ from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import POOL_LABEL, kubelet_topology_fields, template_node_labels, template_taints
-from gpuplan.lower.common import cell, metadata, obj
+from gpuplan.lower.common import cell, folder_kustomization, metadata, obj
 from gpuplan.provisioning import aks
 from gpuplan.resolve import PoolView, ResolvedFleet
 
@@ -152,16 +152,11 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     pools = [pv for pv in aks_pools(rf) if pv.gpus_per_node]
     if not pools or rf.fleet.spec.cluster.azure is None:
         return []  # GP668 / GP637 are errors: compile stops before lowering
-    out: list[Artifact] = []
-    for pv in pools:
-        out.append(Artifact(
-            path=f"{DIR}/{pv.name}/agentpool.yaml", documents=(agent_pool(rf, pv),), kustomize=False,
-            description=f"AKS agent pool of pool {pv.name} (Azure Service Operator ManagedClustersAgentPool)",
-        ))
-    kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                     "resources": [f"{pv.name}/agentpool.yaml" for pv in pools]}
-    out.append(Artifact(path=f"{DIR}/kustomization.yaml", documents=(kustomization,), kustomize=False,
-                        description="the AKS agent pools, for a sync of their own where Azure Service Operator runs"))
+    out = [Artifact(path=f"{DIR}/{pv.name}/agentpool.yaml", documents=(agent_pool(rf, pv),), kustomize=False,
+                    description=f"AKS agent pool of pool {pv.name} (Azure Service Operator ManagedClustersAgentPool)")
+           for pv in pools]
+    out.append(folder_kustomization(
+        DIR, out, "the AKS agent pools, for a sync of their own where Azure Service Operator runs"))
     out.append(Artifact(path=f"{DIR}/README.md", text=_readme(rf, pools), kustomize=False,
                         description="how to apply the AKS agent pools, and which changes replace nodes"))
     return out

@@ -46,7 +46,7 @@ from typing import Any, Iterator, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import POOL_LABEL, content_name, template_node_labels, template_taints, topology_is_default
-from gpuplan.lower.common import cell, metadata, obj
+from gpuplan.lower.common import cell, folder_kustomization, metadata, obj
 from gpuplan.lower.kubelet import DROPIN_NAME, kubelet_dropin
 from gpuplan.provisioning import capi
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
@@ -224,17 +224,13 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
     pools = [pv for pv in capi_pools(rf) if pv.gpus_per_node]
     if not pools or rf.fleet.spec.cluster.capi is None:
         return
-    names = []
-    for pv in pools:
-        names.append(f"{pv.name}.yaml")
-        yield Artifact(
-            path=f"{DIR}/{pv.name}.yaml", documents=(kubeadm_config_template(rf, pv), machine_deployment(rf, pv)),
-            kustomize=False,
-            description=f"Cluster API MachineDeployment and KubeadmConfigTemplate of pool {pv.name} (management "
-                        "cluster; not synced with the tree: docs/capi.md)",
-        )
-    kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": names}
-    yield Artifact(path=f"{DIR}/kustomization.yaml", documents=(kustomization,), kustomize=False,
-                   description="the Cluster API pools, for a sync of their own to the management cluster")
+    files = [Artifact(
+        path=f"{DIR}/{pv.name}.yaml", documents=(kubeadm_config_template(rf, pv), machine_deployment(rf, pv)),
+        kustomize=False,
+        description=f"Cluster API MachineDeployment and KubeadmConfigTemplate of pool {pv.name} (management "
+                    "cluster; not synced with the tree: docs/capi.md)",
+    ) for pv in pools]
+    yield from files
+    yield folder_kustomization(DIR, files, "the Cluster API pools, for a sync of their own to the management cluster")
     yield Artifact(path=f"{DIR}/README.md", text=_readme(rf, pools), kustomize=False,
                    description="how to apply the Cluster API pools, and the Cluster Autoscaler's flags")

@@ -30,7 +30,7 @@ from typing import Any, Iterator, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import POOL_LABEL, template_node_labels, template_taints
-from gpuplan.lower.common import metadata, obj
+from gpuplan.lower.common import folder_kustomization, metadata, obj
 from gpuplan.provisioning import machine, platform_gpu_stack
 from gpuplan.provisioning.gke import SHARING_STRATEGY, partition_size
 from gpuplan.resolve import PoolView, ResolvedFleet
@@ -109,14 +109,8 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
     pools = gke_pools(rf)
     if not pools or rf.fleet.spec.cluster.gcp is None:
         return
-    paths = []
-    for pv in pools:
-        path = f"{DIR}/{pv.name}.yaml"
-        paths.append(path)
-        yield Artifact(path=path, documents=(node_pool(rf, pv),), kustomize=False,
-                       description=f"GKE node pool {pv.name} (Config Connector ContainerNodePool; not synced "
-                       "with the tree: docs/gke.md)")
-    kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                     "resources": [p.rsplit("/", 1)[1] for p in paths]}
-    yield Artifact(path=f"{DIR}/kustomization.yaml", documents=(kustomization,), kustomize=False,
-                   description="the GKE node pools, for a Config Connector sync of their own")
+    files = [Artifact(path=f"{DIR}/{pv.name}.yaml", documents=(node_pool(rf, pv),), kustomize=False,
+                      description=f"GKE node pool {pv.name} (Config Connector ContainerNodePool; not synced "
+                      "with the tree: docs/gke.md)") for pv in pools]
+    yield from files
+    yield folder_kustomization(DIR, files, "the GKE node pools, for a Config Connector sync of their own")

@@ -106,11 +106,6 @@ RECLAIM_NOTICE: dict[str, tuple[str, str]] = {
 }
 
 
-def nap_pool(cluster: Any, pool: Pool) -> bool:
-    """A Karpenter pool launched by AKS Node Auto Provisioning (Karpenter on Azure)."""
-    return karpenter_pool(pool) and karpenter_cloud(cluster) == "azure"
-
-
 def karpenter_node_toolkit(cluster: Any, pool: Pool) -> bool:
     """A Karpenter pool whose nodes come with an NVIDIA container toolkit: on AWS the EKS AL2023
     NVIDIA AMI; on Azure AKS's node bootstrap wherever it installs the driver (it keeps ``runc``

@@ -52,7 +52,7 @@ from typing import Any, Mapping
 
 from gpuplan.identity import POOL_LABEL
 from gpuplan.provisioning import read_template, template_changes
-from gpuplan.report.transition import tree_configs as _configs, tree_values as _values
+from gpuplan.report.transition import transition, tree_configs as _configs, tree_values as _values
 
 # By risk (#27 Build 6): what a person must do, then what deletes, then nodes stranded (a
 # config they name is gone, or they advertise nothing their tiers request: the wave-by-wave
@@ -139,8 +139,6 @@ def disruptions(old: Mapping[str, bytes], new: Mapping[str, bytes],
 def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = None) -> list[Disruption]:
     """:func:`disruptions` of two trees already parsed by ``objdiff.tree_objects``
     (``gpuplan diff`` parses each tree once for both reports)."""
-    from gpuplan.report.transition import transition
-
     a, b = _objects(old), _objects(new)
     out: list[Disruption] = []
 

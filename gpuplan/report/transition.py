@@ -222,9 +222,10 @@ def _expire_after(nodepool: Any) -> str:
     return str(v) if v is not None else "720h"
 
 
-def _node_class_ref(nodepool: Any) -> str | None:
+def _node_class_ref(nodepool: Any) -> tuple[Any, Any]:
+    """(kind, name) of the NodePool's node class (EC2NodeClass, AKSNodeClass)."""
     ref = _dict(_dict(_dict(_dict(nodepool.get("spec")).get("template")).get("spec")).get("nodeClassRef"))
-    return ref.get("name") if isinstance(ref.get("name"), str) else None
+    return ref.get("kind"), ref.get("name")
 
 
 # --- what a node advertises ---------------------------------------------------------------
@@ -487,8 +488,8 @@ def transition(old: Parsed, new: Parsed, needs: Mapping[str, Iterable[str]] | No
         lb = _template_labels(new_np[1]) if new_np else None
         if old_np and new_np:
             ref_a, ref_b = _node_class_ref(old_np[1]), _node_class_ref(new_np[1])
-            nc_a = next((v for k, v in a.objs.items() if k[1] == "EC2NodeClass" and k[3] == ref_a), None)
-            nc_b = next((v for k, v in b.objs.items() if k[1] == "EC2NodeClass" and k[3] == ref_b), None)
+            nc_a = next((v for k, v in a.objs.items() if (k[1], k[3]) == ref_a), None)
+            nc_b = next((v for k, v in b.objs.items() if (k[1], k[3]) == ref_b), None)
             drift = (_dict(old_np[1].get("spec")).get("template") != _dict(new_np[1].get("spec")).get("template")
                      or _dict(nc_a).get("spec") != _dict(nc_b).get("spec"))
         else:

@@ -46,6 +46,8 @@ E_MACHINE_COUNT = Code(
     good="gke: {machineType: a2-highgpu-8g, maxGPUs: 16}   # 8 A100s, gpusPerNode from the machine type",
 )
 CODES = (E_UNKNOWN_MACHINE, E_MACHINE_GPU, E_MACHINE_COUNT)
+# where each back-end's machine table is described (NAP's VM sizes: the AKS page)
+MACHINE_DOCS = {"karpenter": "aks"}
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
@@ -80,8 +82,8 @@ def machine_rules(rf: ResolvedFleet, pv: PoolView, m: "Machine | None", where: t
             yield rf.diag(E_UNKNOWN_MACHINE,
                           f"pool {pv.name!r}: its {title(pv.pool)}'s machine type is not one gpuplan knows, so its "
                           "GPUs per node are unknown", where,
-                          hint=f"did you mean {near}?" if near else "use a machine type with GPUs from docs/gke.md, "
-                          "or set gpusPerNode")
+                          hint=f"did you mean {near}?" if near else "use a machine type with GPUs from "
+                          f"docs/{MACHINE_DOCS.get(pv.pool.provisioner, pv.pool.provisioner)}.md, or set gpusPerNode")
         return
     want = resolve_gpu(m.gpu)
     if pv.gpu is not None and want is not None and want.key != pv.gpu.key:

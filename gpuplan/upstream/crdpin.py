@@ -1,5 +1,5 @@
 """Pin CRD schemas from an upstream checkout: the loop the per-family refresh scripts share
-(``refresh_capi``, ``refresh_gke``).
+(``refresh_capi``, ``refresh_gke``, ``refresh_nvidia``, ``refresh_aks``).
 
 Kept apart from ``refresh_monitoring`` (whose :func:`crd_schema` it uses): that module is imported
 by ``refresh_kueue``, which ``refresh`` imports, and this one needs ``refresh``'s writers.
@@ -14,6 +14,11 @@ from typing import Iterable
 HERE = Path(__file__).resolve().parent
 
 
+def git(git_dir: Path) -> list[str]:
+    """``git`` reading the repository ``git_dir`` (a bare clone, or a checkout with ``.git``)."""
+    return ["git", f"--git-dir={git_dir if (git_dir / 'HEAD').is_file() else git_dir / '.git'}"]
+
+
 def pin_crds(git_dir: Path, repository: str, tag: str, version: str,
              crds: Iterable[tuple[str, str, str]]) -> list[dict[str, str]]:
     """Each ``(group, kind, path)`` CRD of the checkout ``git_dir`` at ``tag``: its ``version`` as a
@@ -26,11 +31,11 @@ def pin_crds(git_dir: Path, repository: str, tag: str, version: str,
     from gpuplan.upstream.refresh import dump_compact, strip_descriptions
     from gpuplan.upstream.refresh_monitoring import crd_schema
 
-    git = ["git", f"--git-dir={git_dir if (git_dir / 'HEAD').is_file() else git_dir / '.git'}"]
-    commit = subprocess.run([*git, "rev-list", "-n1", tag], check=True, capture_output=True, text=True).stdout.strip()
+    cmd = git(git_dir)
+    commit = subprocess.run([*cmd, "rev-list", "-n1", tag], check=True, capture_output=True, text=True).stdout.strip()
     rows = []
     for group, kind, path in crds:
-        text = subprocess.run([*git, "show", f"{tag}:{path}"], check=True, capture_output=True, text=True).stdout
+        text = subprocess.run([*cmd, "show", f"{tag}:{path}"], check=True, capture_output=True, text=True).stdout
         [crd] = [d for d in yaml.safe_load_all(text) if d]
         out = HERE / "crds" / group / f"{kind.lower()}_{version}.json"
         out.parent.mkdir(parents=True, exist_ok=True)

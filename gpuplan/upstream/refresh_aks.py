@@ -34,6 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gpuplan.upstream.crdpin import git, pin_crds
 from gpuplan.upstream.refresh_monitoring import crd_schema, write_table
 
 NAP_REPOSITORY = "Azure/karpenter-provider-azure"
@@ -68,28 +69,9 @@ INTRO = [
 ]
 
 
-def _git(git_dir: Path) -> list[str]:
-    return ["git", f"--git-dir={git_dir if (git_dir / 'HEAD').is_file() else git_dir / '.git'}"]
-
-
 def nap_rows(git_dir: Path) -> list[dict[str, str]]:
-    import yaml
-
-    from gpuplan.upstream.refresh import dump_compact, strip_descriptions
-
-    git = _git(git_dir)
-    commit = subprocess.run([*git, "rev-list", "-n1", NAP_TAG], check=True, capture_output=True, text=True).stdout.strip()
-    out_dir = HERE / "crds" / NAP_GROUP
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for kind, path in NAP_CRDS.items():
-        text = subprocess.run([*git, "show", f"{NAP_TAG}:{path}"], check=True, capture_output=True, text=True).stdout
-        [crd] = [d for d in yaml.safe_load_all(text) if d]
-        out = out_dir / f"{kind.lower()}_{NAP_VERSION}.json"
-        out.write_text(dump_compact(strip_descriptions(crd_schema(crd, NAP_VERSION))), encoding="utf-8")
-        rows.append({"file": f"crds/{NAP_GROUP}/{out.name}", "apiVersion": f"{NAP_GROUP}/{NAP_VERSION}",
-                     "kind": kind, "repository": NAP_REPOSITORY, "tag": NAP_TAG, "commit": commit, "path": path})
-    return rows
+    return pin_crds(git_dir, NAP_REPOSITORY, NAP_TAG, NAP_VERSION,
+                    [(NAP_GROUP, kind, path) for kind, path in NAP_CRDS.items()])
 
 
 def aso_rows(capz_git_dir: Path | None) -> list[dict[str, str]]:
@@ -108,7 +90,7 @@ def aso_rows(capz_git_dir: Path | None) -> list[dict[str, str]]:
         return rows
     import yaml
 
-    text = subprocess.run([*_git(capz_git_dir), "show", f"{ASO_COMMIT}:{ASO_PATH}"],
+    text = subprocess.run([*git(capz_git_dir), "show", f"{ASO_COMMIT}:{ASO_PATH}"],
                           check=True, capture_output=True, text=True).stdout
     docs = [d for d in yaml.safe_load_all(text) if d]
     [crd] = [d for d in docs if d.get("kind") == "CustomResourceDefinition" and d["metadata"]["name"] == ASO_CRD]

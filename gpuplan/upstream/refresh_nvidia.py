@@ -15,39 +15,22 @@ Stage: foundation (docs/architecture.md)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
-from gpuplan.upstream.refresh_monitoring import crd_schema, write_table
+from gpuplan.upstream.crdpin import pin_crds
+from gpuplan.upstream.refresh_monitoring import write_table
 
 REPOSITORY = "NVIDIA/gpu-operator"
 TAG = "v26.7.0"
 GROUP = "nvidia.com"
 VERSION = "v1alpha1"
 CRDS = {"NVIDIADriver": "deployments/gpu-operator/crds/nvidia.com_nvidiadrivers.yaml"}
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "crds" / GROUP
-SOURCES = HERE / "SOURCES-nvidia.md"
+SOURCES = Path(__file__).resolve().parent / "SOURCES-nvidia.md"
 
 
 def refresh(git_dir: Path) -> list[dict[str, str]]:
-    import yaml
-
-    from gpuplan.upstream.refresh import dump_compact, strip_descriptions
-
-    git = ["git", f"--git-dir={git_dir if (git_dir / 'HEAD').is_file() else git_dir / '.git'}"]
-    commit = subprocess.run([*git, "rev-list", "-n1", TAG], check=True, capture_output=True, text=True).stdout.strip()
-    rows = []
-    OUT.mkdir(parents=True, exist_ok=True)
-    for kind, path in CRDS.items():
-        text = subprocess.run([*git, "show", f"{TAG}:{path}"], check=True, capture_output=True, text=True).stdout
-        [crd] = [d for d in yaml.safe_load_all(text) if d]
-        out = OUT / f"{kind.lower()}_{VERSION}.json"
-        out.write_text(dump_compact(strip_descriptions(crd_schema(crd, VERSION))), encoding="utf-8")
-        rows.append({"file": f"crds/{GROUP}/{out.name}", "apiVersion": f"{GROUP}/{VERSION}", "kind": kind,
-                     "repository": REPOSITORY, "tag": TAG, "commit": commit, "path": path})
-    return rows
+    return pin_crds(git_dir, REPOSITORY, TAG, VERSION, [(GROUP, kind, path) for kind, path in CRDS.items()])
 
 
 def main(argv: list[str]) -> int:

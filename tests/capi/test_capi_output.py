@@ -241,12 +241,6 @@ def test_training_pods_keep_the_autoscaler_from_removing_their_node(built):
     assert f"{CA_SAFE_TO_EVICT}: 'false'" in built.files["tenants/vision/README.md"].decode()
 
 
-def test_the_back_end_names_the_pool_label_as_identity_does():
-    from gpuplan.identity import POOL_LABEL
-
-    assert capi.POOL_LABEL == POOL_LABEL
-
-
 def test_plan_base_lists_the_pools_whose_machines_roll(tmp_path, built):
     """`plan --base` (gpuplan.report.disruption) asks the back-end what a changed MachineDeployment
     does: a new bootstrap config or infrastructure template replaces every machine."""

@@ -51,6 +51,24 @@ def position(text: str, needle: str, offset: int = 0) -> tuple[int, int]:
     return line, col
 
 
+def check_text(tmp_path, text: str):
+    """``text`` written to ``tmp_path/fleet.yaml`` and checked (``check_fleet``)."""
+    from gpuplan.compiler import check_fleet
+
+    p = tmp_path / "fleet.yaml"
+    p.write_text(text, encoding="utf-8")
+    return check_fleet(p)
+
+
+def with_code(checked, code: str) -> list:
+    """The diagnostics of ``checked`` with ``code``."""
+    return [d for d in checked.diagnostics if d.code == code]
+
+
+def errors(checked) -> list:
+    return [d for d in checked.diagnostics if d.is_error]
+
+
 def edit(text: str, old: str, new: str) -> str:
     assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times"
     return text.replace(old, new)

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.compiler import check_fleet
-from tests.rules.helpers import position
+from tests.rules.helpers import check_text as _check, errors as _errors, position, with_code as _codes
 
 REPO = Path(__file__).parents[2]
 AKS = (REPO / "examples" / "aks.yaml").read_text()
@@ -26,20 +25,6 @@ INFER_SHARING = """      sharing:
         mode: mig
         strategy: single
         layout: {3g.40gb: 2}"""
-
-
-def _check(tmp_path, text):
-    p = tmp_path / "fleet.yaml"
-    p.write_text(text, encoding="utf-8")
-    return check_fleet(p)
-
-
-def _codes(c, code):
-    return [d for d in c.diagnostics if d.code == code]
-
-
-def _errors(c):
-    return [d for d in c.diagnostics if d.is_error]
 
 
 def test_the_example_is_clean(tmp_path):

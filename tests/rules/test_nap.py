@@ -13,19 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.rules.helpers import Run, position
+from tests.rules.helpers import Run, errors as _errors, position, with_code as _codes
 
 REPO = Path(__file__).parents[2]
 NAP = (REPO / "examples" / "aks-nap.yaml").read_text()
 BATCH = "        instanceTypes: [Standard_NC24ads_A100_v4]\n"
-
-
-def _codes(c, code):
-    return [d for d in c.diagnostics if d.code == code]
-
-
-def _errors(c):
-    return [d for d in c.diagnostics if d.is_error]
 
 
 def test_the_example_is_clean(tmp_path):

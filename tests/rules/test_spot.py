@@ -11,21 +11,11 @@ from pathlib import Path
 import pytest
 
 from gpuplan.compiler import check_fleet, placement_docs
-from tests.rules.helpers import position
+from tests.rules.helpers import check_text as _check, position, with_code as _codes
 
 REPO = Path(__file__).parents[2]
 BURST = (REPO / "examples" / "aws-burst.yaml").read_text()
 SPOT = (REPO / "examples" / "aws-spot.yaml").read_text()
-
-
-def _check(tmp_path, text):
-    p = tmp_path / "fleet.yaml"
-    p.write_text(text, encoding="utf-8")
-    return check_fleet(p)
-
-
-def _codes(c, code):
-    return [d for d in c.diagnostics if d.code == code]
 
 
 def test_inference_quota_on_a_spot_only_pool_is_refused(tmp_path):
