@@ -57,6 +57,19 @@ class Access:
     resource: str
 
 
+@dataclass(frozen=True)
+class Case:
+    """One enumerated pod in one namespace state and the proof's admission verdict: what a
+    real API server (tests/cluster) is asked, to judge the proof."""
+
+    words: str
+    pod: dict[str, Any]  # as the tenant (or controller) writes it, before any mutating admission
+    request: dict[str, Any]  # the admission request's operation and userInfo
+    namespace: str
+    admitted: bool
+    namespace_labels: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class Boundary:
     checked: int = 0  # pod x namespace-shape pairs
@@ -64,6 +77,7 @@ class Boundary:
     namespace_shapes: int = 0
     breaches: list[Breach] = field(default_factory=list)
     access: list[Access] = field(default_factory=list)
+    cases: list[Case] = field(default_factory=list)  # only with prove_boundary(record=True)
 
 
 def _pod(spec: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +118,9 @@ def _tolerations(taints) -> list[dict[str, Any]]:
             {"key": k, "operator": "Exists", "effect": e} for k, v, e in taints]
 
 
-def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
+def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool = False) -> Boundary:
+    """The proof; with ``record``, every pod's admission verdict in every namespace state
+    (:class:`Case`), for a real API server to judge."""
     from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
     from gpuplan.identity import (
         CAPACITY_TYPE_LABEL, QUEUE_LABEL, capacity_pin, pod_annotations, priority_class_name, quota_cap,
@@ -259,12 +275,23 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
         want = gpu(all_requests)
         landing: list[str] | None = None
         verdicts = cluster.verdicts(admitted_pod, req, covering)
+
+        def note(ns_obj: dict[str, Any], admitted: bool) -> None:
+            if record:
+                out.cases.append(Case(words, pod, req, ns_obj["metadata"]["name"], admitted,
+                                      dict(ns_obj["metadata"].get("labels") or {})))
         if any(msgs for name, msgs in verdicts.items() if name in covering):
             out.checked += len(groups)
+            if record:
+                for group in groups:
+                    for ns_obj in group:
+                        note(ns_obj, False)
             continue  # refused in every namespace state
         for group, sel in zip(groups, selected):
             out.checked += 1
             if cluster.policy_denials(admitted_pod, group[0], sel, req, verdicts):
+                for ns_obj in group:
+                    note(ns_obj, False)
                 continue
             if landing is None:
                 landing = [p.name for p in pools if fits(admitted_pod, p)]
@@ -272,7 +299,9 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
                 ns = ns_obj["metadata"]["name"]
                 quotas = cluster.quotas.get(ns, [])
                 if quota_denials(admitted_pod, quotas, all_requests):
+                    note(ns_obj, False)
                     continue
+                note(ns_obj, True)
                 for escape in _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas, by_pool,
                                        admitted_pod):
                     out.breaches.append(Breach(ns, words, escape))

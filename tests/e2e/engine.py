@@ -1,0 +1,148 @@
+"""How the GitOps engine applies a generated tree, step by step, for the control-plane tests.
+
+- **Argo CD** (argoproj/argo-cd v3.5.1, gitops-engine vendored under ``gitops-engine/``):
+  tasks sorted by phase, ``argocd.argoproj.io/sync-wave`` (0 when absent), kind (Helm's
+  install order; a kind not in the list, every custom resource, after all listed kinds), then
+  name (``pkg/sync/sync_tasks.go`` ``kindOrder`` and ``syncTasks.Less``); one step per wave;
+  prunes in the reverse order of their waves (``pkg/sync/sync_context.go:1097-1125``): the
+  objects of the highest old wave are pruned in the step of the lowest new wave, and so on.
+- **Flux** (fluxcd/kustomize-controller v1.9.4): the operator's Kustomization first (the root
+  ``dependsOn`` it), then the root's objects in one server-side apply, CRDs and Namespaces
+  first (fluxcd/pkg ``ssa.ResourceManager.ApplyAllStaged``), then its prunes.
+
+Both apply server-side (Argo CD ``ServerSideApply=true``; Flux always)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+WAVE = "argocd.argoproj.io/sync-wave"
+FLUX_OPERATOR_DIR = "delivery/gpu-operator/"
+
+# gitops-engine pkg/sync/sync_tasks.go kindOrder (Helm's releaseutil/kind_sorter.go InstallOrder)
+KIND_ORDER = [
+    "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy", "PodDisruptionBudget",
+    "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass", "PersistentVolume",
+    "PersistentVolumeClaim", "CustomResourceDefinition", "ClusterRole", "ClusterRoleList", "ClusterRoleBinding",
+    "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList", "Service", "DaemonSet", "Pod",
+    "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob",
+    "IngressClass", "Ingress", "APIService",
+]
+_KIND_RANK = {k: i - len(KIND_ORDER) for i, k in enumerate(KIND_ORDER)}  # custom kinds: 0, after all
+
+
+def key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    m = obj.get("metadata") or {}
+    return (obj["apiVersion"].split("/")[0] if "/" in obj["apiVersion"] else "", obj["kind"],
+            m.get("namespace") or "", m.get("name") or "")
+
+
+@dataclass
+class Tree:
+    """The Kubernetes objects of a generated tree, by the file that holds them."""
+
+    root: Path
+    objects: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
+    files: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    root_files: set[str] = field(default_factory=set)
+
+    @property
+    def engine(self) -> str:
+        return "flux" if any(k[1] == "Kustomization" and k[0] == "kustomize.toolkit.fluxcd.io"
+                             for k in self.objects) else "argocd"
+
+    def in_root(self) -> list[dict[str, Any]]:
+        """What the root Application (or Kustomization) syncs: the root kustomization's files."""
+        return [o for k, o in self.objects.items() if self.files[k] in self.root_files]
+
+    def outside_root(self) -> list[dict[str, Any]]:
+        return [o for k, o in self.objects.items() if self.files[k] not in self.root_files]
+
+    def flux_operator(self) -> list[dict[str, Any]]:
+        """What the operator's own Flux Kustomization applies (its path, ``delivery/gpu-operator``),
+        before the root's, which ``dependsOn`` it."""
+        return [o for k, o in self.objects.items() if self.files[k].startswith(FLUX_OPERATOR_DIR)]
+
+
+def load_tree(root: Path) -> Tree:
+    t = Tree(root)
+    kust = root / "kustomization.yaml"
+    if kust.exists():
+        t.root_files = set(yaml.safe_load(kust.read_text()).get("resources") or [])
+    for f in sorted(root.rglob("*.yaml")):
+        rel = f.relative_to(root).as_posix()
+        for d in yaml.safe_load_all(f.read_text(encoding="utf-8")):
+            if not isinstance(d, dict) or "kind" not in d or "apiVersion" not in d:
+                continue  # Helm values and other non-objects
+            if d["apiVersion"].startswith("kustomize.config.k8s.io/"):
+                continue  # kustomize's own file, not an API object
+            k = key(d)
+            t.objects[k] = d
+            t.files[k] = rel
+    return t
+
+
+def wave(obj: dict[str, Any]) -> int:
+    v = ((obj.get("metadata") or {}).get("annotations") or {}).get(WAVE, "0")
+    try:
+        return int(v)
+    except ValueError:
+        return 0
+
+
+def argo_order(objs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(objs, key=lambda o: (wave(o), _KIND_RANK.get(o["kind"], 0), o["kind"],
+                                       (o.get("metadata") or {}).get("name", "")))
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    apply: tuple[dict[str, Any], ...] = ()
+    prune: tuple[dict[str, Any], ...] = ()
+
+
+def prunable(o: dict[str, Any]) -> bool:
+    """Argo CD skips ``Prune=false`` (gitops-engine pkg/sync/sync_context.go, ``syncOptions``);
+    Flux skips ``kustomize.toolkit.fluxcd.io/prune: disabled``."""
+    ann = (o.get("metadata") or {}).get("annotations") or {}
+    opts = ann.get("argocd.argoproj.io/sync-options", "")
+    return "Prune=false" not in opts.split(",") and ann.get("kustomize.toolkit.fluxcd.io/prune") != "disabled"
+
+
+def _flux_stage(o: dict[str, Any]) -> int:
+    # fluxcd/pkg ssa: cluster definitions (CRDs, Namespaces, ClusterRoles) before the rest
+    return 0 if o["kind"] in ("CustomResourceDefinition", "Namespace", "ClusterRole") else 1
+
+
+def steps(old: Tree | None, new: Tree) -> list[Step]:
+    """The engine's steps from ``old`` (live; None: an empty cluster) to ``new``: what each
+    applies and prunes. An object whose YAML did not change is applied again (a no-op
+    server-side apply), as a sync of an out-of-sync Application re-applies only the changed
+    ones; applying every object keeps the step's view complete."""
+    new_objs = new.in_root()
+    kept = {key(n) for n in new_objs}
+    gone = [] if old is None else [o for o in old.in_root() if key(o) not in kept and prunable(o)]
+    if new.engine == "flux":
+        op = tuple(sorted(new.flux_operator(), key=_flux_stage))
+        return [*([Step("gpu-operator", op)] if op else []), Step("apply", tuple(sorted(new_objs, key=_flux_stage))),
+                *([Step("prune", tuple(gone))] if gone else [])]
+    applies: dict[int, list[dict[str, Any]]] = {}
+    for o in argo_order(new_objs):
+        applies.setdefault(wave(o), []).append(o)
+    old_waves = sorted({wave(o) for o in gone})
+    prunes: dict[int, list[dict[str, Any]]] = {}
+    new_waves = sorted(applies) or [0]
+    # gitops-engine prunes in reverse wave order: the prune tasks' waves are swapped so the
+    # highest old wave goes first; they run in the first waves of the sync
+    swap = {w: old_waves[len(old_waves) - 1 - i] for i, w in enumerate(old_waves)}
+    for o in gone:
+        prunes.setdefault(swap[wave(o)], []).append(o)
+    out = []
+    for w in sorted(set(applies) | set(prunes)):
+        out.append(Step(f"wave {w}", tuple(applies.get(w, ())), tuple(prunes.get(w, ()))))
+    return out

@@ -1,0 +1,226 @@
+"""Every example tree on a real control plane (tests/cluster): kube-apiserver, the controller
+manager, the scheduler and KWOK, built from the Go module proxy at the pinned release.
+
+Per example, on a control plane of its own with the admission plugins of the spec's platform:
+
+- every generated object is applied in the engine's order (server-side apply) and accepted,
+  and every ValidatingAdmissionPolicy's type check (``status.typeChecking``) has no warning;
+- every pod the in-build boundary proof enumerates (GP527) is submitted (dry run) in every
+  namespace state the proof considers, as the user the proof assumes, and the API server's
+  verdict equals the proof's;
+- the nodes each pool registers (``gpuplan nodes``) are created as KWOK nodes; every tenant
+  page's example Pod and Job is admitted and bound by the real scheduler to a node of its own
+  pool, and a pod over its namespace's grant is refused."""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuplan.compiler import check_fleet, placement_docs
+from gpuplan.identity import POOL_LABEL
+from gpuplan.placement import ert_enabled
+from gpuplan.placement.boundary import prove_boundary
+from gpuplan.queues import queued_tiers
+from tests.e2e.cluster import Deployed, deploy, deployed_outside_root, job_pod, tenant_page_objects, wait_scheduled
+from tests.golden.refresh import targets
+
+pytestmark = pytest.mark.slow
+
+CASES = targets()
+
+
+@dataclass
+class Example:
+    spec: Path
+    tree: Path
+    rf: Any
+    deployed: Deployed
+
+    @property
+    def cp(self):
+        return self.deployed.cp
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[s.stem for s, _ in CASES])
+def example(request, clusters) -> Example:
+    spec, tree = request.param
+    checked = check_fleet(spec)
+    assert checked.resolved is not None and not checked.failed()
+    rf = checked.resolved
+    plugins = ("ExtendedResourceToleration",) if ert_enabled(rf) else ()
+    cp = clusters.start(spec.stem, plugins)
+    try:
+        d = deploy(cp, tree)
+        d.refusals += deployed_outside_root(d)
+        yield Example(spec, tree, rf, d)
+    finally:
+        clusters.stop(cp)
+
+
+def test_every_object_is_accepted(example):
+    assert example.deployed.applied > 0
+    assert not example.deployed.refusals, "\n".join(map(str, example.deployed.refusals))
+
+
+def test_admission_policies_type_check_without_warnings(example):
+    cp = example.cp
+    names = [o["metadata"]["name"] for o in example.deployed.tree.objects.values()
+             if o["kind"] == "ValidatingAdmissionPolicy"]
+    if not names:
+        assert example.rf.fleet.spec.cluster.kubernetes_version < "1.30" or not example.rf.fleet.spec.tenants
+        return
+    status: dict[str, Any] = {}
+
+    def checked() -> bool:
+        for n in names:
+            p = cp.get(f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{n}")
+            if p is None or p.get("status", {}).get("observedGeneration") != p["metadata"]["generation"]:
+                return False
+            status[n] = p["status"]
+        return True
+    cp.wait(checked, 60, "the API server's type check of every ValidatingAdmissionPolicy")
+    warnings = {n: s.get("typeChecking", {}).get("expressionWarnings") for n, s in status.items()
+                if s.get("typeChecking", {}).get("expressionWarnings")}
+    assert not warnings, warnings
+
+
+def _namespaces_for(example: Example, cases) -> None:
+    d = example.deployed
+    existing = {o["metadata"]["name"] for o in d.tree.objects.values() if o["kind"] == "Namespace"}
+    for ns, labels in sorted({(c.namespace, tuple(sorted(c.namespace_labels.items()))) for c in cases}):
+        if ns not in existing and ns != "default":
+            d.ensure_namespace(ns, dict(labels))
+        d.wait_default_service_account(ns)
+    d.wait_quotas()
+
+
+def _submit(cp, pod: dict[str, Any], namespace: str, request: dict[str, Any]) -> tuple[int, dict]:
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["namespace"] = namespace
+    user = request["userInfo"]["username"]
+    return cp.create(pod, dry_run=True, impersonate=user, groups=("system:authenticated",))
+
+
+def test_the_boundary_proof_agrees_with_the_api_server(example):
+    """GP527's verdict on every pod it enumerates, in every namespace state, is the API server's."""
+    b = prove_boundary(example.rf, placement_docs(example.rf), record=True)
+    if not b.cases:
+        assert not example.rf.fleet.spec.tenants
+        return
+    _namespaces_for(example, b.cases)
+    pending = list(b.cases)
+    disagree: list[str] = []
+    # The admission plugin reads policies and bindings from its informer, a moment after they are
+    # stored: a verdict that differs is asked again until it holds (a few seconds), so only a
+    # lasting difference counts.
+    for attempt in range(8):
+        disagree, still = [], []
+        for c in pending:
+            code, body = _submit(example.cp, c.pod, c.namespace, c.request)
+            admitted = code == 201
+            if admitted != c.admitted:
+                still.append(c)
+                disagree.append(f"{c.words} in {c.namespace} as {c.request['userInfo']['username']}: proof "
+                                f"{'admits' if c.admitted else 'refuses'}, API server "
+                                f"{'admits' if admitted else f'refuses ({code}): ' + body.get('message', '')[:300]}")
+        if not still:
+            break
+        pending = still
+        time.sleep(1.5)
+    assert not disagree, f"{len(disagree)} of {len(b.cases)} verdicts differ:\n" + "\n".join(disagree)
+
+
+def _create_nodes(example: Example) -> dict[str, str]:
+    """The Nodes `gpuplan nodes --kwok` writes for the fleet, created; node name -> pool."""
+    from gpuplan.report.nodes import fleet_nodes
+
+    cp = example.cp
+    nodes = fleet_nodes(example.rf, placement_docs(example.rf), kwok=True)
+    pool_of = {}
+    for n in nodes:
+        code, body = cp.create(n)
+        assert code == 201, (n["metadata"]["name"], body.get("message"))
+        pool_of[n["metadata"]["name"]] = n["metadata"]["labels"].get(POOL_LABEL, "")
+
+    def ready() -> bool:
+        body = cp.get("/api/v1/nodes") or {"items": []}
+        up = {n["metadata"]["name"] for n in body["items"]
+              if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))}
+        return set(pool_of) <= up
+    cp.wait(ready, 60, "KWOK to report every node Ready")
+    return pool_of
+
+
+def test_tenant_pages_pods_and_jobs_run_on_their_own_pools(example):
+    objs = tenant_page_objects(example.tree)
+    queued = {f"gpuplan-{t}" for t in queued_tiers(example.rf)}
+    pool_of_tier = {f"gpuplan-{t.name}": t.pool for t in example.rf.fleet.spec.tiers}
+    runnable = [(page, o) for page, o in objs
+                if _template(o).get("priorityClassName") not in queued and not _claims(o)]
+    if not runnable:
+        pytest.skip("no tenant page shows a pod outside Kueue and DRA (tests/e2e/test_kueue.py, test_dra.py)")
+    pool_of = _create_nodes(example)
+    d = example.deployed
+    for ns in sorted({o["metadata"]["namespace"] for _, o in runnable}):
+        d.wait_default_service_account(ns)
+    d.wait_quotas()
+    problems = []
+    for i, (page, o) in enumerate(runnable):
+        o = copy.deepcopy(o)
+        ns = o["metadata"]["namespace"]
+        if o["kind"] == "Job":
+            o["metadata"].pop("generateName", None)
+            o["metadata"]["name"] = f"page-job-{i}"
+        code, body = example.cp.create(o, impersonate="tenant", groups=("system:authenticated",))
+        if code != 201:
+            problems.append(f"{page}: {o['kind']} {ns}/{o['metadata'].get('name')} refused ({code}): {body.get('message')}")
+            continue
+        name = body["metadata"]["name"]
+        pod = job_pod(example.cp, ns, name) if o["kind"] == "Job" else body
+        bound = wait_scheduled(example.cp, ns, pod["metadata"]["name"])
+        want = pool_of_tier[_template(o)["priorityClassName"]]
+        got = pool_of.get(bound["spec"]["nodeName"])
+        if got != want:
+            problems.append(f"{page}: {o['kind']} in {ns} bound to {bound['spec']['nodeName']} of pool {got}, "
+                            f"not its tier's pool {want}")
+        # free the units again: the next page's pod may share the namespace's grant
+        example.cp.delete(o if o["kind"] == "Pod" else {**o, "metadata": {**o["metadata"], "name": name}})
+    assert not problems, "\n".join(problems)
+
+
+def test_a_pod_over_its_namespace_grant_is_refused(example):
+    rf = example.rf
+    d = example.deployed
+    queued = set(queued_tiers(rf))
+    tried = 0
+    for tn in rf.fleet.spec.tenants:
+        for ns, grants in sorted(tn.quotas.items()):
+            for tier_name, units in sorted(grants.items()):
+                t = rf.tier_by_name.get(tier_name)
+                if t is None or t.name in queued or rf.tier_resource(t) is None or units <= 0:
+                    continue
+                from gpuplan.identity import contract_pod, contract_pod_spec
+
+                spec = contract_pod_spec(rf, t, rf.tier_resource(t), units + 1)
+                pod = contract_pod(rf, t, ns, spec)
+                d.wait_default_service_account(ns)
+                d.wait_quotas()
+                code, body = example.cp.create(pod, dry_run=True, impersonate="tenant", groups=("system:authenticated",))
+                tried += 1
+                assert code in (403, 422), (ns, tier_name, units + 1, code, body.get("message"))
+    if not tried:
+        pytest.skip("no tenant holds a grant of a tier outside Kueue")
+
+
+def _template(o: dict[str, Any]) -> dict[str, Any]:
+    return o["spec"]["template"]["spec"] if o["kind"] == "Job" else o["spec"]
+
+
+def _claims(o: dict[str, Any]) -> bool:
+    return bool(_template(o).get("resourceClaims"))

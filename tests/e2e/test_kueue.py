@@ -1,0 +1,114 @@
+"""Real Kueue admits what the tenant pages promise (examples with ``spec.queueing``).
+
+On the example's tree, applied to a control plane of its own with the nodes its pools register
+and the Kueue manager gpuplan pins running with the tree's own configuration: every tenant
+page's queued Job is admitted by Kueue (its Workload gets quota), started, and its pods are
+bound to nodes of the tier's pool; a Job beyond what the tenant's ClusterQueue may admit stays
+suspended with its Workload pending."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from gpuplan.compiler import check_fleet, placement_docs
+from gpuplan.identity import POOL_LABEL
+from gpuplan.placement import ert_enabled
+from gpuplan.queues import queued_tiers
+from tests.e2e.cluster import deploy, deployed_outside_root, sleep_until, tenant_page_objects, wait_scheduled
+from tests.e2e.kueue import start_kueue
+from tests.golden.refresh import targets
+
+pytestmark = pytest.mark.slow
+
+QUEUED = [(s, t) for s, t in targets() if "queueing:" in s.read_text(encoding="utf-8")]
+
+
+@pytest.fixture(scope="module", params=QUEUED, ids=[s.stem for s, _ in QUEUED])
+def queued(request, clusters):
+    spec, tree = request.param
+    checked = check_fleet(spec)
+    rf = checked.resolved
+    cp = clusters.start(f"kueue-{spec.stem}", ("ExtendedResourceToleration",) if ert_enabled(rf) else ())
+    try:
+        d = deploy(cp, tree)
+        d.refusals += deployed_outside_root(d)
+        assert not d.refusals, "\n".join(map(str, d.refusals))
+        from gpuplan.report.nodes import fleet_nodes
+
+        pool_of = {}
+        for n in fleet_nodes(rf, placement_docs(rf), kwok=True):
+            code, body = cp.create(n)
+            assert code == 201, body.get("message")
+            pool_of[n["metadata"]["name"]] = n["metadata"]["labels"].get(POOL_LABEL, "")
+        start_kueue(cp, tree, rf)
+        yield rf, tree, d, pool_of
+    finally:
+        clusters.stop(cp)
+
+
+def test_queued_examples_exist():
+    assert QUEUED, "an example with spec.queueing (examples/kueue.yaml)"
+
+
+def _workload(cp, ns: str, job: str) -> dict | None:
+    body = cp.get(f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads")
+    for w in (body or {}).get("items", []):
+        if any(o.get("name") == job for o in w["metadata"].get("ownerReferences", [])):
+            return w
+    return None
+
+
+def _admitted(w: dict | None) -> bool:
+    return w is not None and any(c["type"] == "Admitted" and c["status"] == "True"
+                                 for c in w.get("status", {}).get("conditions", []))
+
+
+def _submit(cp, job: dict, name: str) -> dict:
+    job = copy.deepcopy(job)
+    job["metadata"].pop("generateName", None)
+    job["metadata"]["name"] = name
+    code, body = cp.create(job, impersonate="tenant", groups=("system:authenticated",))
+    assert code == 201, (name, code, body.get("message"))
+    return body
+
+
+def test_kueue_admits_every_tenant_pages_queued_job(queued):
+    rf, tree, d, pool_of = queued
+    cp = d.cp
+    queued_classes = {f"gpuplan-{t}" for t in queued_tiers(rf)}
+    pool_of_class = {f"gpuplan-{t.name}": t.pool for t in rf.fleet.spec.tiers}
+    jobs = [(p, o) for p, o in tenant_page_objects(tree)
+            if o["kind"] == "Job" and o["spec"]["template"]["spec"].get("priorityClassName") in queued_classes]
+    assert jobs, "the tenant pages of a queued fleet show queued Jobs"
+    d.wait_quotas()
+    problems = []
+    for i, (page, o) in enumerate(jobs):
+        ns = o["metadata"]["namespace"]
+        d.wait_default_service_account(ns)
+        name = f"queued-{i}"
+        _submit(cp, o, name)
+        if not sleep_until(lambda: _admitted(_workload(cp, ns, name)), 90):
+            w = _workload(cp, ns, name)
+            problems.append(f"{page}: Job {ns}/{name} not admitted by Kueue: "
+                            f"{(w or {}).get('status', {}).get('conditions')}")
+            continue
+        pods: list = []
+
+        def created() -> bool:
+            body = cp.get(f"/api/v1/namespaces/{ns}/pods?labelSelector=job-name%3D{name}") or {}
+            pods[:] = body.get("items", [])
+            return len(pods) == int(o["spec"].get("parallelism", 1))
+        if not sleep_until(created, 60):
+            job = cp.get(f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
+            problems.append(f"{page}: admitted Job {ns}/{name} created {len(pods)} pods: {job.get('status')}")
+            continue
+        want = pool_of_class[o["spec"]["template"]["spec"]["priorityClassName"]]
+        for p in pods:
+            bound = wait_scheduled(cp, ns, p["metadata"]["name"], 60)
+            if pool_of.get(bound["spec"]["nodeName"]) != want:
+                problems.append(f"{page}: a pod of Job {ns}/{name} is on {bound['spec']['nodeName']}, not pool {want}")
+        cp.delete({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns}})
+        sleep_until(lambda: _workload(cp, ns, name) is None, 60)
+    assert not problems, "\n".join(problems)
