@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "verify-cluster": "gpuplan.cli.verify_cluster:verify_cluster",
     "verify": "gpuplan.cli.verify:verify",
     "import": "gpuplan.cli.import_cmd:import_cmd",
+    "nodes": "gpuplan.cli.nodes:nodes",
 }
 
 HELP = {
@@ -45,6 +46,7 @@ HELP = {
     "verify-cluster": "Compare live nodes and quotas (kubectl get -o json) with the plan.",
     "verify": "Verify manifests against the pinned upstream schemas and CEL rules.",
     "import": "Write a draft fleet.yaml from a running cluster's exported objects.",
+    "nodes": "Write the Node objects of every pool (for KWOK, simulators).",
 }
 
 
