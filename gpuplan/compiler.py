@@ -271,14 +271,21 @@ def previous_configs(rf: ResolvedFleet, *, out_dir: Path | str | None = None,
                      retire_namespaces: frozenset[str] = frozenset()):
     """What the previous tree (on disk at ``out_dir``, or rendered into
     ``files``) says about the config names nodes may still carry: the old
-    device-plugin and mig-parted ConfigMaps' configs and kept names, and the
-    names each old NodePool of a pool still in the fleet selected
-    (``gpuplan.identity.PreviousConfigs``). Reads those files only, never the
-    whole tree, through the bounded manifest reader."""
+    device-plugin and mig-parted ConfigMaps' configs and kept names, the
+    names each old NodePool of a pool still in the fleet selected, and the
+    names each old NodeFeatureRule of a static pool still in the fleet put on
+    its nodes (``gpuplan.identity.PreviousConfigs``). Reads those files only,
+    never the whole tree, through the bounded manifest reader.
+
+    A static pool's names come from its old rule and, for the name its last
+    change kept, from the old annotation (``static_kept``). Entries of the old
+    annotation for a pool the old tree labelled through a NodeFeatureRule never
+    become Karpenter names, should the pool turn into a Karpenter pool."""
     from gpuplan.identity import (
         DEVICE_PLUGIN_CONFIG_LABEL, DEVICE_PLUGIN_CONFIGMAP, MIG_CONFIG_LABEL, MIG_PARTED_CONFIG_KEY,
         MIG_PARTED_CONFIGMAP, POOL_LABEL, PreviousConfigs,
     )
+    from gpuplan.provisioning import static_nodes
 
     def docs(path: str) -> list[dict]:
         if files is not None:
@@ -298,6 +305,27 @@ def previous_configs(rf: ResolvedFleet, *, out_dir: Path | str | None = None,
     if not data and not mig_data:
         return PreviousConfigs(retire=retire, namespaces=namespaces, retire_namespaces=retire_namespaces,
                                kept_namespaces=kept_ns)
+    static_owners: dict[str, str] = {}
+    static_mig_owners: dict[str, str] = {}
+    static_kept: dict[str, str] = {}
+    static_mig_kept: dict[str, str] = {}
+    for pv in rf.pools:
+        # the old tree's NodeFeatureRule of this pool (static there), whatever the pool is now
+        rules = _rule_labels(docs(f"pools/{pv.name}/node-labels.yaml"), pv.name, POOL_LABEL)
+        if rules:
+            # kept for static nodes: never read back for Karpenter; for a pool still static, the
+            # name its last change kept (identity._static_names keeps it until the next change)
+            for names, kept in ((owners, static_kept), (mig_owners, static_mig_kept)):
+                for name in [n for n, p in names.items() if p == pv.name]:
+                    if static_nodes(pv.pool):
+                        kept[name] = pv.name
+                    del names[name]
+        if static_nodes(pv.pool):
+            for labels in rules:
+                for label, names in ((DEVICE_PLUGIN_CONFIG_LABEL, static_owners),
+                                     (MIG_CONFIG_LABEL, static_mig_owners)):
+                    if isinstance(labels.get(label), str):
+                        names[labels[label]] = pv.name
     for pv in rf.pools:
         if pv.pool.karpenter is None:
             continue
@@ -309,7 +337,22 @@ def previous_configs(rf: ResolvedFleet, *, out_dir: Path | str | None = None,
                 if isinstance(labels.get(label), str):
                     names[labels[label]] = pv.name
     return PreviousConfigs(data=data, owners=owners, retire=retire, mig_data=mig_data, mig_owners=mig_owners,
-                           namespaces=namespaces, retire_namespaces=retire_namespaces, kept_namespaces=kept_ns)
+                           namespaces=namespaces, retire_namespaces=retire_namespaces, kept_namespaces=kept_ns,
+                           static_owners=static_owners, static_mig_owners=static_mig_owners,
+                           static_kept=static_kept, static_mig_kept=static_mig_kept)
+
+
+def _rule_labels(docs: list[dict], pool: str, pool_label: str) -> list[dict]:
+    """The label sets of the NodeFeatureRule rules among ``docs`` that label ``pool``'s nodes
+    (the rule's own ``gpuplan.dev/pool`` label), whatever a hand edit left there."""
+    out = []
+    for d in docs:
+        rules = dig(d, "spec", "rules") if d.get("kind") == "NodeFeatureRule" else None
+        for rule in rules if isinstance(rules, list) else ():
+            labels = rule.get("labels") if isinstance(rule, dict) else None
+            if isinstance(labels, dict) and labels.get(pool_label) == pool:
+                out.append(labels)
+    return out
 
 
 def spec_label(spec: Path | str, out_dir: Path | str) -> str:

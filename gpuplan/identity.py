@@ -23,7 +23,7 @@ from typing import Any
 from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
 from gpuplan.provisioning import (
     POOL_LABEL, autoscaled, karpenter_pool, node_group_pool, operator_runs_driver, platform_gpu_stack, platform_taints,
-    template_labels, tier_node_selector,
+    static_nodes, template_labels, tier_node_selector,
 )
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 from gpuplan.spec.models import Mig, Tier, Topology
@@ -544,7 +544,8 @@ def plugin_config_key(rf: ResolvedFleet, pv: PoolView) -> str:
 
     A new name reaches a node only when the node's label changes: nfd-master
     relabels static nodes (the NodeFeatureRule, Argo CD wave 1, after the
-    ConfigMap's -1), but Karpenter never relabels a node it launched: a node
+    ConfigMap's -1, so the ConfigMap keeps a static pool's old name for that one
+    build), but Karpenter never relabels a node it launched: a node
     gets the new value only by being replaced, which a pool whose budgets block
     drift postpones until expiry. Until then the node needs its old name, so
     the ConfigMap keeps it (:func:`kept_plugin_configs`). If the kubelet has
@@ -573,8 +574,10 @@ class PreviousConfigs:
 
     ``data``: the old ConfigMap's keys and values, as written; ``owners``: name
     -> Karpenter pool, from the old NodePools' template labels and the old
-    ConfigMap's :data:`KEPT_CONFIGS_ANNOTATION`; ``retire``: names the person
-    building retires (``gpuplan build --retire-config``)."""
+    ConfigMap's :data:`KEPT_CONFIGS_ANNOTATION`; ``static_owners``: name -> static
+    pool, from the old NodeFeatureRules' labels only (never from the annotation, so
+    a static pool's old name is kept until its next change: :func:`_static_names`);
+    ``retire``: names the person building retires (``gpuplan build --retire-config``)."""
 
     data: dict[str, str] = field(default_factory=dict)
     owners: dict[str, str] = field(default_factory=dict)
@@ -591,6 +594,14 @@ class PreviousConfigs:
     # the namespaces that project lists only to keep them (its gpuplan.dev/kept-namespaces
     # annotation): `gpuplan verify-cluster` names those the cluster no longer has
     kept_namespaces: frozenset[str] = frozenset()
+    # name -> static pool for nvidia.com/device-plugin.config and nvidia.com/mig.config: the
+    # names the old tree's NodeFeatureRule of that pool put on its nodes
+    static_owners: dict[str, str] = field(default_factory=dict)
+    static_mig_owners: dict[str, str] = field(default_factory=dict)
+    # name -> static pool: what the old annotation kept for a pool the old tree labelled through
+    # its NodeFeatureRule (the name the pool's last change replaced)
+    static_kept: dict[str, str] = field(default_factory=dict)
+    static_mig_kept: dict[str, str] = field(default_factory=dict)
 
 
 def kept_plugin_configs(rf: ResolvedFleet) -> dict[str, tuple[str, str]]:
@@ -615,16 +626,32 @@ def kept_plugin_configs(rf: ResolvedFleet) -> dict[str, tuple[str, str]]:
     terminates its NodeClaims with it), or by hand with ``gpuplan build
     --retire-config NAME`` once no node carries it (``kubectl get nodes -l
     nvidia.com/device-plugin.config=NAME``; at the latest after the pool's
-    ``expireAfter``). Static pools keep nothing: nfd-master relabels their nodes
-    in the same sync. Only names of the shape ``<pool>-<8 hex digits>`` are
-    kept, so a hand-edited tree cannot smuggle in another key."""
+    ``expireAfter``).
+
+    Static pools keep the name of their last change: nfd-master relabels their
+    nodes when the new NodeFeatureRule is applied
+    (kubernetes-sigs/node-feature-discovery@v0.19.0
+    pkg/nfd-master/nfd-api-controller.go:280-296), but under Argo CD that is wave
+    1, after the ConfigMaps' -1, and in between the nodes still carry the old
+    name (a real kube-apiserver replay shows it: tests/e2e/test_transitions.py).
+    So a name the old tree's NodeFeatureRule of static pool P put on its nodes,
+    and that is not P's current name, stays; building the same spec again keeps
+    it (read back from :data:`KEPT_CONFIGS_ANNOTATION`, so ``gpuplan check``
+    agrees with the build), until P's next change replaces it or
+    ``--retire-config`` drops it (:func:`_static_names`: at most one per pool;
+    under Flux the rule and the ConfigMaps apply together, and keeping it is
+    harmless).
+
+    Only names of the shape ``<pool>-<8 hex digits>`` are kept, so a hand-edited
+    tree cannot smuggle in another key."""
     prev = getattr(rf, "previous", None)
     if not isinstance(prev, PreviousConfigs):
         return {}
     current = {plugin_config_key(rf, pv) for pv in rf.pools}
     # no operator device plugin reads the label on Bottlerocket and DRA nodes
     served = {pv.name for pv in rf.pools if not is_dra(rf, pv)}
-    return _kept(rf, prev, prev.owners, prev.data, current, served, lambda pool: pool,
+    return _kept(rf, prev, prev.owners, _static_names(prev.static_owners, prev.static_kept, current), prev.data,
+                 current, served, lambda pool: pool,
                  lambda v: isinstance(v, str))
 
 
@@ -635,26 +662,57 @@ def kept_mig_configs(rf: ResolvedFleet) -> dict[str, tuple[str, Any]]:
     they were launched with, and mig-manager, when it restarts there, applies
     the config of that name (NVIDIA/mig-parted@v0.15.0
     cmd/nvidia-mig-manager/main.go:572-577); kept, it finds the layout the node
-    already has and leaves the GPUs alone (pkg/mig/reconfigure/reconfigure.go:142-146)."""
+    already has and leaves the GPUs alone (pkg/mig/reconfigure/reconfigure.go:142-146).
+    A static MIG pool keeps the old name of its last change, which its nodes carry until the
+    new NodeFeatureRule (Argo CD wave 1); nfd-master then relabels them and
+    mig-manager repartitions."""
     prev = getattr(rf, "previous", None)
     if not isinstance(prev, PreviousConfigs):
         return {}
     current = {n for pv in rf.pools if (n := mig_config_name(pv)) is not None}
     served = {pv.name for pv in rf.pools}
-    return _kept(rf, prev, prev.mig_owners, prev.mig_data, current, served, lambda pool: f"gpuplan-{pool}",
+    return _kept(rf, prev, prev.mig_owners, _static_names(prev.static_mig_owners, prev.static_mig_kept, current),
+                 prev.mig_data, current, served,
+                 lambda pool: f"gpuplan-{pool}",
                  lambda v: isinstance(v, list) and bool(v) and all(isinstance(e, dict) for e in v))
 
 
-def _kept(rf: ResolvedFleet, prev: PreviousConfigs, owners: dict[str, str], data: dict[str, Any],
-          current: set[str], served: set[str], prefix_of, valid) -> dict[str, tuple[str, Any]]:
+def _static_names(rule: dict[str, str], kept: dict[str, str], current: set[str]) -> dict[str, str]:
+    """name -> static pool: the name the old NodeFeatureRule put on the pool's nodes when it is not
+    the pool's current one (a change in this build), else what the old tree kept for the pool (the
+    name its last change replaced). At most one old name per pool and label, and a fixed point:
+    building the same spec over the tree gives the same tree, so ``gpuplan check`` agrees with the
+    build that kept it. The next change replaces it; ``--retire-config`` drops it."""
+    pools = sorted({*rule.values(), *kept.values()})
+    out: dict[str, str] = {}
+    for pool in pools:
+        fresh = [n for n, p in rule.items() if p == pool and n not in current]
+        carried = [n for n, p in kept.items() if p == pool and n not in current]
+        # gpuplan writes one per pool and label: several are a hand edit, and none is trusted
+        for n in fresh or (carried if len(carried) == 1 else []):
+            out[n] = pool
+    return out
+
+
+def _kept(rf: ResolvedFleet, prev: PreviousConfigs, owners: dict[str, str], static_owners: dict[str, str],
+          data: dict[str, Any], current: set[str], served: set[str], prefix_of, valid) -> dict[str, tuple[str, Any]]:
+    """``owners``: name -> Karpenter pool (old NodePools, the old annotation), kept while the pool is
+    a Karpenter pool; ``static_owners``: name -> static pool (the old NodeFeatureRules only), kept
+    while the pool is static (:func:`_static_names`)."""
     out: dict[str, tuple[str, Any]] = {}
-    for name, pool in sorted(owners.items()):
+    named = sorted([*((n, p, False) for n, p in owners.items()), *((n, p, True) for n, p in static_owners.items())])
+    for name, pool, static in named:
         pv = rf.pool_by_name.get(pool)
-        value = data.get(name)
-        if pv is None or pv.pool.karpenter is None or name in current or name in prev.retire:
+        if pv is None or name in out or name in current or name in prev.retire:
             continue
-        if pv.pool.karpenter.ami_family == "Bottlerocket" or pool not in served:
-            continue  # no operand of the GPU Operator reads the label there
+        if static:
+            if not static_nodes(pv.pool) or platform_gpu_stack(pv.pool):
+                continue  # the rule is gone with the pool's static nodes, or no operand reads the label
+        elif pv.pool.karpenter is None or pv.pool.karpenter.ami_family == "Bottlerocket":
+            continue  # not a Karpenter pool, or no operand of the GPU Operator reads the label there
+        if pool not in served:
+            continue  # DRA: the operator's device plugin is off these nodes
+        value = data.get(name)
         prefix = prefix_of(pool)[: 63 - 9]
         if not valid(value) or not name.startswith(prefix) or not _HASH_SUFFIX.fullmatch(name[len(prefix):]):
             continue

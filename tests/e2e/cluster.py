@@ -168,3 +168,24 @@ def sleep_until(pred, timeout: float, interval: float = 0.2) -> bool:
             return True
         time.sleep(interval)
     return pred()
+
+
+def dra_slices(rf, pool_of: dict[str, str]) -> list[dict[str, Any]]:
+    """The ResourceSlices NVIDIA's DRA driver publishes on each node of a DRA pool, as gpuplan
+    models them (gpuplan.dra.slices: the devices of the pool's MIG layout or whole GPUs), one
+    pool per node: the real scheduler then allocates the tiers' claims (and the extended
+    resources their DeviceClasses name) from them."""
+    from gpuplan.dra import is_dra
+    from gpuplan.dra.slices import DRIVER, pool_devices, resource_slice
+
+    out = []
+    for node, pool in sorted(pool_of.items()):
+        pv = rf.pool_by_name.get(pool)
+        if pv is None or not is_dra(rf, pv):
+            continue
+        sl = resource_slice(pv, pool_devices(pv))
+        sl["metadata"]["name"] = f"{node}-{DRIVER}"
+        sl["spec"]["nodeName"] = node
+        sl["spec"]["pool"]["name"] = node
+        out.append(sl)
+    return out

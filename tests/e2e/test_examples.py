@@ -27,7 +27,9 @@ from gpuplan.identity import POOL_LABEL
 from gpuplan.placement import ert_enabled
 from gpuplan.placement.boundary import prove_boundary
 from gpuplan.queues import queued_tiers
-from tests.e2e.cluster import Deployed, deploy, deployed_outside_root, job_pod, tenant_page_objects, wait_scheduled
+from tests.e2e.cluster import (
+    Deployed, deploy, deployed_outside_root, dra_slices, job_pod, tenant_page_objects, wait_scheduled,
+)
 from tests.golden.refresh import targets
 
 pytestmark = pytest.mark.slow
@@ -154,6 +156,9 @@ def _create_nodes(example: Example) -> dict[str, str]:
               if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))}
         return set(pool_of) <= up
     cp.wait(ready, 60, "KWOK to report every node Ready")
+    for sl in dra_slices(example.rf, pool_of):
+        code, body = cp.create(sl)
+        assert code == 201, (sl["metadata"]["name"], body.get("message"))
     return pool_of
 
 
@@ -161,10 +166,10 @@ def test_tenant_pages_pods_and_jobs_run_on_their_own_pools(example):
     objs = tenant_page_objects(example.tree)
     queued = {f"gpuplan-{t}" for t in queued_tiers(example.rf)}
     pool_of_tier = {f"gpuplan-{t.name}": t.pool for t in example.rf.fleet.spec.tiers}
-    runnable = [(page, o) for page, o in objs
-                if _template(o).get("priorityClassName") not in queued and not _claims(o)]
+    runnable = [(page, o) for page, o in objs if _template(o).get("priorityClassName") not in queued]
     if not runnable:
-        pytest.skip("no tenant page shows a pod outside Kueue and DRA (tests/e2e/test_kueue.py, test_dra.py)")
+        assert example.rf.fleet.spec.queueing is not None  # every page's Job is Kueue's (tests/e2e/test_kueue.py)
+        return
     pool_of = _create_nodes(example)
     d = example.deployed
     for ns in sorted({o["metadata"]["namespace"] for _, o in runnable}):

@@ -184,14 +184,32 @@ def test_a_bottlerocket_pool_carries_no_config_name(tmp_path):
         assert KEPT_CONFIGS_ANNOTATION not in one(c, CM)["metadata"].get("annotations", {})
 
 
-def test_static_pools_keep_no_old_name(tmp_path):
+def test_static_pools_keep_the_name_of_their_last_change(tmp_path):
+    """nfd-master relabels a static pool's nodes when the new NodeFeatureRule is applied (Argo CD
+    wave 1, after the ConfigMap's -1): the build keeps the name the old rule put on them, building
+    the same spec again keeps it (a fixed point), and the pool's next change replaces it.
+    flux-onprem is a Flux tree, where the two apply together: keeping is harmless there."""
     text = (REPO / "examples" / "flux-onprem.yaml").read_text(encoding="utf-8")
     assert "replicas: 8" in text
     before = _build(tmp_path, text)
     after = _build(tmp_path, text.replace("replicas: 8", "replicas: 6", 1))
     changed = {p for p, n in _static_names(after).items() if _static_names(before)[p] != n}
-    assert changed  # nfd-master relabels these nodes in the same sync
-    assert _keys(after) == {"gpuplan.default", *_static_names(after).values(), *_nodepool_names(after).values()}
+    assert changed
+    fresh = {"gpuplan.default", *_static_names(after).values(), *_nodepool_names(after).values()}
+    kept = {_static_names(before)[p] for p in changed}
+    assert _keys(after) == fresh | kept
+    for name in kept:
+        assert one(after, CM)["data"][name] == one(before, CM)["data"][name]
+    # the same spec built over that tree: the same tree, so `gpuplan check` agrees with the build
+    again = _build(tmp_path, text.replace("replicas: 8", "replicas: 6", 1))
+    assert _keys(again) == fresh | kept and one(again, CM) == one(after, CM)
+    # the next change replaces it: at most one old name per static pool
+    nxt = _build(tmp_path, text.replace("replicas: 8", "replicas: 4", 1))
+    assert not kept & _keys(nxt)
+    # retired by hand, it goes at once
+    _build(tmp_path, text)
+    retired = _build(tmp_path, text.replace("replicas: 8", "replicas: 6", 1), retire=frozenset(kept))
+    assert _keys(retired) == fresh
 
 
 def test_a_hand_written_kept_name_is_not_carried(tmp_path):
@@ -270,21 +288,57 @@ def test_a_changed_karpenter_mig_layout_keeps_the_old_mig_config(tmp_path):
     assert old not in _mig_configs(retired)
 
 
-def test_a_changed_static_mig_layout_keeps_nothing(tmp_path):
+def test_a_static_pool_carries_at_most_one_old_name(tmp_path):
+    """The annotation carries a static pool's last replaced name from build to build (one per pool
+    and label, as gpuplan writes it); a tree whose annotation lists several for one static pool was
+    edited by hand, and none of them is kept."""
     text = (REPO / "examples" / "flux-onprem.yaml").read_text(encoding="utf-8")
     before = _build(tmp_path, text)
     names = set(_mig_configs(before))
     assert len(names) > 1
     cm = yaml.safe_load((tmp_path / "generated" / MIG_CM).read_text(encoding="utf-8"))
-    # a static pool's name from an older build: nfd-master relabels its nodes, nothing is kept
     cfgs = yaml.safe_load(cm["data"]["config.yaml"])
     stale = next(n for n in cfgs["mig-configs"] if n != "all-disabled")
-    cfgs["mig-configs"][stale[:-8] + "00000000"] = cfgs["mig-configs"][stale]
+    pool = stale[len("gpuplan-"):-9]
+    extra = [stale[:-8] + "00000000", stale[:-8] + "11111111"]
+    for n in extra:
+        cfgs["mig-configs"][n] = cfgs["mig-configs"][stale]
     cm["data"]["config.yaml"] = yaml.safe_dump(cfgs)
-    cm["metadata"].setdefault("annotations", {})[KEPT_CONFIGS_ANNOTATION] = json.dumps(
-        {stale[:-8] + "00000000": stale[len("gpuplan-"):-9]})
+    cm["metadata"].setdefault("annotations", {})[KEPT_CONFIGS_ANNOTATION] = json.dumps({n: pool for n in extra})
     (tmp_path / "generated" / MIG_CM).write_text(yaml.safe_dump(cm), encoding="utf-8")
     assert set(_mig_configs(_build(tmp_path, text))) == names
+    # one, as a build writes it, is carried
+    cm["metadata"]["annotations"][KEPT_CONFIGS_ANNOTATION] = json.dumps({extra[0]: pool})
+    (tmp_path / "generated" / MIG_CM).write_text(yaml.safe_dump(cm), encoding="utf-8")
+    assert set(_mig_configs(_build(tmp_path, text))) == names | {extra[0]}
+
+
+def test_a_name_kept_for_static_nodes_is_not_read_back_for_karpenter(tmp_path):
+    """A pool that was static in the old tree (its NodeFeatureRule) and is a Karpenter pool now:
+    the annotation's entry for it was kept for its static nodes, and no node
+    Karpenter launches carries it. Without the old rule the same entry is a Karpenter name."""
+    from gpuplan.compiler import previous_configs
+    from gpuplan.identity import MIG_CONFIG_LABEL, kept_mig_configs
+
+    (tmp_path / "fleet.yaml").write_text(AWS, encoding="utf-8")
+    c = compile_ok(tmp_path / "fleet.yaml")
+    current = _mig_label(c, "pools/mig-a100/nodepool.yaml")
+    stale = current[:-8] + "00000000"
+    cm = one(c, MIG_CM)
+    cfgs = yaml.safe_load(cm["data"]["config.yaml"])
+    cfgs["mig-configs"][stale] = cfgs["mig-configs"][current]
+    cm["data"]["config.yaml"] = yaml.safe_dump(cfgs)
+    cm["metadata"].setdefault("annotations", {})[KEPT_CONFIGS_ANNOTATION] = json.dumps({stale: "mig-a100"})
+    tree = {**c.files, MIG_CM: yaml.safe_dump(cm).encode()}
+    rf = c.resolved
+    rf.previous = previous_configs(rf, files=tree)
+    assert stale in kept_mig_configs(rf)  # a Karpenter pool's kept name, as the annotation says
+    rule = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule",
+            "metadata": {"name": "gpuplan-pool-mig-a100"},
+            "spec": {"rules": [{"name": "gpuplan pool mig-a100",
+                                "labels": {POOL_LABEL: "mig-a100", MIG_CONFIG_LABEL: stale}}]}}
+    rf.previous = previous_configs(rf, files={**tree, "pools/mig-a100/node-labels.yaml": yaml.safe_dump(rule).encode()})
+    assert stale not in kept_mig_configs(rf) and rf.previous.static_mig_owners == {}
 
 
 def test_verify_cluster_accepts_a_node_under_a_kept_name(tmp_path):

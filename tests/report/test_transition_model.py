@@ -6,7 +6,7 @@ engine's sync, what it carries (`gpuplan.dev/pool`, `nvidia.com/device-plugin.co
 `nvidia.com/mig.config`) and needs (those configs in the ConfigMaps applied by then,
 the resources its tiers request). Then it builds the tree the way gpuplan did before
 old names were kept (or the project delivered through Git) and asserts the model
-reports the stranded nodes or the blocked sync.
+reports the stranded nodes, the window or the blocked sync.
 
 Upstream behaviour modelled (cited in the module): nfd-master relabels every node on a
 NodeFeatureRule change (node-feature-discovery v0.19.0
@@ -134,7 +134,9 @@ def test_argocd_add_tenant_with_a_static_sharing_change(tmp_path):
     """A tenant added in the same commit as dev's time-slicing replicas 4 -> 8: the
     Namespace applies at wave -2, the ConfigMaps at -1, quotas at 0, the NodeFeatureRules
     at 1. dev's static nodes carry the old name until wave 1 (nfd-master relabels them),
-    so waves -1 and 0 are a window (the ConfigMap keeps no static name), not a strand."""
+    and the device-plugin ConfigMap keeps that name, so no wave misses it; building the
+    same spec again keeps it (a fixed point, so `gpuplan check` agrees), the next change
+    replaces it. Built fresh (no name kept), waves -1 and 0 are a window."""
     old, new, t = _pair(tmp_path, BASE, edit(TWO, *DEV8))
     assert t.engine == "argocd" and not t.blocked and t.steps == ARGO_STEPS
     _assert_unchanged_everywhere(t, new.files, ["train", "infer"])
@@ -144,12 +146,30 @@ def test_argocd_add_tenant_with_a_static_sharing_change(tmp_path):
         s = t.at("dev", step)
         labels = now if step == "wave 1" else was
         assert dict(s.carries) == _carried(labels) and dict(s.needs) == _needs(labels)
-        window = step in ("wave -1", "wave 0")
-        assert s.missing == ((f"device-plugin config {was[PLUGIN]}",) if window else ())
-        assert s.advertises == (() if window else ("nvidia.com/gpu.shared",)) and s.requested == ()
+        assert s.missing == () and s.advertises == ("nvidia.com/gpu.shared",) and s.requested == ()
     assert t.at("dev", "wave 1").fate == "relabelled by nfd-master; the device plugin restarts"
-    assert [(f.kind, f.pool, f.steps) for f in t.findings] == [("window", "dev", ("wave -1", "wave 0"))]
+    assert t.findings == []
     assert not [d for d in disruptions(old.files, new.files) if d.severity in ("hand-step", "stranded")]
+    cm = docs(new.files[CM])[0]
+    assert {was[PLUGIN], now[PLUGIN]} <= set(cm["data"])
+    assert cm["data"][was[PLUGIN]] == docs(old.files[CM])[0]["data"][was[PLUGIN]]  # verbatim
+
+    # the same spec built again over that tree: the same tree (`gpuplan check` passes)
+    third = _build(tmp_path, edit(TWO, *DEV8))
+    assert third.files == new.files
+    # the next change replaces the kept name: at most one old name per static pool
+    fourth = _build(tmp_path, edit(TWO, *DEV8).replace("replicas: 8}", "replicas: 6}"))
+    names = set(docs(fourth.files[CM])[0]["data"])
+    assert was[PLUGIN] not in names and now[PLUGIN] in names
+    t4 = _model(new, fourth)
+    assert t4.findings == []
+
+    # built fresh, the old name is gone between the ConfigMaps and the rule: a window
+    sub = tmp_path / "fresh"
+    sub.mkdir()
+    fresh = _model(_build(sub, BASE), _build(sub, edit(TWO, *DEV8), fresh=True))
+    assert [(f.kind, f.pool, f.steps) for f in fresh.findings] == [("window", "dev", ("wave -1", "wave 0"))]
+    assert fresh.at("dev", "wave -1").missing == (f"device-plugin config {was[PLUGIN]}",)
 
     # before the project had its own Application: the hand-applied project refuses beta-ns,
     # the root sync fails before wave -2, and dev's change never reaches a node
@@ -323,10 +343,16 @@ def test_a_karpenter_mig_layout_change(tmp_path):
         assert pre.findings == []
 
 
+def _mig_configs(files) -> dict:
+    return yaml.safe_load(docs(files[MIG_CM])[0]["data"]["config.yaml"])["mig-configs"]
+
+
 def test_a_static_mig_layout_change(tmp_path):
     """infer (static, n3) from 7x 1g.10gb to 2x 3g.40gb: nfd-master relabels n3 at wave 1
-    and mig-manager repartitions it; between the ConfigMaps (wave -1) and the rule its old
-    names are gone (a window). Under Flux the rule and the ConfigMaps apply together."""
+    and mig-manager repartitions it. Until then n3 carries its old nvidia.com/mig.config,
+    which the mig-parted ConfigMap (wave -1) keeps: no window. Building the same spec over
+    that tree keeps it (a fixed point); the next layout change replaces it. Built fresh,
+    waves -1 and 0 are a window; under Flux the rule and the ConfigMaps apply together."""
     change = edit(BASE, "layout: {1g.10gb: 7}", "layout: {3g.40gb: 2}").replace(
         "serve, pool: infer, profile: 1g.10gb", "serve, pool: infer, profile: 3g.40gb")
     old, new, t = _pair(tmp_path, BASE, change)
@@ -334,20 +360,55 @@ def test_a_static_mig_layout_change(tmp_path):
     assert was[MIG] != now[MIG]
     assert t.pool_classes("infer")[0].nodes == ("n3",)
     assert was[PLUGIN] == now[PLUGIN]  # the plugin's file says only `mixed`: the same name
-    assert t.at("infer", "wave -1").missing == t.at("infer", "wave 0").missing == (f"mig-parted config {was[MIG]}",)
+    for step in (BEFORE, "wave -2", "wave -1", "wave 0"):
+        s = t.at("infer", step)
+        assert dict(s.carries) == _carried(was) and s.missing == (), step
+        assert s.advertises == ("nvidia.com/mig-1g.10gb",), step
     s = t.at("infer", "wave 1")
     assert dict(s.carries) == _carried(now) and s.missing == ()
     assert s.fate == "relabelled by nfd-master; mig-manager drains and repartitions"
     assert s.advertises == ("nvidia.com/mig-3g.40gb",) and s.requested == ()
-    assert t.at("infer", BEFORE).advertises == ("nvidia.com/mig-1g.10gb",)
-    assert [(f.kind, f.steps) for f in t.findings] == [("window", ("wave -1", "wave 0"))]
+    assert t.findings == []
     _assert_unchanged_everywhere(t, new.files, ["train", "dev"])
+    # the new mig-parted ConfigMap holds both names, the old one's entries verbatim
+    assert _mig_configs(new.files)[was[MIG]] == _mig_configs(old.files)[was[MIG]]
+    assert now[MIG] in _mig_configs(new.files)
+
+    # a third build over the second tree, same spec: the same tree (`gpuplan check` passes)
+    third = _build(tmp_path, change)
+    assert third.files == new.files
+    # the next layout change replaces the kept name, and misses nothing
+    again = change.replace("layout: {3g.40gb: 2}", "layout: {2g.20gb: 3}").replace(
+        "serve, pool: infer, profile: 3g.40gb", "serve, pool: infer, profile: 2g.20gb")
+    fourth = _build(tmp_path, again)
+    assert was[MIG] not in _mig_configs(fourth.files) and now[MIG] in _mig_configs(fourth.files)
+    t4 = _model(new, fourth)
+    assert t4.findings == []
+
+    # built fresh (no name kept): the window the kept name closes
+    sub = tmp_path / "fresh"
+    sub.mkdir()
+    pre = _model(_build(sub, BASE), _build(sub, change, fresh=True))
+    assert pre.at("infer", "wave -1").missing == pre.at("infer", "wave 0").missing == (
+        f"mig-parted config {was[MIG]}",)
+    assert [(f.kind, f.pool, f.steps) for f in pre.findings] == [("window", "infer", ("wave -1", "wave 0"))]
 
     sub = tmp_path / "flux"
     sub.mkdir()
     _, _, tf = _pair(sub, BASE.replace(*FLUX, 1), change.replace(*FLUX, 1))
     assert tf.steps == [BEFORE, "apply"] and tf.findings == []
     assert tf.at("infer", "apply").carries[MIG] == now[MIG]
+
+
+def test_building_twice_on_an_unchanged_spec_keeps_nothing(tmp_path):
+    """No kept name appears from nothing: a second build of the same spec over its own tree
+    writes the same bytes, and neither ConfigMap lists a kept name."""
+    from gpuplan.identity import KEPT_CONFIGS_ANNOTATION
+
+    first, second = _build(tmp_path, BASE), _build(tmp_path, BASE)
+    assert first.files == second.files
+    for path in (CM, MIG_CM):
+        assert KEPT_CONFIGS_ANNOTATION not in (docs(second.files[path])[0]["metadata"].get("annotations") or {})
 
 
 def test_dropping_the_overlay_of_a_karpenter_mig_pool_is_refused_and_writes_nothing(tmp_path):
