@@ -198,6 +198,21 @@ def _machine(pv: PoolView, name: str) -> tuple[Any, str, int] | None:
     return (vm, "azure", vm.gpu_count) if vm is not None else None
 
 
+def _topology_labels(rf: ResolvedFleet, pv: PoolView, name: str) -> dict[str, str]:
+    """The ``queueing.topologyLevels`` labels of a node behind a topology-aware Kueue flavor: the
+    platform (or the person who racks the nodes) sets them, Kueue's TAS counts a node only when it
+    carries every level (kueue v0.19.2 pkg/util/tas/node.go:21-33) and ``gpuplan verify-cluster``
+    checks them (GP885). gpuplan cannot know the real racks: every node of the pool goes into one
+    domain per level, ``<pool>-<level>``, which is what a pool of one rack looks like."""
+    from gpuplan.queues import tas_pools
+
+    q = rf.fleet.spec.queueing
+    if q is None or pv.name not in tas_pools(rf):
+        return {}
+    return {level: f"{pv.name}-{level.rsplit('/', 1)[-1]}"[:63].rstrip("-._") for level in q.topology_levels or ()
+            if level != HOSTNAME_LABEL}
+
+
 def _node(rf: ResolvedFleet, g: _Group, i: int, name: str, node_classes: dict[str, dict[str, Any]],
           cpus: dict[str, int], kwok: bool) -> dict[str, Any]:
     pv, place = g.pv, g.place
@@ -228,6 +243,8 @@ def _node(rf: ResolvedFleet, g: _Group, i: int, name: str, node_classes: dict[st
         labels.setdefault(key, value)
     if is_label_value(name):
         labels[HOSTNAME_LABEL] = name
+    for key, value in _topology_labels(rf, pv, name).items():
+        labels.setdefault(key, value)
     annotations = {}
     if kwok:
         labels[KWOK_LABEL] = "kwok"

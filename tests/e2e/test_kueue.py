@@ -35,17 +35,35 @@ def queued(request, clusters):
         d = deploy(cp, tree)
         d.refusals += deployed_outside_root(d)
         assert not d.refusals, "\n".join(map(str, d.refusals))
+        from gpuplan.provisioning import static_nodes
         from gpuplan.report.nodes import fleet_nodes
 
-        pool_of = {}
-        for n in fleet_nodes(rf, placement_docs(rf), kwok=True):
-            code, body = cp.create(n)
-            assert code == 201, body.get("message")
-            pool_of[n["metadata"]["name"]] = n["metadata"]["labels"].get(POOL_LABEL, "")
+        # static pools' nodes are there from the start; an autoscaled pool's come up only once an
+        # admitted Job's pods need them: Kueue admits burst tiers with zero nodes up
+        nodes = Nodes(cp, fleet_nodes(rf, placement_docs(rf), kwok=True))
+        nodes.up([p.name for p in rf.fleet.spec.pools if static_nodes(p)])
         start_kueue(cp, tree, rf)
-        yield rf, tree, d, pool_of
+        yield rf, tree, d, nodes
     finally:
         clusters.stop(cp)
+
+
+class Nodes:
+    def __init__(self, cp, nodes: list[dict]):
+        self.cp, self.nodes = cp, nodes
+        self.pool_of = {n["metadata"]["name"]: n["metadata"]["labels"].get(POOL_LABEL, "") for n in nodes}
+        self.created: set[str] = set()
+
+    def up(self, pools) -> None:
+        for n in self.nodes:
+            name = n["metadata"]["name"]
+            if self.pool_of[name] in pools and name not in self.created:
+                code, body = self.cp.create(n)
+                assert code == 201, body.get("message")
+                self.created.add(name)
+
+    def count(self, pool: str) -> int:
+        return sum(1 for n in self.created if self.pool_of[n] == pool)
 
 
 def test_queued_examples_exist():
@@ -75,8 +93,10 @@ def _submit(cp, job: dict, name: str) -> dict:
 
 
 def test_kueue_admits_every_tenant_pages_queued_job(queued):
-    rf, tree, d, pool_of = queued
+    rf, tree, d, nodes = queued
     cp = d.cp
+    pool_of = nodes.pool_of
+    admitted_without_nodes = []
     queued_classes = {f"gpuplan-{t}" for t in queued_tiers(rf)}
     pool_of_class = {f"gpuplan-{t.name}": t.pool for t in rf.fleet.spec.tiers}
     jobs = [(p, o) for p, o in tenant_page_objects(tree)
@@ -89,11 +109,15 @@ def test_kueue_admits_every_tenant_pages_queued_job(queued):
         d.wait_default_service_account(ns)
         name = f"queued-{i}"
         _submit(cp, o, name)
-        if not sleep_until(lambda: _admitted(_workload(cp, ns, name)), 90):
+        if not sleep_until(lambda: _admitted(_workload(cp, ns, name)), 45):
             w = _workload(cp, ns, name)
             problems.append(f"{page}: Job {ns}/{name} not admitted by Kueue: "
                             f"{(w or {}).get('status', {}).get('conditions')}")
             continue
+        want = pool_of_class[o["spec"]["template"]["spec"]["priorityClassName"]]
+        if nodes.count(want) == 0:
+            admitted_without_nodes.append(want)
+        nodes.up([want])
         pods: list = []
 
         def created() -> bool:
@@ -104,7 +128,6 @@ def test_kueue_admits_every_tenant_pages_queued_job(queued):
             job = cp.get(f"/apis/batch/v1/namespaces/{ns}/jobs/{name}")
             problems.append(f"{page}: admitted Job {ns}/{name} created {len(pods)} pods: {job.get('status')}")
             continue
-        want = pool_of_class[o["spec"]["template"]["spec"]["priorityClassName"]]
         for p in pods:
             bound = wait_scheduled(cp, ns, p["metadata"]["name"], 60)
             if pool_of.get(bound["spec"]["nodeName"]) != want:
@@ -112,3 +135,33 @@ def test_kueue_admits_every_tenant_pages_queued_job(queued):
         cp.delete({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns}})
         sleep_until(lambda: _workload(cp, ns, name) is None, 60)
     assert not problems, "\n".join(problems)
+    autoscaled = {t.pool for t in rf.fleet.spec.tiers if t.name in queued_tiers(rf)} - {
+        p.name for p in rf.fleet.spec.pools if p.nodes}
+    assert set(admitted_without_nodes) == autoscaled, "Kueue admits a burst tier's Job with none of its nodes up"
+
+
+def test_kueue_holds_a_job_beyond_its_queues_quota(queued):
+    """The tenant page's Job with ten times the pods: more than the tenant's ClusterQueue may
+    admit, borrowing included; Kueue evaluates it (QuotaReserved False, Pending) and the Job stays
+    suspended, with no pod."""
+    rf, tree, d, nodes = queued
+    cp = d.cp
+    queued_classes = {f"gpuplan-{t}" for t in queued_tiers(rf)}
+    page, job = next((p, o) for p, o in tenant_page_objects(tree) if o["kind"] == "Job"
+                     and o["spec"]["template"]["spec"].get("priorityClassName") in queued_classes)
+    job = copy.deepcopy(job)
+    n = 10 * int(job["spec"].get("parallelism", 1))
+    job["spec"]["parallelism"] = job["spec"]["completions"] = n
+    ns = job["metadata"]["namespace"]
+    d.wait_default_service_account(ns)
+    _submit(cp, job, "beyond-quota")
+
+    def evaluated() -> bool:
+        w = _workload(cp, ns, "beyond-quota")
+        return w is not None and any(c["type"] == "QuotaReserved" and c["status"] == "False" and c["reason"] == "Pending"
+                                     for c in w.get("status", {}).get("conditions", []))
+    assert sleep_until(evaluated, 60), _workload(cp, ns, "beyond-quota")
+    assert not _admitted(_workload(cp, ns, "beyond-quota"))
+    j = cp.get(f"/apis/batch/v1/namespaces/{ns}/jobs/beyond-quota")
+    assert j["spec"]["suspend"] is True
+    assert not (cp.get(f"/api/v1/namespaces/{ns}/pods?labelSelector=job-name%3Dbeyond-quota") or {}).get("items")

@@ -399,3 +399,19 @@ def test_a_gpu_resource_name_is_what_the_pool_advertises(example):
         pv = rf.pool_by_name[_pool(n)]
         if GPU not in pv.node_resources():
             assert GPU not in n["status"]["capacity"]
+
+
+def test_nodes_behind_a_topology_aware_flavor_carry_every_level():
+    """Kueue's TAS counts a node only with every `queueing.topologyLevels` label (kueue v0.19.2
+    pkg/util/tas/node.go:21-33): those pools' nodes carry them, other pools' do not."""
+    from gpuplan.compiler import check_fleet, placement_docs
+    from gpuplan.queues import tas_pools
+    from gpuplan.report.nodes import fleet_nodes
+
+    rf = check_fleet(REPO / "examples" / "kueue.yaml").resolved
+    levels = [lv for lv in rf.fleet.spec.queueing.topology_levels if lv != "kubernetes.io/hostname"]
+    assert levels and tas_pools(rf)
+    for n in fleet_nodes(rf, placement_docs(rf)):
+        pool = n["metadata"]["labels"]["gpuplan.dev/pool"]
+        has = [lv in n["metadata"]["labels"] for lv in levels]
+        assert all(has) if pool in tas_pools(rf) else not any(has), (n["metadata"]["name"], pool)
