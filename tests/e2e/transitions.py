@@ -51,6 +51,9 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "flux-add-tenant": (BASE.replace(*FLUX, 1), TWO.replace(*FLUX, 1)),
     "flux-remove-tier": (BASE.replace(*FLUX, 1), REMOVED_TIER.replace(*FLUX, 1)),
     "flux-static-mig-layout": (BASE.replace(*FLUX, 1), STATIC_MIG.replace(*FLUX, 1)),
+    # the examples' migration pair: pool infer-a100 moves from the device plugin to DRA
+    "migration-before-dra-to-dra": ((REPO / "examples" / "migration" / "before-dra.yaml").read_text(encoding="utf-8"),
+                                    (REPO / "examples" / "dra.yaml").read_text(encoding="utf-8")),
 }
 
 
