@@ -133,7 +133,9 @@ def test_kueue_admits_every_tenant_pages_queued_job(queued):
             if pool_of.get(bound["spec"]["nodeName"]) != want:
                 problems.append(f"{page}: a pod of Job {ns}/{name} is on {bound['spec']['nodeName']}, not pool {want}")
         cp.delete({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns}})
-        sleep_until(lambda: _workload(cp, ns, name) is None, 60)
+        # the next page's Job may need the same nodes: wait until this one's pods are gone too
+        sleep_until(lambda: _workload(cp, ns, name) is None and not (
+            cp.get(f"/api/v1/namespaces/{ns}/pods?labelSelector=job-name%3D{name}") or {}).get("items"), 60)
     assert not problems, "\n".join(problems)
     autoscaled = {t.pool for t in rf.fleet.spec.tiers if t.name in queued_tiers(rf)} - {
         p.name for p in rf.fleet.spec.pools if p.nodes}
