@@ -113,6 +113,25 @@ def node_limit(pv: PoolView) -> int:
     return pv.node_count or 0
 
 
+def nodepool_limits(pv: PoolView, nodes: int) -> dict[str, str]:
+    """``limits.nodes`` and, beside it, ``nvidia.com/gpu`` for the same nodes' physical GPUs.
+
+    Karpenter counts ``nodes`` only for NodeClaims that exist: within one scheduling pass the
+    NodeClaims it is creating do not count against it (kubernetes-sigs/karpenter@v1.14.1
+    pkg/controllers/provisioning/scheduling/scheduler.go ``subtractMax``: an instance type's
+    capacity has no ``nodes``), so one batch of pending pods launched past the ceiling on a real
+    Karpenter (tests/e2e/test_karpenter.py: 17 NodeClaims for ``limits.nodes: 16``). A resource
+    limit is subtracted per NodeClaim within the pass, from the instance type's capacity, where
+    ``nvidia.com/gpu`` is the physical GPUs on every pool (a NodeOverlay adds the MIG and shared
+    names beside it): that caps the pass at the same nodes. Across passes ``nodes`` still holds,
+    also where a registered MIG or renamed shared node advertises no ``nvidia.com/gpu``
+    (:func:`node_limit`)."""
+    out = {"nodes": str(nodes)}
+    if pv.gpus_per_node:
+        out[GPU] = str(nodes * pv.gpus_per_node)
+    return out
+
+
 # --- NodePool ----------------------------------------------------------------
 
 
@@ -232,7 +251,7 @@ def nodepool(rf: ResolvedFleet, pv: PoolView, guaranteed: bool = False) -> dict[
     spec: dict[str, Any] = {
         "template": {"metadata": {"labels": nodepool_node_labels(rf, pv)}, "spec": tspec},
         "disruption": _disruption(rf, pv),
-        "limits": {"nodes": str(floor if guaranteed else node_limit(pv) - floor)},
+        "limits": nodepool_limits(pv, floor if guaranteed else node_limit(pv) - floor),
     }
     weight = nodepool_weights(rf)[pv.name]
     # with weight 100 already, the name decides: "<pool>-guaranteed" sorts first (nodepool.go:166-168)

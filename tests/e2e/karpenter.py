@@ -22,7 +22,10 @@ KWOK cloud provider) on the test control plane, launching nodes for a generated 
 
 The provider creates each Node itself with the annotation ``kwok.x-k8s.io/node: fake``
 (kwok/apis/v1alpha1/labels.go ``KwokLabelKey``/``KwokLabelValue``), the selector the control
-plane's KWOK manages nodes by: KWOK makes them Ready."""
+plane's KWOK manages nodes by: KWOK makes them Ready. Such a Node's allocatable is the instance
+type's resources plus what the launching NodeClaim requested (cloudprovider.go ``toNode``): a
+NodeOverlay's other resources (a MIG node's other partition sizes) are not on it, as a device
+plugin would put them."""
 
 from __future__ import annotations
 
@@ -30,7 +33,6 @@ import json
 import re
 import shutil
 import socket
-import sys
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +42,6 @@ import yaml
 
 from tests.e2e.engine import load_tree
 
-KARPENTER_MODULE = "sigs.k8s.io/karpenter"
-NODEPOOL_API = "karpenter.sh/v1"
 KWOK_API = "karpenter.kwok.sh/v1alpha1"
 KWOK_GROUP, KWOK_KIND = "karpenter.kwok.sh", "KWOKNodeClass"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
@@ -114,7 +114,8 @@ def kwok_tree(tree: Path, dest: Path) -> KwokTree:
             assert original is not None, f"{rel}: NodePool {d['metadata']['name']} names a {ref['kind']} " \
                                          f"{ref['name']} the tree does not have"
             out.originals[ref["name"]] = original
-            d["spec"]["template"]["spec"]["nodeClassRef"] = {"group": KWOK_GROUP, "kind": KWOK_KIND, "name": ref["name"]}
+            d["spec"]["template"]["spec"]["nodeClassRef"] = {"group": KWOK_GROUP, "kind": KWOK_KIND,
+                                                             "name": ref["name"]}
             meta = original["metadata"]
             classes[ref["name"]] = {
                 "apiVersion": KWOK_API, "kind": KWOK_KIND,
@@ -284,7 +285,6 @@ class Karpenter:
 
 
 def start_karpenter(cp, kt: KwokTree, rf, *, timeout: float = 120) -> Karpenter:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
     its = instance_types(kt, rf)
     f = cp.dir / "karpenter-instance-types.json"
     f.write_text(json.dumps(its, indent=1))

@@ -145,7 +145,8 @@ def test_nodepool_shape_for_a_training_pool() -> None:
     assert t["expireAfter"] == "336h"
     assert "expireAfter" not in spec["disruption"]
     assert "startupTaints" not in t
-    assert spec["limits"] == {"nodes": "8"}
+    # nodes, and the same nodes' GPUs: Karpenter counts the GPUs within one scheduling pass (nodepool_limits)
+    assert spec["limits"] == {"nodes": "8", "nvidia.com/gpu": "64"}
     # a training pool is never consolidated under running jobs, and never drifted
     assert spec["disruption"]["consolidationPolicy"] == "WhenEmpty"
     assert {"nodes": "0", "reasons": ["Drifted"]} in spec["disruption"]["budgets"]
@@ -190,7 +191,7 @@ def test_limit_is_whole_nodes_and_custom_taints(tmp_path: Path) -> None:
     r = compile_fleet(p)
     assert any(d.code == "GP617" for d in r.diagnostics)
     np_ = yaml.safe_load(r.files["pools/train/nodepool.yaml"])
-    assert np_["spec"]["limits"] == {"nodes": "2"}
+    assert np_["spec"]["limits"] == {"nodes": "2", "nvidia.com/gpu": "16"}  # whole nodes: 2 x 8, not 20
     assert np_["spec"]["weight"] == 50
     assert np_["spec"]["template"]["spec"]["taints"] == [{"key": "example.com/team", "value": "ml",
                                                           "effect": "NoSchedule"},

@@ -40,7 +40,7 @@ def test_nap_pool_lowers_to_nodepool_and_aksnodeclass(tmp_path):
     assert reqs["node.kubernetes.io/instance-type"] == ["Standard_NC24ads_A100_v4"]
     assert reqs["karpenter.sh/capacity-type"] == ["spot"]
     assert not [k for k in reqs if k.startswith("karpenter.k8s.aws/")]
-    assert np["spec"]["limits"] == {"nodes": "16"}  # 16 GPUs / 1 A100 per Standard_NC24ads_A100_v4
+    assert np["spec"]["limits"] == {"nodes": "16", "nvidia.com/gpu": "16"}  # 16 GPUs / 1 A100 per Standard_NC24ads_A100_v4
     nc = _doc(c, "pools/batch-a100/aksnodeclass.yaml")
     assert nc["apiVersion"] == "karpenter.azure.com/v1beta1"
     assert nc["spec"] == {"imageFamily": "Ubuntu2204", "osDiskSizeGB": 200}  # AKS's driver: no gpu field
