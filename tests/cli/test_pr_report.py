@@ -96,9 +96,10 @@ def test_report_shows_disruption_and_objects(pr_repo):
     assert "| ResourceQuota | `research-notebooks` | `gpuplan-gpus` |" in objects
     assert "| PriorityClass.scheduling.k8s.io |  | `gpuplan-inference-medium` |" in objects
     assert "| ConfigMap | `gpu-operator` | `gpuplan-mig-parted-config` |" in objects
-    # the layout change renames the content-addressed mig-parted config: old key out, new key in
-    assert re.search(r'\.mig-configs\.gpuplan-infer-a100-[0-9a-f]{8}: - \[', objects)
+    # the layout change renames the content-addressed mig-parted config: the new key comes in, and
+    # the old one stays, for the static nodes that carry it until their NodeFeatureRule (wave 1)
     assert re.search(r'\.mig-configs\.gpuplan-infer-a100-[0-9a-f]{8}: \+ \[', objects)
+    assert not re.search(r'\.mig-configs\.gpuplan-infer-a100-[0-9a-f]{8}: - \[', objects)
     # the diff's disruption table is the plan's: said once
     assert "Disruptive changes: as listed above." in objects
     # headers name the spec as the PR's tree does: unchanged files are not reported changed
