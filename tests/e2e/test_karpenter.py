@@ -492,6 +492,9 @@ def _verdict(fl: Fleet, c: Ceiling, w: Watch, names: list[str], how: str, since:
     if not over and len(bound) != min(len(names), c.nodes):
         out.append(f"{where}: {len(bound)} pods bound, not {c.nodes}; Pending {pending}:\n  "
                    + "\n  ".join(f"{p}: {_karpenter_says(fl.karpenter, p)}" for p in pending[:3]))
+    # Karpenter says so in an event once a batch has looked at the pod; on a loaded machine that
+    # can come later than the watch above: wait for it (bounded) before judging
+    sleep_until(lambda: all(any("limits" in m for m in _karpenter_refusals(cp, p)) for p in pending), 90, interval=1)
     for p in pending:
         says = _karpenter_refusals(cp, p)
         if not any("limits" in m for m in says):
