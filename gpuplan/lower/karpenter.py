@@ -114,20 +114,32 @@ def node_limit(pv: PoolView) -> int:
 
 
 def nodepool_limits(pv: PoolView, nodes: int) -> dict[str, str]:
-    """``limits.nodes`` and, beside it, ``nvidia.com/gpu`` for the same nodes' physical GPUs.
+    """``limits.nodes`` and, beside it, the resources of the same nodes that Karpenter can count.
 
     Karpenter counts ``nodes`` only for NodeClaims that exist: within one scheduling pass the
     NodeClaims it is creating do not count against it (kubernetes-sigs/karpenter@v1.14.1
     pkg/controllers/provisioning/scheduling/scheduler.go ``subtractMax``: an instance type's
-    capacity has no ``nodes``), so one batch of pending pods launched past the ceiling on a real
-    Karpenter (tests/e2e/test_karpenter.py: 17 NodeClaims for ``limits.nodes: 16``). A resource
-    limit is subtracted per NodeClaim within the pass, from the instance type's capacity, where
-    ``nvidia.com/gpu`` is the physical GPUs on every pool (a NodeOverlay adds the MIG and shared
-    names beside it): that caps the pass at the same nodes. Across passes ``nodes`` still holds,
-    also where a registered MIG or renamed shared node advertises no ``nvidia.com/gpu``
-    (:func:`node_limit`)."""
+    capacity has no ``nodes``; kubernetes-sigs/karpenter#2915), so one batch of pending pods
+    launched past the ceiling on a real Karpenter (tests/e2e/test_karpenter.py: 17 NodeClaims
+    for ``limits.nodes: 16``). A resource limit is subtracted per NodeClaim within the pass, from
+    the instance type's capacity (NodeOverlays included), and for an initialized node from the
+    Node's own capacity (pkg/controllers/state/statenode.go). So each NodePool also limits, to the
+    same nodes' worth:
+
+    - every name the pool's NodeOverlay adds (the MIG profiles, ``nvidia.com/gpu.shared``): the
+      overlay and the initialized node say the same count, so the limit is exact in and across
+      passes (a fully partitioned MIG node under ``mixed`` advertises no ``nvidia.com/gpu``, and a
+      limit on that alone let one initialized node plus a batch launch a node past it);
+    - ``nvidia.com/gpu``, the physical GPUs of the instance type, where an initialized node
+      advertises exactly those or none. Not where it advertises more (time-slicing without
+      ``renameByDefault``, MIG ``single``): the node would count more than the instance type
+      said, and the pool would stop short of its ceiling; ``nodes`` alone holds it there, as
+      :func:`node_limit` says, within a pass as upstream allows."""
     out = {"nodes": str(nodes)}
-    if pv.gpus_per_node:
+    advertised = pv.node_resources()
+    for name, count in sorted(overlay_capacity(pv).items()):
+        out[name] = str(nodes * int(count))
+    if pv.gpus_per_node and advertised.get(GPU, pv.gpus_per_node) == pv.gpus_per_node:
         out[GPU] = str(nodes * pv.gpus_per_node)
     return out
 

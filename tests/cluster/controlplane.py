@@ -363,8 +363,19 @@ class ControlPlane:
                 return e.code, {"message": raw.decode(errors="replace")}
 
     def get(self, path: str) -> dict | None:
-        code, body = self.request("GET", path)
-        return body if code == 200 else None
+        """The object (or list) at ``path``; None where the API server says it is not there (404).
+        Any other answer is no reading at all: an overloaded server's 429 or 5xx is asked again
+        for a while, then raised, never read as an absent object or an empty list."""
+        end = time.monotonic() + 30
+        while True:
+            code, body = self.request("GET", path)
+            if code == 200:
+                return body
+            if code == 404:
+                return None
+            if code not in (429, 500, 502, 503, 504) or time.monotonic() > end:
+                raise ControlPlaneError(f"GET {path}: {code} {body.get('message', body)}")
+            time.sleep(0.5)
 
     def wait(self, pred, timeout: float, what: str, interval: float = 0.2) -> None:
         end = time.monotonic() + timeout

@@ -495,3 +495,25 @@ def test_raid0_only_when_every_instance_type_has_nvme() -> None:
     assert not instance_store_raid0(pv("g5g.xlarge"))  # no instance store
     assert not instance_store_raid0(pv("g5.xlarge", "g5g.xlarge"))  # one type without: not striped
     assert not instance_store_raid0(pv("g6e.xlarge", family="Bottlerocket"))  # AL2023 only
+
+
+def test_nodepool_limits_count_what_karpenter_counts_within_and_across_passes() -> None:
+    """Every name the NodeOverlay adds and the physical nvidia.com/gpu, each the limits.nodes' worth;
+    no nvidia.com/gpu limit where a node advertises more than its GPUs (time-slicing, no rename)."""
+    from gpuplan.compiler import check_fleet
+    from gpuplan.lower.karpenter import nodepool_limits, overlay_capacity
+
+    rf = check_fleet(REPO / "examples" / "aws-burst.yaml").resolved
+    mig = rf.pool_by_name["mig-a100"]
+    lim = nodepool_limits(mig, 2)
+    assert lim["nodes"] == "2" and lim["nvidia.com/gpu"] == str(2 * mig.gpus_per_node)
+    assert {k: int(v) for k, v in lim.items() if k.startswith("nvidia.com/mig-")} == {
+        k: 2 * int(v) for k, v in overlay_capacity(mig).items()} != {}
+    assert "nvidia.com/gpu" not in mig.node_resources()  # mixed: a partitioned node advertises none
+
+    for pv in rf.pools:
+        if pv.pool.karpenter is None:
+            continue
+        adv = pv.node_resources().get("nvidia.com/gpu")
+        lim = nodepool_limits(pv, 3)
+        assert ("nvidia.com/gpu" in lim) == (adv in (None, pv.gpus_per_node)), pv.name
