@@ -57,6 +57,9 @@ PATH = "cluster/admission-policy.yaml"
 NAME_LABEL = "kubernetes.io/metadata.name"
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 DAEMONSET_CONTROLLER = "system:serviceaccount:kube-system:daemon-set-controller"
+# a kubelet's user, system:node:<name> (kubernetes/kubernetes v1.36.3 pkg/auth/nodeidentifier/default.go:37):
+# it creates the mirror pods of its static pods, bound to itself (NodeRestriction admits no other)
+NODE_USER_PREFIX = "system:node:"
 
 # kind -> (API group, resource, CEL from the object to its list of pod specs)
 WORKLOADS: dict[str, tuple[str, str, str]] = {
@@ -243,8 +246,26 @@ def class_condition(rf: ResolvedFleet, pc: str) -> str:
     return f"({specs_expression(rf)}).exists(s, has(s.priorityClassName) && s.priorityClassName == {_lit(pc)})"
 
 
-CHANGED = {"name": "changed",
-           "expression": "request.operation != 'UPDATE' || !has(oldObject.spec) || object.spec != oldObject.spec"}
+def _suspended(o: str) -> str:
+    """CEL: workload ``o`` is suspended (spec.suspend; Kubeflow's spec.runPolicy.suspend)."""
+    spec = f"(has({o}.spec.suspend) && {o}.spec.suspend == true)"
+    flow = f"(has({o}.spec.runPolicy) && has({o}.spec.runPolicy.suspend) && {o}.spec.runPolicy.suspend == true)"
+    return f"({o}.kind in {_lit(list(SUSPENDED_BY_SPEC))} ? {spec} : {flow})"
+
+
+def changed(rf: ResolvedFleet) -> dict[str, str]:
+    """matchCondition: a CREATE, or an UPDATE that changes what the policies read - a Pod's
+    spec; a workload's pod templates (metadata and spec) or its suspension. A controller's
+    update of anything else passes untouched: the Deployment controller scales a ReplicaSet
+    with a full UPDATE of ``spec.replicas`` (kubernetes/kubernetes v1.36.3
+    pkg/controller/deployment/sync.go:408 ``scaleReplicaSet``), which must pass after the
+    ReplicaSet's class is renamed or revoked, or the rollout sticks with the old pods on their
+    GPUs. Each pod the workload then creates is a Pod CREATE, held to today's rules."""
+    old = re.sub(r"\bobject\b", "oldObject", templates_expression(rf))
+    return {"name": "changed", "expression": (
+        "request.operation != 'UPDATE' || !has(oldObject.spec) || "
+        f"(object.kind == 'Pod' ? object.spec != oldObject.spec : "
+        f"(({templates_expression(rf)}) != ({old}) || {_suspended('object')} != {_suspended('oldObject')}))")}
 
 
 def _specs(rf: ResolvedFleet) -> dict[str, str]:
@@ -269,6 +290,16 @@ def namespace_validations(rf: ResolvedFleet) -> list[dict[str, str]]:
                        f"variables.specs.all(s, !{tolerates_pool('s')} || {_pc('s')} in {classes})",
          "message": f"only pods of a gpuplan tier may tolerate the GPU pools' taint {POOL_TAINT_KEY} "
                     "(a toleration with that key, or a keyless Exists)",
+         "reason": "Forbidden"},
+        # the kubelet admits a pod bound by name whatever the node's NoSchedule taints ("Kubelet is only
+        # interested in the NoExecute taint": kubernetes/kubernetes v1.36.3 pkg/kubelet/lifecycle/
+        # predicate.go:454 generalFilter), so a pod that names its node would pass every pool's binding taint;
+        # the scheduler binds through pods/binding, which no rule matches; a kubelet's mirror pods are its own
+        {"expression": "(object.kind == 'Pod' && request.operation != 'CREATE') || "
+                       f"request.userInfo.username.startsWith({_lit(NODE_USER_PREFIX)}) || "
+                       "variables.specs.all(s, !has(s.nodeName) || s.nodeName == '')",
+         "message": "pods name no node (spec.nodeName): the scheduler places them, so the GPU pools' taints, "
+                    "node selectors and quotas hold (the kubelet enforces only NoExecute taints)",
          "reason": "Forbidden"},
         {"expression": f"variables.specs.all(s, !{_containers('s')}.exists(c, has(c.env) && "
                        f"c.env.exists(e, e.name == {env})))",
@@ -299,10 +330,7 @@ def _queued_validations(rf: ResolvedFleet, pc: str) -> list[dict[str, str]]:
     suspendable = sorted(k for k in kinds if k in SUSPENDED_BY_SPEC or k in
                          {v[0] for i, v in INTEGRATION_WORKLOADS.items() if i.startswith("kubeflow.org/")})
 
-    def suspended(o: str) -> str:
-        spec = f"(has({o}.spec.suspend) && {o}.spec.suspend == true)"
-        flow = f"(has({o}.spec.runPolicy) && has({o}.spec.runPolicy.suspend) && {o}.spec.runPolicy.suspend == true)"
-        return f"({o}.kind in {_lit(list(SUSPENDED_BY_SPEC))} ? {spec} : {flow})"
+    suspended = _suspended
 
     pod_ok = f"{user} in {ctrl}" + (f" || ({labelled} && {gated('object')})" if gated_by_kueue else "")
     unmanaged = [k for k in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")
@@ -498,7 +526,7 @@ def objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
     namespaces not granted), then the claims policy; each followed by its binding."""
     exempt = exempt_namespaces(rf)
     first = _policy(rf, policy_name(rf), {
-        "matchConditions": [CHANGED],
+        "matchConditions": [changed(rf)],
         "variables": [_specs(rf)],
         "validations": namespace_validations(rf),
     })
@@ -506,14 +534,14 @@ def objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
     for pc, tiers in sorted(class_tiers(rf).items()):
         cond = {"name": "tier-class", "expression": class_condition(rf, pc)}
         rules = _policy(rf, class_policy_name(rf, pc), {
-            "matchConditions": [CHANGED, cond],
+            "matchConditions": [changed(rf), cond],
             "variables": [_specs(rf)],
             "validations": class_validations(rf, pc, tiers),
         })
         granted = class_namespaces(rf, tiers)
         shown = ", ".join(granted[:5]) + (f" and {len(granted) - 5} more" if len(granted) > 5 else "")
         grant = _policy(rf, class_policy_name(rf, pc, "-grant"), {
-            "matchConditions": [CHANGED, cond],
+            "matchConditions": [changed(rf), cond],
             "validations": [{
                 "expression": "false",
                 "message": f"PriorityClass {pc} (tier {' or '.join(t.name for t in tiers)}) is granted only to "

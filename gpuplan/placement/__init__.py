@@ -277,6 +277,21 @@ def fits(pod: dict[str, Any], pool: PoolNodes) -> bool:
     return not (pool.karpenter and pool.node_limit == 0)
 
 
+def kubelet_admits(pod: dict[str, Any], pool: PoolNodes) -> bool:
+    """Whether a node of ``pool`` runs a pod bound to it by name (``spec.nodeName``, no
+    scheduler): the kubelet checks the node selector, the resources and only the NoExecute
+    taints (kubernetes/kubernetes v1.36.3 pkg/kubelet/lifecycle/predicate.go:454
+    ``generalFilter``)."""
+    for k, v in (pod["spec"].get("nodeSelector") or {}).items():
+        if v not in pool.labels.get(k, ()):
+            return False
+    tols = pod["spec"].get("tolerations", [])
+    for key, value, effect in pool.taints:
+        if effect == "NoExecute" and not any(tolerates(t, key, value, effect) for t in tols):
+            return False
+    return all(pool.resources.get(res, 0) >= n for res, n in requests(pod).items())
+
+
 def quota_denials(pod: dict[str, Any], quotas: list[dict[str, Any]], req: dict[str, int] | None = None) -> list[str]:
     """``req``: the pod's :func:`requests`, when the caller has them (one pod against many namespaces)."""
     pc = pod["spec"].get("priorityClassName", "")

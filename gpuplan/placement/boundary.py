@@ -36,6 +36,8 @@ from gpuplan.dra import IMPLICIT_DRA_PREFIX
 from gpuplan.resolve import ResolvedFleet
 
 SYSTEM_CLASS = "system-cluster-critical"
+# the class the kubelet makes room for, evicting other pods (pkg/kubelet/preemption/preemption.go)
+NODE_CRITICAL_CLASS = "system-node-critical"
 COPIED_NAMESPACE = "copied-labels"
 REMOVED_NAMESPACE = "removed-tenant"
 
@@ -126,8 +128,8 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
         CAPACITY_TYPE_LABEL, QUEUE_LABEL, capacity_pin, pod_annotations, priority_class_name, quota_cap,
     )
     from gpuplan.placement import (
-        Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, pools_from_objects, quota_denials,
-        requests,
+        Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, kubelet_admits, pools_from_objects,
+        quota_denials, requests,
     )
     from gpuplan.queues import JOB_CONTROLLER, namespace_ceilings, namespace_grants, queue_controllers, queued_tiers
 
@@ -210,6 +212,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     ctrl_req = {"operation": "CREATE", "userInfo": {"username": JOB_CONTROLLER if JOB_CONTROLLER in ctrl else
                                                     (ctrl[0] if ctrl else "tenant")}}
     attacks: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = []  # (words, pod, request, kueue-held)
+    node_pool: dict[str, str] = {}  # spec.nodeName of the shapes bound by name -> its pool
 
     def add(words: str, spec: dict[str, Any], req: dict[str, Any] = tenant_req, kueue_held: bool = False,
             labels: dict[str, str] | None = None) -> None:
@@ -255,6 +258,24 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
             add(f"{who}: no GPU, on {where}", _spec(pc, place, {}))
             if pc == "" and place[0]:
                 add(f"{who}: no GPU, NVIDIA_VISIBLE_DEVICES=all, on {where}", _spec(pc, place, {}, env=True))
+        # bound by name to a node of a pool, past the scheduler: the kubelet ignores NoSchedule taints.
+        # Classes of no tier on every pool; a tier's class on its own pool and one other (the
+        # policies read only whether a pod names a node, never which: one stands for all, and a
+        # test holds every pool of the examples to the same verdict)
+        named = [p for p in pools if p.owner == p.name]
+        if tiers:
+            mine = {t.pool for t in tiers}
+            named = [p for p in named if p.name in mine][:1] + [p for p in named if p.name not in mine][:1]
+        for p in named:
+            node = f"{p.name}-node-0"
+            node_pool[node] = p.name
+            for klass in ([pc] if pc != SYSTEM_CLASS else [pc, NODE_CRITICAL_CLASS]):
+                kw = f"class {klass or '(none)'}"
+                add(f"{kw}: no GPU, spec.nodeName of a node of pool {p.name}",
+                    {**_spec(klass, (None, []), {}), "nodeName": node})
+                if tiers:
+                    add(f"{kw}: 1 {rf.tier_resource(tiers[0])}, spec.nodeName of a node of pool {p.name}",
+                        {**_spec(klass, (None, []), {rf.tier_resource(tiers[0]): 1}), "nodeName": node})
         if tiers:
             # the tier's resource on another pool: the class policy compares the pool selector
             # with a list of its pools, so one pool outside it stands for all (tests hold every
@@ -294,7 +315,9 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                     note(ns_obj, False)
                 continue
             if landing is None:
-                landing = [p.name for p in pools if fits(admitted_pod, p)]
+                node = admitted_pod["spec"].get("nodeName")
+                landing = [p.name for p in pools if (kubelet_admits(admitted_pod, p) and p.name == node_pool[node]
+                                                      if node else fits(admitted_pod, p))]
             for ns_obj in group:
                 ns = ns_obj["metadata"]["name"]
                 quotas = cluster.quotas.get(ns, [])

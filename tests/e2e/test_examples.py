@@ -28,7 +28,7 @@ from gpuplan.placement import ert_enabled
 from gpuplan.placement.boundary import prove_boundary
 from gpuplan.queues import queued_tiers
 from tests.e2e.cluster import (
-    Deployed, deploy, deployed_outside_root, dra_slices, job_pod, tenant_page_objects, wait_scheduled,
+    Deployed, deploy, deployed_outside_root, dra_slices, job_pod, sleep_until, tenant_page_objects, wait_scheduled,
 )
 from tests.golden.refresh import targets
 
@@ -229,3 +229,75 @@ def _template(o: dict[str, Any]) -> dict[str, Any]:
 
 def _claims(o: dict[str, Any]) -> bool:
     return bool(_template(o).get("resourceClaims"))
+
+
+def test_a_revoked_class_s_workloads_scale_down_and_change_no_template(example):
+    """A Deployment of a tier's class, admitted; then the grant is revoked (the namespace leaves the
+    grant's binding, as a new tree does): the real Deployment controller still scales its ReplicaSet
+    down (a full UPDATE of ``spec.replicas``, kubernetes/kubernetes v1.36.3
+    pkg/controller/deployment/sync.go:408 ``scaleReplicaSet``), and a change of its pod template is
+    refused."""
+    from gpuplan.identity import contract_pod, contract_pod_spec, priority_class_name
+    from gpuplan.lower.admission import class_policy_name, enabled
+
+    rf = example.rf
+    queued = set(queued_tiers(rf))
+    pick = next(((tn, ns, rf.tier_by_name[name]) for tn in rf.fleet.spec.tenants
+                 for ns, grants in sorted(tn.quotas.items()) for name, units in sorted(grants.items())
+                 if units > 0 and name in rf.tier_by_name and name not in queued
+                 and rf.tier_resource(rf.tier_by_name[name]) is not None), None)
+    if pick is None or not enabled(rf):
+        assert pick is None or rf.fleet.spec.cluster.kubernetes_version < "1.30"
+        return
+    _, ns, t = pick
+    cp, d = example.cp, example.deployed
+    d.wait_default_service_account(ns)
+    d.wait_quotas()
+    pod = contract_pod(rf, t, ns, contract_pod_spec(rf, t, rf.tier_resource(t), 1))
+    pod["spec"]["restartPolicy"] = "Always"  # a Deployment's pods restart
+    labels = {"app": "revoked-class"}
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "revoked-class", "namespace": ns},
+           "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels, **({"annotations": pod["metadata"]["annotations"]}
+                                                                  if pod["metadata"].get("annotations") else {})},
+                                 "spec": pod["spec"]}}}
+    code, body = cp.create(dep)
+    assert code == 201, body.get("message")
+    rs_path = f"/apis/apps/v1/namespaces/{ns}/replicasets?labelSelector=app%3Drevoked-class"
+
+    def replica_sets() -> list[dict]:
+        return (cp.get(rs_path) or {}).get("items", [])
+    cp.wait(lambda: any(r["spec"].get("replicas") == 1 for r in replica_sets()), 60,
+            "the Deployment controller to create the ReplicaSet")
+
+    grant = class_policy_name(rf, priority_class_name(t), "-grant")
+    bpath = f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{grant}"
+    before = cp.get(bpath)
+    assert before is not None, grant
+    values = before["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"]
+    revoked = [v for v in values if v != ns]
+    try:
+        code, body = cp.request("PATCH", bpath, [{"op": "replace", "path": "/spec/matchResources/namespaceSelector/"
+                                                  "matchExpressions/0/values", "value": revoked}],
+                                content_type="application/json-patch+json")
+        assert code == 200, body.get("message")
+        probe = copy.deepcopy(pod)
+        probe["metadata"]["name"] = "revoked-probe"
+        cp.wait(lambda: cp.create(probe, dry_run=True)[0] == 403, 30, f"the grant of {ns} revoked")
+
+        code, body = cp.request("PATCH", f"/apis/apps/v1/namespaces/{ns}/deployments/revoked-class",
+                                {"spec": {"replicas": 0}}, content_type="application/merge-patch+json")
+        assert code == 200, f"scaling the Deployment down: {code} {body.get('message')}"
+        scaled = sleep_until(lambda: all(r["spec"].get("replicas") == 0 for r in replica_sets()), 60)
+        assert scaled, (f"the Deployment controller did not scale the ReplicaSet down: "
+                        f"{[(r['metadata']['name'], r['spec'].get('replicas')) for r in replica_sets()]}")
+        changed = {"spec": {"template": {"metadata": {"labels": {**labels, "rollout": "2"}}}}}
+        code, body = cp.request("PATCH", f"/apis/apps/v1/namespaces/{ns}/deployments/revoked-class",
+                                changed, content_type="application/merge-patch+json")
+        assert code == 403, f"a pod template change of a revoked class: {code} {body.get('message')}"
+    finally:
+        cp.request("PATCH", bpath, [{"op": "replace", "path": "/spec/matchResources/namespaceSelector/"
+                                     "matchExpressions/0/values", "value": values}],
+                   content_type="application/json-patch+json")
+        cp.request("DELETE", f"/apis/apps/v1/namespaces/{ns}/deployments/revoked-class", {"propagationPolicy": "Background"})
+

@@ -478,3 +478,114 @@ def test_every_example_on_the_tenant_pages_is_admitted_where_it_says(path, tmp_p
             assert w.denials(obj, ns) == [], (f, obj["kind"], ns)
             seen += 1
     assert seen
+
+
+# --- pods bound by name, controller updates --------------------------------------------------------
+
+
+def test_a_pod_that_names_its_node_is_refused_and_the_proof_tries_one_on_every_pool(fleet):
+    """The kubelet admits a pod bound by ``spec.nodeName`` whatever the node's NoSchedule taints: the
+    policy refuses such pods outside the exempt namespaces, whatever their class; a kubelet's mirror
+    pod and an exempt namespace pass; the proof tries one on a node of each pool."""
+    from gpuplan.compiler import placement_docs as docs_of
+
+    squat = _pod({"nodeName": "train-a100-node-0", "priorityClassName": "system-node-critical",
+                  "containers": [{"name": "c", "image": "busybox"}]})
+    assert any("spec.nodeName" in m for m in fleet.denials(squat, "default"))
+    assert any("spec.nodeName" in m for m in fleet.denials(squat, "vision-serve"))
+    tier = _contract(fleet, "inference-small")
+    tier["spec"]["nodeName"] = "serve-l4-node-0"
+    assert any("spec.nodeName" in m for m in fleet.denials(tier, "vision-serve"))
+    mirror = {"operation": "CREATE", "userInfo": {"username": "system:node:serve-l4-node-0"}}
+    assert not any("spec.nodeName" in m for m in fleet.denials(squat, "vision-serve", mirror))
+    assert fleet.denials(squat, "kube-system") == []
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"},
+                  "spec": {"template": {"spec": copy.deepcopy(squat["spec"])}}}
+    assert any("spec.nodeName" in m for m in fleet.denials(deployment, "vision-serve"))
+
+    b = prove_boundary(fleet.rf, docs_of(fleet.rf), record=True)
+    named = [c for c in b.cases if c.pod["spec"].get("nodeName")]
+    unclassed = {c.pod["spec"]["nodeName"] for c in named if not c.pod["spec"].get("priorityClassName")}
+    assert unclassed == {f"{p.name}-node-0" for p in fleet.rf.fleet.spec.pools}
+    assert {c.pod["spec"].get("priorityClassName") for c in named} >= {"system-node-critical", "gpuplan-inference-small"}
+    assert not any(c.admitted for c in named)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_a_tier_pod_naming_a_node_gets_the_same_verdict_on_every_pool(path):
+    """The proof tries a tier's class bound by name on its own pool and one other: the policies read
+    only whether a pod names a node, so each class's pod is refused alike on every pool's node."""
+    from gpuplan.queues import namespace_grants
+
+    w = World(_rf(path))
+    if not w.cluster.policies:
+        return
+    grants = namespace_grants(w.rf)
+    for t in w.rf.fleet.spec.tiers:
+        ns = next((n for n, g in sorted(grants.items()) if t.name in g), None)
+        if w.rf.tier_resource(t) is None or ns is None:
+            continue
+        verdicts = set()
+        for p in w.rf.fleet.spec.pools:
+            pod = _contract(w, t.name)
+            pod["spec"]["nodeName"] = f"{p.name}-node-0"
+            verdicts.add(tuple(m for m in w.denials(pod, ns) if "spec.nodeName" in m))
+        assert len(verdicts) == 1 and all(verdicts), (t.name, ns, verdicts)
+
+
+def test_the_proof_finds_a_pod_bound_by_name_onto_a_gpu_pool(tmp_path, monkeypatch):
+    def drop_node_name_rule(docs):
+        for d in docs:
+            if d["kind"] == "ValidatingAdmissionPolicy":
+                d["spec"]["validations"] = [v for v in d["spec"]["validations"] if "nodeName" not in v["expression"]]
+    _weaken(monkeypatch, drop_node_name_rule)
+    found = [d for d in _rf_text(tmp_path, BASE).diagnostics if d.code == "GP527"]
+    assert any("spec.nodeName" in d.message and "runs on GPU pool" in d.message for d in found), \
+        [d.message for d in found]
+
+
+@pytest.mark.parametrize("kind", ["ReplicaSet", "Deployment", "StatefulSet", "Job"])
+def test_a_controller_scales_a_workload_of_a_revoked_class_but_no_template_change_passes(fleet, kind):
+    """After a tier is revoked or renamed, the workloads of its class are left to the rules of the day:
+    an UPDATE that changes only their scale (the Deployment controller's ``scaleReplicaSet``) passes,
+    one that changes their pod template is checked, and each pod they create is a Pod CREATE."""
+    from gpuplan.placement.cel import evaluate_policy
+
+    old_spec = _contract(fleet, "inference-small")["spec"]
+    old_spec["priorityClassName"] = "gpuplan-retired-tier"  # a class no tier has any more
+    group = "batch/v1" if kind == "Job" else "apps/v1"
+    old = {"apiVersion": group, "kind": kind, "metadata": {"name": "w", "namespace": "vision-serve"},
+           "spec": {"replicas": 3, "template": {"spec": old_spec}}}
+    ns = fleet.namespace("vision-serve")
+    scaled = copy.deepcopy(old)
+    scaled["spec"]["replicas"] = 1
+    upd = {"operation": "UPDATE", "userInfo": {"username": "system:serviceaccount:kube-system:deployment-controller"}}
+
+    def refusals(obj, request, previous):
+        return [m for p in fleet.cluster.policies.values()
+                for m in evaluate_policy(p, obj, ns, request, previous)]
+    assert refusals(old, TENANT, None), "a workload of a class no tier has is refused on CREATE"
+    assert refusals(scaled, upd, old) == []
+    changed = copy.deepcopy(scaled)
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.example/cuda:13"
+    assert any("GPU resources only under" in m for m in refusals(changed, upd, old))
+    pod = _pod(copy.deepcopy(old_spec))
+    assert any("GPU resources only under" in m for m in fleet.denials(pod, "vision-serve"))
+
+
+def test_a_job_unsuspended_by_anyone_but_kueue_is_still_refused(kueue):
+    """Only the suspension changes (no template change): the queued class's rule still reads it."""
+    from gpuplan.placement.cel import evaluate_policy
+    from gpuplan.queues import namespace_grants, queued_tiers
+
+    tier = next(t for t in kueue.rf.fleet.spec.tiers if t.name in queued_tiers(kueue.rf))
+    ns = kueue.namespace(next(n for n, g in sorted(namespace_grants(kueue.rf).items()) if tier.name in g))
+    spec = _contract(kueue, tier.name)["spec"]
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+           "spec": {"suspend": True, "template": {"spec": spec}}}
+    started = copy.deepcopy(job)
+    started["spec"]["suspend"] = False
+    msgs = [m for p in kueue.cluster.policies.values()
+            for m in evaluate_policy(p, started, ns, {"operation": "UPDATE", "userInfo": {"username": "alice"}}, job)]
+    assert any("only Kueue starts a suspended workload" in m for m in msgs), msgs
