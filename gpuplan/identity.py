@@ -1015,6 +1015,13 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
+def workload_priority_class_name(tier: Tier | str) -> str:
+    """The Kueue WorkloadPriorityClass of a queued tier (what its Jobs name in
+    ``PRIORITY_LABEL``): ``gpuplan-<tier>``, the tier's own name even where its pods adopt an
+    existing PriorityClass."""
+    return f"gpuplan-{tier if isinstance(tier, str) else tier.name}"
+
+
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 # kueue v0.19.2 apis/kueue/v1beta2/topology_types.go:41-47: TAS without a constraint
 UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"

@@ -126,6 +126,27 @@ def preemptible_tier(tier: "Tier") -> bool:
     return tier.workload in PREEMPTIBLE_WORKLOADS and tier.gang is None
 
 
+def class_scoped(rf: "ResolvedFleet", tier: "Tier") -> bool:
+    """Whether the tier's grant is a ResourceQuota scoped to its PriorityClass (``gpuplan-tier-<tier>``):
+    with ``enforcePriority``, and by default where some tier hands out the same resource on
+    another pool. A ResourceQuota counts a resource by name, whatever the pool (kubernetes/kubernetes
+    v1.36.3 pkg/quota/v1/evaluator/core/pods.go ``PodUsageFunc``): unscoped, a namespace's units of
+    one tier could all be spent on the other tier's pool, where the admission policy lets that
+    tier's class run. (A queued tier is held by its Kueue ceiling instead: ``gpuplan.queues``.)"""
+    if tier.enforce_priority:
+        return True
+    cross = rf.__dict__.get("_cross_pool_tiers")
+    if cross is None:  # once per fleet: the tiers whose resource is handed out on more than one pool
+        pools: dict[str, set[str]] = {}
+        for t in rf.fleet.spec.tiers:
+            res = rf.tier_resource(t)
+            if res is not None:
+                pools.setdefault(res, set()).add(t.pool)
+        cross = rf.__dict__["_cross_pool_tiers"] = frozenset(
+            t.name for t in rf.fleet.spec.tiers if len(pools.get(rf.tier_resource(t) or "", ())) > 1)
+    return tier.name in cross
+
+
 def pool_capacity_types(pool: "Pool") -> tuple[str, ...]:
     """The purchase options a pool's nodes may have, back-end neutral: ``spot`` (the cloud
     reclaims it), ``on-demand``, ``reserved``; ``()`` for static nodes (what they are is not

@@ -37,11 +37,23 @@ PARENT_UUID = f"{DRIVER}/parentUUID"  # the matchAttribute that keeps slices on 
 DEVICE_PLUGIN = "device-plugin"
 DRA = "dra"
 
-# The chart's own DeviceClasses (deployments/helm/dra-driver-nvidia-gpu/templates/
-# deviceclass-gpu.yaml L1-15, deviceclass-mig.yaml): on resource.k8s.io/v1 the
-# `gpu.nvidia.com` class claims extendedResourceName nvidia.com/gpu, for every
-# whole GPU on every DRA node.
-CHART_CLASSES: dict[str, str | None] = {"gpu.nvidia.com": "nvidia.com/gpu", "mig.nvidia.com": None}
+# The chart's own GPU DeviceClasses, each rendered when resources.gpus.enabled
+# (kubernetes-sigs/dra-driver-nvidia-gpu@95932046, the pinned 0.5.0,
+# deployments/helm/dra-driver-nvidia-gpu/templates/): deviceclass-gpu.yaml L1-15 (on
+# resource.k8s.io/v1 the `gpu.nvidia.com` class claims extendedResourceName
+# nvidia.com/gpu, for every whole GPU on every DRA node), deviceclass-mig.yaml,
+# deviceclass-vfio-gpu.yaml L5-10 (a whole GPU bound to vfio-pci for passthrough,
+# published with the driver's PassthroughSupport gate: cmd/gpu-kubelet-plugin/
+# allocatable.go L292-300). The compute-domain classes are IMEX channels, not GPUs.
+# tests/dra checks this table against the pinned chart's DeviceClass templates
+# (gpuplan/upstream/charts/dra-driver-nvidia-gpu-0.5.0.json).
+CHART_CLASSES: dict[str, str | None] = {"gpu.nvidia.com": "nvidia.com/gpu", "mig.nvidia.com": None,
+                                        "vfio.gpu.nvidia.com": None}
+CHART_CLASS_TEMPLATES: dict[str, str] = {"templates/deviceclass-gpu.yaml": "gpu.nvidia.com",
+                                         "templates/deviceclass-mig.yaml": "mig.nvidia.com",
+                                         "templates/deviceclass-vfio-gpu.yaml": "vfio.gpu.nvidia.com"}
+NOT_GPU_CLASS_TEMPLATES = ("templates/deviceclass-compute-domain-daemon.yaml",
+                           "templates/deviceclass-compute-domain-default-channel.yaml")
 # KEP-5004: every DeviceClass is also the extended resource ``<prefix><class>`` (1.34 alpha, 1.36 beta)
 IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
 

@@ -40,9 +40,10 @@ if TYPE_CHECKING:
 
 CHART_SELECTORS: dict[str, str] = {
     # deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-gpu.yaml L10,
-    # deviceclass-mig.yaml L9 (commit 95932046)
+    # deviceclass-mig.yaml L9, deviceclass-vfio-gpu.yaml L10 (commit 95932046)
     "gpu.nvidia.com": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
     "mig.nvidia.com": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'",
+    "vfio.gpu.nvidia.com": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'",
 }
 
 

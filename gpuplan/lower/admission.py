@@ -44,7 +44,7 @@ from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.dra import IMPLICIT_DRA_PREFIX
-from gpuplan.identity import POOL_LABEL, POOL_TAINT_KEY, QUEUE_LABEL, content_name
+from gpuplan.identity import POOL_LABEL, POOL_TAINT_KEY, PRIORITY_LABEL, QUEUE_LABEL, content_name
 from gpuplan.lower.common import metadata, obj
 from gpuplan.resolve import ResolvedFleet
 
@@ -253,6 +253,28 @@ def _suspended(o: str) -> str:
     return f"({o}.kind in {_lit(list(SUSPENDED_BY_SPEC))} ? {spec} : {flow})"
 
 
+def priority_label(o: str) -> str:
+    """CEL: the Kueue priority label of object ``o`` ('' without one), where Kueue reads it:
+    on the object itself (kueue v0.19.2 pkg/controller/jobframework/reconciler.go:1716-1719
+    ``ExtractPriority``, utils.go:208-213 ``WorkloadPriorityClassName``: the object's labels),
+    and for a CronJob on the Jobs it creates."""
+    lab = _lit(PRIORITY_LABEL)
+    own = f"(has({o}.metadata.labels) && {lab} in {o}.metadata.labels ? {o}.metadata.labels[{lab}] : '')"
+    jt = f"{o}.spec.jobTemplate.metadata"
+    cron = f"(has({jt}) && has({jt}.labels) && {lab} in {jt}.labels ? {jt}.labels[{lab}] : '')"
+    return f"({o}.kind == 'CronJob' ? {cron} : {own})"
+
+
+def workload_priorities(rf: ResolvedFleet) -> dict[str, str]:
+    """WorkloadPriorityClass -> the PriorityClass of its queued tier (those gpuplan emits)."""
+    from gpuplan.identity import priority_class_name, workload_priority_class_name
+    from gpuplan.queues import queued_tiers
+
+    queued = set(queued_tiers(rf))
+    return {workload_priority_class_name(t): priority_class_name(t)
+            for tiers in class_tiers(rf).values() for t in tiers if t.name in queued}
+
+
 def changed(rf: ResolvedFleet) -> dict[str, str]:
     """matchCondition: a CREATE, or an UPDATE that changes what the policies read - a Pod's
     spec; a workload's pod templates (metadata and spec) or its suspension. A controller's
@@ -262,10 +284,15 @@ def changed(rf: ResolvedFleet) -> dict[str, str]:
     ReplicaSet's class is renamed or revoked, or the rollout sticks with the old pods on their
     GPUs. Each pod the workload then creates is a Pod CREATE, held to today's rules."""
     old = re.sub(r"\bobject\b", "oldObject", templates_expression(rf))
+    # Kueue re-reads a running Job's priority label (kueue v0.19.2 reconciler.go:1215
+    # UpdateWorkloadPriority): a change of it is re-checked too
+    label = (f" || {priority_label('object')} != {priority_label('oldObject')}"
+             if rf.fleet.spec.queueing is not None else "")
     return {"name": "changed", "expression": (
         "request.operation != 'UPDATE' || !has(oldObject.spec) || "
         f"(object.kind == 'Pod' ? object.spec != oldObject.spec : "
-        f"(({templates_expression(rf)}) != ({old}) || {_suspended('object')} != {_suspended('oldObject')}))")}
+        f"(({templates_expression(rf)}) != ({old}) || {_suspended('object')} != {_suspended('oldObject')}))"
+        + label)}
 
 
 def _specs(rf: ResolvedFleet) -> dict[str, str]:
@@ -305,7 +332,27 @@ def namespace_validations(rf: ResolvedFleet) -> list[dict[str, str]]:
                        f"c.env.exists(e, e.name == {env})))",
          "message": f"{VISIBLE_DEVICES_ENV} is set by the device plugin, not by a pod",
          "reason": "Forbidden"},
-    ]
+    ] + _priority_validations(rf)
+
+
+def _priority_validations(rf: ResolvedFleet) -> list[dict[str, str]]:
+    """With Kueue: a workload's priority label names the WorkloadPriorityClass of its own
+    queued tier, or none (Kueue then takes the pods' PriorityClass: reconciler.go:1716-1719).
+    A Job of one tier labelled with another's would take that tier's queue priority, preempt
+    by it and block reclaim; Kueue lets a running Job change the label (validation.go:219-232)."""
+    if rf.fleet.spec.queueing is None:
+        return []
+    own = workload_priorities(rf)
+    label = priority_label("object")
+    return [{
+        "expression": f"{label} == '' || ({label} in {_lit(own)} && "
+                      f"variables.specs.exists(s, {_pc('s')} == {_lit(own)}[{label}]) && "
+                      f"variables.specs.all(s, {_pc('s')} in ['', {_lit(own)}[{label}]]))",
+        "message": f"a workload's {PRIORITY_LABEL} names the WorkloadPriorityClass of its own queued tier "
+                   f"(gpuplan-<tier> of its pods' PriorityClass: "
+                   + (", ".join(f"{w} for {pc}" for w, pc in sorted(own.items())[:5])
+                      + (f" and {len(own) - 5} more" if len(own) > 5 else "")) + ") or none",
+        "reason": "Forbidden"}]
 
 
 def _queued_validations(rf: ResolvedFleet, pc: str) -> list[dict[str, str]]:
@@ -392,9 +439,12 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
                        f"!{_gpu_key('k', rf)} || k in {_lit(allowed)})))",
          "message": f"pods of PriorityClass {pc} may request only {' or '.join(allowed)} of the GPU resources",
          "reason": "Forbidden"},
-        {"expression": f"{mine}.all(s, {_containers('s')}.exists(c, {_keys('c')}.exists(k, k in {_lit(allowed)}))"
+        # at least one unit: a request of 0 is charged nothing by the quota and would let the class's
+        # toleration and selector place a GPU-less pod on the pool
+        {"expression": f"{mine}.all(s, {_containers('s')}.exists(c, "
+                       + " || ".join(f"{_quantity('c', r)} >= 1" for r in allowed) + ")"
                        + (" || (has(s.resourceClaims) && size(s.resourceClaims) > 0))" if dra else ")"),
-         "message": f"pods of PriorityClass {pc} request {' or '.join(allowed)}"
+         "message": f"pods of PriorityClass {pc} request at least 1 {' or '.join(allowed)}"
                     + (" (or claim it)" if dra else "") + ": a tier's class is for pods that use its GPUs",
          "reason": "Invalid"},
     ]

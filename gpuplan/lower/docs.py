@@ -26,6 +26,7 @@ from gpuplan.lower.kubelet import EKS_AL2023
 from gpuplan.lower.gitops import admin_project_name, gitops_namespace, project_app_name
 from gpuplan.lower.kueue import BY_HAND_PATH as KUEUE_BY_HAND
 from gpuplan.resolve import ResolvedFleet
+from gpuplan.units import class_scoped
 
 README = "README.md"
 
@@ -93,7 +94,8 @@ def _tier_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
             "priority": cell(t.priority),
             "preemption": cell(t.preemption),
             "pc": cell(priority_class_name(t)),
-            "enforce": "yes" if t.enforce_priority else "no",
+            "enforce": "yes" if t.enforce_priority else ("yes (its resource is on other pools too)"
+                                                          if class_scoped(rf, t) else "no"),
         }
         for t in rf.fleet.spec.tiers
     ]

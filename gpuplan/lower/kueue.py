@@ -12,7 +12,13 @@ capacity rules and ResourceQuotas share):
   ``LocalQueue default`` (Kueue gives every job without a ``kueue.x-k8s.io/queue-name``
   the queue named ``default`` of its namespace: ``pkg/controller/jobframework/defaults.go:79-97``,
   ``pkg/controller/constants/constants.go:27``), so a Job cannot slip past the queue;
-- tier -> ``WorkloadPriorityClass gpuplan-<tier>`` (same name and value as its PriorityClass);
+- queued tier -> ``WorkloadPriorityClass gpuplan-<tier>`` (same value as its PriorityClass).
+  Kueue takes a Job's priority from that label, else from its pods' PriorityClass
+  (``pkg/controller/jobframework/reconciler.go:1716-1719`` ``ExtractPriority``), and lets a
+  running Job change the label (``:1215`` ``UpdateWorkloadPriority``,
+  ``pkg/controller/jobframework/validation.go:219-232``): the admission policies hold the
+  label to the Job's own class (docs/placement.md "Kueue"), and tiers that are not queued
+  get no WorkloadPriorityClass a Job could borrow;
 - ``queueing.topologyLevels`` -> ``Topology gpuplan-<fleet>`` and the flavors' ``topologyName``;
 - the Kueue Helm chart (``oci://registry.k8s.io/kueue/charts/kueue``) with its manager
   Configuration in ``managerConfig.controllerManagerConfigYaml`` (the chart parses that
@@ -28,10 +34,11 @@ from typing import Any, Iterator, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
-from gpuplan.identity import LOCAL_QUEUE, POOL_LABEL, TENANT_LABEL, TIER_LABEL, kueue_app_name, pool_node_taints
+from gpuplan.identity import (LOCAL_QUEUE, POOL_LABEL, TENANT_LABEL, TIER_LABEL, kueue_app_name, pool_node_taints,
+                              workload_priority_class_name)
 from gpuplan.lower.gitops import FLUX_HELM_API, FLUX_SOURCE_API, argo_chart_application, gitops_namespace
 from gpuplan.lower.common import ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_OPERATOR_DIR, engine, object_annotations
-from gpuplan.queues import QueueLedger, cohort_name, queue_ledger, queued_namespaces
+from gpuplan.queues import QueueLedger, cohort_name, queue_ledger, queued_namespaces, queued_tiers
 from gpuplan.resolve import ResolvedFleet
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -170,7 +177,7 @@ def local_queue(rf: ResolvedFleet, tenant: str, ns: str) -> dict[str, Any]:
 
 
 def workload_priority_class(rf: ResolvedFleet, tier) -> dict[str, Any]:
-    meta = metadata(rf, f"gpuplan-{tier.name}", extra_labels={TIER_LABEL: tier.name},
+    meta = metadata(rf, workload_priority_class_name(tier), extra_labels={TIER_LABEL: tier.name},
                     annotations=annotations(rf, "WorkloadPriorityClass"))
     return obj(API, "WorkloadPriorityClass", meta, value=tier.priority,
                description=f"gpuplan tier {tier.name} (queue order; the pods' PriorityClass has the same value)")
@@ -299,10 +306,11 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
     if queues:
         yield Artifact("kueue/clusterqueues.yaml", documents=tuple(queues),
                        description=f"Kueue ClusterQueues, one per tenant, cohort {cohort_name(rf)}")
-    if rf.fleet.spec.tiers:
+    queued = set(queued_tiers(rf))
+    if queued:
         yield Artifact("kueue/workloadpriorityclasses.yaml",
-                       documents=tuple(workload_priority_class(rf, t) for t in rf.fleet.spec.tiers),
-                       description="Kueue WorkloadPriorityClasses, one per tier")
+                       documents=tuple(workload_priority_class(rf, t) for t in rf.fleet.spec.tiers if t.name in queued),
+                       description="Kueue WorkloadPriorityClasses, one per queued tier")
     tenants = {tn.name: tn for tn in rf.fleet.spec.tenants}
     for qp in ledger.queues:
         namespaces = queued_namespaces(ledger, tenants[qp.tenant])  # only those granted a queued tier

@@ -560,10 +560,11 @@ def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
     return rules
 
 
-def quota_object(tier: Tier) -> str:
+def quota_object(rf: ResolvedFleet, tier: Tier) -> str:
     from gpuplan.identity import QUOTA_NAME
+    from gpuplan.units import class_scoped
 
-    return f"gpuplan-tier-{tier.name}" if tier.enforce_priority else QUOTA_NAME
+    return f"gpuplan-tier-{tier.name}" if class_scoped(rf, tier) else QUOTA_NAME
 
 
 def tier_rules(rf: ResolvedFleet, tier: Tier, grants: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
@@ -583,7 +584,7 @@ def tier_rules(rf: ResolvedFleet, tier: Tier, grants: list[tuple[str, str, int]]
     cost = (f" Each allocated unit of {res} costs {_money(price)}/h ({_money(price * HOURS_PER_DAY)}/day)."
             if price is not None else "")
     sel = f"{tier_gpu_selector(rf, tier)}, exported_namespace=~{nss}"
-    qsel = f"namespace=~{nss}, resourcequota={q(quota_object(tier))}, resource={q(quota_key(res))}"
+    qsel = f"namespace=~{nss}, resourcequota={q(quota_object(rf, tier))}, resource={q(quota_key(res))}"
     underused = [] if "GPUTierUnderused" in left_out(rf, pv) else [
         _rule(
             rf, "GPUTierUnderused",
@@ -602,7 +603,7 @@ def tier_rules(rf: ResolvedFleet, tier: Tier, grants: list[tuple[str, str, int]]
             f"kube_resourcequota{{{qsel}, type=\"hard\"}} * 100 >= {th.quota_percent:g}",
             th.quota_for, labels,
             f"{{{{ $labels.namespace }}}} has used {{{{ $value | humanize }}}}% of its {tier.name} quota",
-            f"ResourceQuota {{{{ $labels.namespace }}}}/{quota_object(tier)} holds the namespace's {res} for "
+            f"ResourceQuota {{{{ $labels.namespace }}}}/{quota_object(rf, tier)} holds the namespace's {res} for "
             f"tier {tier.name}; pods asking for more are rejected at admission.",
         ),
     ]

@@ -36,6 +36,7 @@ from gpuplan.identity import TENANT_LABEL, TIER_LABEL
 from gpuplan.lower.common import object_annotations
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.spec.models import Tenant, Tier
+from gpuplan.units import class_scoped
 from gpuplan.identity import OTHER_PRIORITIES_QUOTA, QUOTA_NAME, priority_class_name, quota_key, tier_namespace_label
 
 SCHEDULING_API = "scheduling.k8s.io/v1"
@@ -126,7 +127,7 @@ def namespace_quotas(rf: ResolvedFleet, tenant: Tenant, ns: str) -> list[dict[st
                 totals[res] = totals.get(res, 0) + ceilings[(tier.pool, res)]
             continue
         totals[res] = totals.get(res, 0) + units
-        if tier.enforce_priority:
+        if class_scoped(rf, tier):
             held.append((tier, res, units))
     ann = object_annotations(rf, "ResourceQuota")
     extra = {TENANT_LABEL: tenant.name}

@@ -16,7 +16,8 @@ from gpuplan.resolve import ResolvedFleet
 
 
 def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: int, pods: int) -> dict[str, Any]:
-    from gpuplan.identity import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, REQUIRED_TOPOLOGY
+    from gpuplan.identity import (LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, REQUIRED_TOPOLOGY,
+                                  workload_priority_class_name)
 
     pod = contract_pod_spec(rf, tier, resource, units)
     from gpuplan.identity import UNCONSTRAINED_TOPOLOGY
@@ -41,7 +42,7 @@ def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: i
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"generateName": f"{tier.name}-", "namespace": namespace,
-                     "labels": {QUEUE_LABEL: LOCAL_QUEUE, PRIORITY_LABEL: f"gpuplan-{tier.name}"}},
+                     "labels": {QUEUE_LABEL: LOCAL_QUEUE, PRIORITY_LABEL: workload_priority_class_name(tier)}},
         "spec": spec,
     }
 

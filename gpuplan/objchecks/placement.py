@@ -10,6 +10,7 @@ from typing import Any, Iterable, Iterator
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.resolve import ResolvedFleet
+from gpuplan.units import class_scoped
 
 E_OTHER_POOL = Code(
     "GP520", "tier's pod can land on another pool", Severity.ERROR,
@@ -140,8 +141,10 @@ def _shared_class_problem(rf: ResolvedFleet, a: Any, b: Any) -> str | None:
         return f"they are on pools {a.pool!r} and {b.pool!r}, so a namespace granted one runs on both"
     held = set(queued_tiers(rf))
     for t in (a, b):
-        if t.enforce_priority or t.name in held:
-            return (f"tier {t.name!r} is held to its class ({'enforcePriority' if t.enforce_priority else 'queued'}), "
+        if class_scoped(rf, t) or t.name in held:
+            why = ("enforcePriority" if t.enforce_priority else "queued" if t.name in held
+                   else f"{rf.tier_resource(t)} is handed out on another pool too")
+            return (f"tier {t.name!r} is held to its class ({why}), "
                     "so its quota would count the other tier's pods")
     return None
 

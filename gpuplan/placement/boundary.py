@@ -34,6 +34,7 @@ from typing import Any
 
 from gpuplan.dra import IMPLICIT_DRA_PREFIX
 from gpuplan.resolve import ResolvedFleet
+from gpuplan.units import class_scoped
 
 SYSTEM_CLASS = "system-cluster-critical"
 # the class the kubelet makes room for, evicting other pods (pkg/kubelet/preemption/preemption.go)
@@ -125,7 +126,8 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     (:class:`Case`), for a real API server to judge."""
     from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
     from gpuplan.identity import (
-        CAPACITY_TYPE_LABEL, QUEUE_LABEL, capacity_pin, pod_annotations, priority_class_name, quota_cap,
+        CAPACITY_TYPE_LABEL, PRIORITY_LABEL, QUEUE_LABEL, capacity_pin, pod_annotations, priority_class_name,
+        quota_cap, workload_priority_class_name,
     )
     from gpuplan.placement import (
         Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, kubelet_admits, pools_from_objects,
@@ -169,7 +171,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     for t in rf.fleet.spec.tiers:
         if rf.tier_resource(t) is not None and t.pool in rf.pool_by_name:
             tiers_of.setdefault(priority_class_name(t), []).append(t)
-    held = {t.name for t in rf.fleet.spec.tiers if t.enforce_priority or t.name in queued}
+    held = {t.name for t in rf.fleet.spec.tiers if class_scoped(rf, t) or t.name in queued}
 
     def allowance(ns: str, pc: str, res: str, kueue_held: bool) -> int | None:
         """Units of ``res`` the spec lets pods of ``pc`` hold in ``ns`` (None: not granted)."""
@@ -188,9 +190,11 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                 return ceil
         if t.name in held:
             return sum(grants.get(x.name, 0) for x in mine)
-        # tiers not held to their class share the namespace's units of the resource
+        # tiers not held to their class share the namespace's units of the resource, on their own
+        # pool only: a grant is of a tier, and so of its pool's GPUs (units.class_scoped holds every
+        # tier whose resource is on other pools too to its class)
         return sum(u for name, u in grants.items() if name not in held and name in rf.tier_by_name
-                   and rf.tier_resource(rf.tier_by_name[name]) == res)
+                   and rf.tier_resource(rf.tier_by_name[name]) == res and rf.tier_by_name[name].pool == t.pool)
 
     gpu_names = set(rf.gpu_resources)
 
@@ -242,10 +246,24 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
             reqs.append((f" created by {ctrl_req['userInfo']['username']}", ctrl_req, True, None, False))
             if pod_gate:
                 reqs.append((" held by Kueue's gate", tenant_req, True, {QUEUE_LABEL: "default"}, True))
+        if any(t.name in queued for t in tiers):
+            # Kueue takes a workload's priority from its label (kueue v0.19.2 reconciler.go:1716-1719):
+            # the class's pods labelled with the WorkloadPriorityClass of the queued tier ranked highest
+            # that is not theirs (or any name, where every queued tier is theirs)
+            others = sorted((t for t in rf.fleet.spec.tiers if t.name in queued and t not in tiers),
+                            key=lambda t: -t.priority)
+            foreign = workload_priority_class_name(others[0]) if others else f"{pc}-borrowed"
+            rw, req, kh, labels, gated = reqs[-1]
+            add(f"{who}{rw}: 1 {rf.tier_resource(tiers[0])}, {PRIORITY_LABEL}: {foreign}",
+                _spec(pc, places[0], {rf.tier_resource(tiers[0]): 1}, gated=gated), req, kh,
+                {**(labels or {QUEUE_LABEL: "default"}), PRIORITY_LABEL: foreign})
         for rw, req, kh, labels, gated in reqs:
             for place in places:
                 for res in resources:
                     add(f"{who}{rw}: 1 {res}", _spec(pc, place, {res: 1}, gated=gated), req, kh, labels)
+                if tiers:  # a request of 0 units: charged nothing, placed by the class on its pool
+                    r = rf.tier_resource(tiers[0])
+                    add(f"{who}{rw}: 0 {r}", _spec(pc, place, {r: 0}, gated=gated), req, kh, labels)
                 for t in tiers:
                     if t.max_gpus_per_pod is not None:
                         r = rf.tier_resource(t)
@@ -325,6 +343,9 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                     note(ns_obj, False)
                     continue
                 note(ns_obj, True)
+                label = (pod["metadata"].get("labels") or {}).get(PRIORITY_LABEL)
+                if label and label not in {workload_priority_class_name(t) for t in tiers_of.get(pc, ()) if t.name in queued}:
+                    out.breaches.append(Breach(ns, words, f"takes Kueue priority {label}, not its own tier's"))
                 for escape in _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas, by_pool,
                                        admitted_pod):
                     out.breaches.append(Breach(ns, words, escape))

@@ -73,17 +73,16 @@ E_GKE_SHARING = Code(
     good="gke: {machineType: g2-standard-8, maxGPUs: 8}\nsharing: {mode: time-slicing, replicas: 8}",
 )
 E_GKE_QUOTA = Code(
-    "GP666", "GKE partitions countable against another tier's quota", Severity.ERROR,
+    "GP666", "GKE partitions countable against another tier's quota (retired)", Severity.ERROR,
     "On a pool where GKE runs MIG or sharing, every partition and share is `nvidia.com/gpu`, like a whole "
-    "GPU: a namespace granted such a tier and another `nvidia.com/gpu` tier has one quota key for both, "
-    "so its units can be spent on either tier's GPUs, though one unit is a partition and the other a whole "
-    "GPU (GP405 warns of shared names in general; here the units are not even worth the same). "
-    "`enforcePriority: true` on the tier (or Kueue queueing) scopes its quota to its PriorityClass, which "
-    "the admission policy binds to its pool.",
+    "GPU, so one quota key would count a partition and a whole GPU of another pool alike. No longer "
+    "reported: every tier whose resource is handed out on more than one pool has its grant in a quota "
+    "scoped to its PriorityClass (GP405), which the admission policy binds to its pool, so a namespace's "
+    "units of one tier are never spent on another pool. The code stays so that `disabledRules` entries "
+    "naming it remain valid.",
     bad="tiers:\n  - {name: inference, pool: infer-a100-mig}\n  - {name: training, pool: train-h100}\n"
         "tenants:\n  - {name: a, namespaces: [a], quotas: {a: {inference: 8, training: 8}}}",
-    good="tiers:\n  - {name: inference, pool: infer-a100-mig, enforcePriority: true}\n"
-         "  - {name: training, pool: train-h100, enforcePriority: true}",
+    good="(the same: each tier's quota is scoped to its PriorityClass)",
 )
 E_GKE_STACK = Code(
     "GP667", "GKE pool setting its GPU stack cannot honour", Severity.ERROR,
@@ -106,7 +105,6 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
         yield from _mig(rf, pv)
         yield from _sharing(rf, pv)
         yield from _stack(rf, pv)
-    yield from _quotas(rf)
 
 
 def _settings(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
@@ -234,33 +232,3 @@ def _stack(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
                       f"pool {pv.name!r}: a GKE node pool's kubeletConfig cannot set {', '.join(unset)} "
                       "(Config Connector v1.155.1 ContainerNodePool)", pv.path + ("topology",), key=True,
                       hint="remove them (cpuManagerPolicy: static is supported)")
-
-
-def _quotas(rf: ResolvedFleet) -> Iterator[Diagnostic]:
-    from gpuplan.queues import queued_tiers
-
-    queued = set(queued_tiers(rf))
-    for tn in rf.fleet.spec.tenants:
-        for ns, grants in tn.quotas.items():
-            tiers = [rf.tier_by_name[n] for n in grants if n in rf.tier_by_name]
-            on_gpu = [t for t in tiers if rf.tier_resource(t) == GPU]
-            shared = [t for t in on_gpu if _gke_split(rf, t)]
-            if len(on_gpu) < 2 or not shared:
-                continue
-            for t in on_gpu:
-                if t.enforce_priority or t.name in queued:
-                    continue
-                i = rf.tier_index[t.name]
-                other = next(o.name for o in on_gpu if o is not t)
-                yield rf.diag(E_GKE_QUOTA,
-                              f"tier {t.name!r}: namespace {ns!r} holds it and tier {other!r} on one {GPU} quota, "
-                              f"and GKE advertises MIG partitions and shares as {GPU}: the units can be spent on "
-                              "either tier's GPUs",
-                              ("spec", "tiers", i, "name"), hint="set enforcePriority: true on the tier")
-
-
-def _gke_split(rf: ResolvedFleet, tier) -> bool:
-    """The tier's units are GKE MIG partitions or shares (advertised as nvidia.com/gpu)."""
-    pv = rf.tier_pool(tier)
-    return (pv is not None and pv.pool.gke is not None and platform_gpu_stack(pv.pool)
-            and pv.pool.sharing.mode != "exclusive")

@@ -57,12 +57,15 @@ E_PROFILE_NOT_MIG = Code(
     pain="#22 kubeflow/website PR #2460",
 )
 W_SAME_RESOURCE = Code(
-    "GP405", "two tiers hand out the same resource", Severity.WARNING,
+    "GP405", "tiers on different pools hand out the same resource: their quotas are scoped to their classes",
+    Severity.INFO,
     "A ResourceQuota counts a resource name, not a pool: tiers on different pools that advertise "
     "the same name (two exclusive pools, or an exclusive pool and a time-sliced pool that is not "
-    "renamed) are counted together, so a namespace's quota for one tier can be spent on the other "
-    "pool's GPUs. Scope each tier's quota to its PriorityClass (`enforcePriority: true` on both), "
-    "or rename the shared resource.",
+    "renamed) would be counted together, so a namespace's units of one tier could be spent on the "
+    "other pool's GPUs. gpuplan therefore scopes each such tier's quota to its PriorityClass "
+    "(`gpuplan-tier-<tier>`, as `enforcePriority: true` does), and the admission policy binds the "
+    "class to its pool. Set `enforcePriority: true` on both tiers to say so in the spec (and silence "
+    "this note), or rename the shared resource so the two pools' units are told apart everywhere.",
     bad="tiers:\n  - {name: training, pool: train-a100}\n  - {name: burst, pool: burst-h100}",
     good="tiers:\n  - {name: training, pool: train-a100, enforcePriority: true}\n"
          "  - {name: burst, pool: burst-h100, priority: 50000, enforcePriority: true}",
@@ -163,14 +166,14 @@ def _same_resource(rf: ResolvedFleet) -> Iterator[Diagnostic]:
         if fpool == pv.name:
             continue  # same pool: counting them together is the intent
         other = rf.fleet.spec.tiers[fi]
-        if t.enforce_priority and other.enforce_priority and t.priority != other.priority:
-            continue  # each quota is scoped to its own PriorityClass
+        if t.enforce_priority and other.enforce_priority:
+            continue  # the spec scopes each quota to its own PriorityClass
         yield rf.diag(W_SAME_RESOURCE,
-                      f"tiers {fname!r} (pool {fpool}) and {t.name!r} (pool {pv.name}) both hand out {res}: "
-                      f"a ResourceQuota counts both pools together",
+                      f"tiers {fname!r} (pool {fpool}) and {t.name!r} (pool {pv.name}) both hand out {res}, which "
+                      f"a ResourceQuota counts whatever the pool: each tier's quota is scoped to its PriorityClass "
+                      f"(ResourceQuotas gpuplan-tier-{fname} and gpuplan-tier-{t.name})",
                       ("spec", "tiers", i, "pool"),
-                      hint="set `enforcePriority: true` (with different priorities) on both tiers so each "
-                           "quota is scoped to its PriorityClass"
+                      hint="set `enforcePriority: true` on both tiers to say so in the spec"
                            + (", or set renameByDefault: true on the shared pool" if res == "nvidia.com/gpu"
                               and any(p.pool.sharing.mode in ("time-slicing", "mps") for p in (pv, rf.pool_by_name[fpool]))
                               else ""))

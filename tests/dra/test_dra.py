@@ -90,7 +90,21 @@ def test_quota_device_class_keys_match_grants_and_close_the_chart_classes(compil
     assert hard["gpuplan-inference-large.deviceclass.resource.k8s.io/devices"] == "4"
     assert hard["gpu.nvidia.com.deviceclass.resource.k8s.io/devices"] == "0"
     assert hard["mig.nvidia.com.deviceclass.resource.k8s.io/devices"] == "0"
+    assert hard["vfio.gpu.nvidia.com.deviceclass.resource.k8s.io/devices"] == "0"
     assert hard["requests.nvidia.com/mig-1g.10gb"] == "10"  # unchanged pods still count here
+
+
+def test_every_gpu_device_class_of_the_pinned_chart_is_closed():
+    """The chart's DeviceClass templates (as the pinned chart snapshot lists them) are each either a
+    GPU class gpuplan closes (quota 0, claims policy) or one of the IMEX channel classes."""
+    import json
+
+    from gpuplan.dra import CHART_CLASS_TEMPLATES, CHART_CLASSES, NOT_GPU_CLASS_TEMPLATES
+
+    chart = json.loads((REPO / "gpuplan/upstream/charts/dra-driver-nvidia-gpu-0.5.0.json").read_text(encoding="utf-8"))
+    templates = {o["template"] for o in chart["objects"] if o["kind"] == "DeviceClass"}
+    assert templates == set(CHART_CLASS_TEMPLATES) | set(NOT_GPU_CLASS_TEMPLATES)
+    assert set(CHART_CLASS_TEMPLATES.values()) == set(CHART_CLASSES) == set(CHART_SELECTORS)
 
 
 def test_one_label_decides_the_back_end_of_each_pool(compiled):

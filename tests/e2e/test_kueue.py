@@ -167,3 +167,41 @@ def test_kueue_holds_a_job_beyond_its_queues_quota(queued):
     j = cp.get(f"/apis/batch/v1/namespaces/{ns}/jobs/beyond-quota")
     assert j["spec"]["suspend"] is True
     assert not (cp.get(f"/api/v1/namespaces/{ns}/pods?labelSelector=job-name%3Dbeyond-quota") or {}).get("items")
+
+
+def test_a_job_takes_only_its_own_tiers_queue_priority(queued):
+    """The tenant page's queued Job under the WorkloadPriorityClass of the highest other queued tier
+    is refused by the API server; under its own, Kueue's Workload takes its tier's priority (kueue
+    v0.19.2 reconciler.go:1716-1719); relabelling the submitted Job to the other class is refused
+    (Kueue would re-read it: :1215 UpdateWorkloadPriority)."""
+    from gpuplan.identity import PRIORITY_LABEL, workload_priority_class_name
+
+    rf, tree, d, nodes = queued
+    cp = d.cp
+    tiers = {workload_priority_class_name(t): t for t in rf.fleet.spec.tiers if t.name in queued_tiers(rf)}
+    page, job = next((p, o) for p, o in tenant_page_objects(tree) if o["kind"] == "Job"
+                     and (o["metadata"].get("labels") or {}).get(PRIORITY_LABEL) in tiers)
+    own = job["metadata"]["labels"][PRIORITY_LABEL]
+    other = max((w for w in tiers if w != own), key=lambda w: tiers[w].priority)
+    ns = job["metadata"]["namespace"]
+    d.wait_default_service_account(ns)
+    borrowed = copy.deepcopy(job)
+    borrowed["metadata"].pop("generateName", None)
+    borrowed["metadata"]["name"] = "borrowed-priority"
+    borrowed["metadata"]["labels"][PRIORITY_LABEL] = other
+    code, body = cp.create(borrowed, impersonate="tenant", groups=("system:authenticated",))
+    assert code == 403 and PRIORITY_LABEL in (body.get("message") or ""), (page, other, code, body.get("message"))
+
+    _submit(cp, job, "own-priority")
+    try:
+        assert sleep_until(lambda: _workload(cp, ns, "own-priority") is not None, 45), "Kueue made no Workload"
+        w = _workload(cp, ns, "own-priority")
+        assert w["spec"].get("priority") == tiers[own].priority, w["spec"]
+        code, body = cp.request("PATCH", f"/apis/batch/v1/namespaces/{ns}/jobs/own-priority",
+                                {"metadata": {"labels": {PRIORITY_LABEL: other}}},
+                                content_type="application/merge-patch+json",
+                                impersonate="tenant", groups=("system:authenticated",))
+        assert code == 403 and PRIORITY_LABEL in (body.get("message") or ""), (code, body.get("message"))
+    finally:
+        cp.delete({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "own-priority", "namespace": ns}})
+        sleep_until(lambda: _workload(cp, ns, "own-priority") is None, 60)

@@ -221,13 +221,26 @@ def test_gp665_gke_sharing_bounds(run):
     assert _codes(run(BASE), "GP665") == []
 
 
-def test_gp666_partitions_and_whole_gpus_on_one_quota_key(run):
-    """Without PriorityClass-scoped quotas a namespace's nvidia.com/gpu units could be spent on
-    either tier's GPUs: error on the tiers that are not held to their class."""
+def test_partitions_and_whole_gpus_of_other_pools_never_share_a_quota(tmp_path):
+    """GKE advertises its partitions and shares as nvidia.com/gpu, like the whole GPUs of another
+    pool: without enforcePriority each such tier still gets a quota scoped to its class, with its
+    own grant (GP666 is retired: nothing left for it to find)."""
+    from gpuplan.compiler import check_fleet, placement_docs
+
     loose = BASE.replace(", enforcePriority: true}", "}").replace(",\n       enforcePriority: true}", "}")
-    diags = _codes(run(loose), "GP666")
-    assert {d.message.split("'")[1] for d in diags} == {"serve", "training", "notebooks"}
-    assert _codes(run(BASE), "GP666") == []
+    assert loose != BASE
+    p = tmp_path / "fleet.yaml"
+    p.write_text(loose, encoding="utf-8")
+    checked = check_fleet(p)
+    assert not [d for d in checked.diagnostics if d.code in ("GP666", "GP527")]
+    rf = checked.resolved
+    scoped = {(d["metadata"]["namespace"], d["metadata"]["name"]): d["spec"]["hard"] for d in placement_docs(rf)
+              if d["kind"] == "ResourceQuota" and d["metadata"]["name"].startswith("gpuplan-tier-")}
+    for tn in rf.fleet.spec.tenants:
+        for ns, grants in tn.quotas.items():
+            for tier, units in grants.items():
+                if tier in ("serve", "training", "notebooks"):
+                    assert scoped[(ns, f"gpuplan-tier-{tier}")] == {"requests.nvidia.com/gpu": str(units)}
 
 
 def test_gp667_what_each_gke_path_can_do(run):

@@ -248,7 +248,7 @@ def quota_cases(rf, rule, pv) -> tuple[Case, Case]:
               if g.get(tier.name, 0) > 0]
     ns, units = grants[0]
     res = quota_key(rf.tier_resource(tier))
-    q = {**KSM, "namespace": ns, "resourcequota": quota_object(tier), "resource": res}
+    q = {**KSM, "namespace": ns, "resourcequota": quota_object(rf, tier), "resource": res}
 
     def quota(used: int, labels: dict = q) -> list[dict]:
         return [series("kube_resourcequota", {**labels, "type": "hard"}, f"{units}x60"),
@@ -258,7 +258,7 @@ def quota_cases(rf, rule, pv) -> tuple[Case, Case]:
     # (tiers without enforcePriority share gpuplan-gpus) fire on the same series
     sharing = [r for r in POOL_RULES[pv.name] if r["alert"] == rule["alert"]
                and (t := rf.tier_by_name[r["labels"]["tier"]]) is not None
-               and quota_object(t) == quota_object(tier) and quota_key(rf.tier_resource(t)) == res
+               and quota_object(rf, t) == quota_object(rf, tier) and quota_key(rf.tier_resource(t)) == res
                and any(g.get(t.name, 0) > 0 for tn in rf.fleet.spec.tenants for n, g in tn.quotas.items() if n == ns)]
     assert rule in sharing
     fire = {"series": quota(units), "eval": "60m",

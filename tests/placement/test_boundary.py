@@ -170,6 +170,13 @@ def test_a_tier_pod_must_use_its_gpus_and_no_pod_sets_visible_devices(fleet):
     pod = _contract(fleet, "training")
     pod["spec"]["containers"][0].pop("resources")
     assert any("a tier's class is for pods that use its GPUs" in m for m in fleet.denials(pod, "vision-train"))
+    # 0 units: the quota charges nothing, the class's toleration and selector put it on the pool
+    zero = _contract(fleet, "training")
+    for c in zero["spec"]["containers"]:
+        for part in c.get("resources", {}).values():
+            for k in part:
+                part[k] = "0"
+    assert any("a tier's class is for pods that use its GPUs" in m for m in fleet.denials(zero, "vision-train"))
     pod = _contract(fleet, "training")
     pod["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
     assert any("NVIDIA_VISIBLE_DEVICES" in m for m in fleet.denials(pod, "vision-train"))
@@ -589,3 +596,100 @@ def test_a_job_unsuspended_by_anyone_but_kueue_is_still_refused(kueue):
     msgs = [m for p in kueue.cluster.policies.values()
             for m in evaluate_policy(p, started, ns, {"operation": "UPDATE", "userInfo": {"username": "alice"}}, job)]
     assert any("only Kueue starts a suspended workload" in m for m in msgs), msgs
+
+
+def test_a_queued_job_takes_only_its_own_tiers_queue_priority(kueue):
+    """Kueue takes a Job's priority from its ``kueue.x-k8s.io/priority-class`` label (kueue v0.19.2
+    reconciler.go:1716-1719) and lets a running Job change it (:1215): a Job of one queued tier is
+    refused another tier's WorkloadPriorityClass, on CREATE and on UPDATE; its own, or none, pass;
+    and tiers that are not queued have no WorkloadPriorityClass at all."""
+    from gpuplan.identity import PRIORITY_LABEL, QUEUE_LABEL, workload_priority_class_name
+    from gpuplan.placement.cel import evaluate_policy
+    from gpuplan.queues import namespace_grants, queued_tiers
+
+    rf = kueue.rf
+    queued = queued_tiers(rf)
+    low, high = sorted((rf.tier_by_name[n] for n in queued), key=lambda t: t.priority)[::len(queued) - 1]
+    ns_name = next(n for n, g in sorted(namespace_grants(rf).items()) if low.name in g)
+    spec = _contract(kueue, low.name)["spec"]
+
+    def job(label):
+        labels = {QUEUE_LABEL: "default", **({PRIORITY_LABEL: label} if label is not None else {})}
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "labels": labels},
+                "spec": {"suspend": True, "template": {"spec": copy.deepcopy(spec)}}}
+
+    def refused(msgs):
+        return any(PRIORITY_LABEL in m for m in msgs)
+    assert not refused(kueue.denials(job(None), ns_name))
+    assert not refused(kueue.denials(job(workload_priority_class_name(low)), ns_name))
+    assert refused(kueue.denials(job(workload_priority_class_name(high)), ns_name))
+    assert refused(kueue.denials(job("some-other-class"), ns_name))
+    # a CPU-only Job may not borrow a queued tier's priority either
+    cpu = job(workload_priority_class_name(high))
+    cpu["spec"]["template"]["spec"] = {"containers": [{"name": "c", "image": "busybox"}]}
+    assert refused(kueue.denials(cpu, ns_name))
+    # a running Job relabelled by its owner: re-checked, though its template is unchanged
+    before, after = job(workload_priority_class_name(low)), job(workload_priority_class_name(high))
+    ns = kueue.namespace(ns_name)
+    upd = {"operation": "UPDATE", "userInfo": {"username": "alice"}}
+    msgs = [m for p in kueue.cluster.policies.values() for m in evaluate_policy(p, after, ns, upd, before)]
+    assert refused(msgs), msgs
+    # the CronJob's jobs carry the label of its jobTemplate
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+            "spec": {"schedule": "@daily", "jobTemplate": {"metadata": job(workload_priority_class_name(high))["metadata"],
+                                                           "spec": job(None)["spec"]}}}
+    assert refused(kueue.denials(cron, ns_name))
+    from gpuplan.lower import iter_artifacts
+
+    names = {d["metadata"]["name"] for a in iter_artifacts(rf, only=("gpuplan.lower.kueue",)) for d in a.documents or ()
+             if d.get("kind") == "WorkloadPriorityClass"}
+    assert names == {workload_priority_class_name(n) for n in queued}
+    assert names != {workload_priority_class_name(t) for t in rf.fleet.spec.tiers}, "the example has unqueued tiers"
+
+
+def test_the_proof_finds_a_job_under_another_tiers_queue_priority(tmp_path, monkeypatch):
+    from gpuplan.identity import PRIORITY_LABEL
+
+    def drop_priority_rule(docs):
+        for d in docs:
+            if d["kind"] == "ValidatingAdmissionPolicy":
+                d["spec"]["validations"] = [v for v in d["spec"]["validations"] if PRIORITY_LABEL not in v["message"]]
+    _weaken(monkeypatch, drop_priority_rule)
+    text = (REPO / "examples" / "kueue.yaml").read_text(encoding="utf-8")
+    found = [d for d in _rf_text(tmp_path, text, "kueue.yaml").diagnostics if d.code == "GP527"]
+    assert any("takes Kueue priority gpuplan-" in d.message for d in found), [d.message for d in found]
+
+
+def test_the_proof_finds_a_tier_pod_of_zero_units_on_its_pool(tmp_path, monkeypatch):
+    def drop_unit_rule(docs):
+        for d in docs:
+            if d["kind"] == "ValidatingAdmissionPolicy":
+                d["spec"]["validations"] = [v for v in d["spec"]["validations"] if "request at least 1" not in v["message"]]
+    _weaken(monkeypatch, drop_unit_rule)
+    found = [d for d in _rf_text(tmp_path, BASE).diagnostics if d.code == "GP527"]
+    assert any(": 0 nvidia.com/" in d.message and "runs on GPU pool" in d.message for d in found), \
+        [d.message for d in found]
+
+
+def test_a_tiers_grant_is_charged_to_its_own_pool(tmp_path, monkeypatch):
+    """Two tiers of nvidia.com/gpu on different pools: a ResourceQuota counts the name whatever
+    the pool, so each tier's grant is a quota scoped to its class; the proof reads a grant as its
+    tier's pool's and finds the unscoped quota that let one tier spend the other's units."""
+    text = edit(BASE, "sharing: {mode: time-slicing, replicas: 4}", "sharing: {mode: exclusive}")
+    text = edit(text, "alpha-ns: {training: 8, serve: 8, notebooks: 16}", "alpha-ns: {training: 8, serve: 8, notebooks: 4}")
+    checked = _rf_text(tmp_path, text)
+    assert not [d for d in checked.diagnostics if d.code == "GP527"]
+    assert [d.severity.value for d in checked.diagnostics if d.code == "GP405"] == ["info"]
+    rf = checked.resolved
+    quotas = {d["metadata"]["name"]: d["spec"] for d in placement_docs(rf)
+              if d["kind"] == "ResourceQuota" and d["metadata"]["namespace"] == "alpha-ns"}
+    assert quotas["gpuplan-tier-training"]["hard"] == {"requests.nvidia.com/gpu": "8"}
+    assert quotas["gpuplan-tier-notebooks"]["hard"] == {"requests.nvidia.com/gpu": "4"}
+    assert quotas["gpuplan-tier-training"]["scopeSelector"]["matchExpressions"][0]["values"] == ["gpuplan-training"]
+
+    import gpuplan.lower.tenancy as tenancy
+
+    monkeypatch.setattr(tenancy, "class_scoped", lambda rf, t: t.enforce_priority)  # the quotas before
+    found = [d for d in _rf_text(tmp_path, text).diagnostics if d.code == "GP527"]
+    assert any("can hold 12 nvidia.com/gpu (quota) where the namespace is granted 8" in d.message for d in found), \
+        [d.message for d in found]
