@@ -33,6 +33,17 @@ if TYPE_CHECKING:
 
 GPU = "nvidia.com/gpu"
 SHARED_SUFFIX = ".shared"  # device plugin DefaultSharedResourceNameSuffix
+# Every name NVIDIA's device plugin can advertise: nvidia.com/gpu, nvidia.com/mig-<profile> under
+# `mixed`, each with the `.shared` suffix when shared and renamed (the plugin overrides any other
+# rename: NVIDIA/k8s-device-plugin@v0.20.0 api/config/v1/replicas.go:38-60). The admission policy
+# treats each as a GPU resource, not only the names this spec advertises: a name a change drops
+# stays on the nodes until they are repartitioned, and no quota of the new tree charges it.
+GPU_NAME_PREFIXES = (f"{GPU}.", "nvidia.com/mig-")
+
+
+def is_gpu_name(name: str) -> bool:
+    """Whether ``name`` is a GPU resource name of NVIDIA's device plugin (:data:`GPU_NAME_PREFIXES`)."""
+    return name == GPU or name.startswith(GPU_NAME_PREFIXES)
 
 
 def mig_resource(profile: str, strategy: str = "mixed") -> str | None:

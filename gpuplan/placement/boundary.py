@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.dra import IMPLICIT_DRA_PREFIX
-from gpuplan.resolve import ResolvedFleet
+from gpuplan.resolve import ResolvedFleet, is_gpu_name
 from gpuplan.units import class_scoped
 
 SYSTEM_CLASS = "system-cluster-critical"
@@ -199,12 +199,17 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     gpu_names = set(rf.gpu_resources)
 
     def gpu(req: dict[str, int]) -> dict[str, int]:
-        return {k: v for k, v in req.items() if v > 0 and (k in gpu_names or k.startswith(IMPLICIT_DRA_PREFIX))}
+        return {k: v for k, v in req.items()
+                if v > 0 and (k in gpu_names or is_gpu_name(k) or k.startswith(IMPLICIT_DRA_PREFIX))}
 
     # --- the pods ------------------------------------------------------------------------
     implicit = [f"{IMPLICIT_DRA_PREFIX}{c}" for c in
                 sorted({*CHART_CLASSES, *(c.class_name for c in tier_claims(rf))} if any_dra(rf) else {"gpu.nvidia.com"})]
     resources = [*rf.gpu_resources, *implicit]
+    # a device-plugin name this tree does not advertise: one a change dropped (a MIG profile, a
+    # renamed share) stays on the pool's nodes until they are repartitioned, charged by no quota
+    dropped = next(n for n in ("nvidia.com/mig-1g.5gb", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared")
+                   if n not in gpu_names)
     keyless = (None, [{"operator": "Exists"}])
     pool_place = {p.name: (p.name, _tolerations(p.taints)) for p in pools if p.owner == p.name}
     # a pool's on-demand floor (identity.floor_nodes): its NodePool's taints, the floor taint included
@@ -264,6 +269,8 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                 if tiers:  # a request of 0 units: charged nothing, placed by the class on its pool
                     r = rf.tier_resource(tiers[0])
                     add(f"{who}{rw}: 0 {r}", _spec(pc, place, {r: 0}, gated=gated), req, kh, labels)
+                    add(f"{who}{rw}: 1 {r} and 1 {dropped} (a name this tree does not advertise)",
+                        _spec(pc, place, {r: 1, dropped: 1}, gated=gated), req, kh, labels)
                 for t in tiers:
                     if t.max_gpus_per_pod is not None:
                         r = rf.tier_resource(t)

@@ -693,3 +693,26 @@ def test_a_tiers_grant_is_charged_to_its_own_pool(tmp_path, monkeypatch):
     found = [d for d in _rf_text(tmp_path, text).diagnostics if d.code == "GP527"]
     assert any("can hold 12 nvidia.com/gpu (quota) where the namespace is granted 8" in d.message for d in found), \
         [d.message for d in found]
+
+
+def test_a_gpu_name_the_tree_does_not_advertise_is_still_a_gpu(fleet, tmp_path, monkeypatch):
+    """A MIG profile or renamed share a change dropped stays on the nodes until they are
+    repartitioned, and no quota of the new tree charges it: every name NVIDIA's device plugin can
+    advertise is a GPU resource to the policies, and the proof tries one this tree lacks."""
+    from gpuplan.lower import admission
+    from gpuplan.resolve import is_gpu_name
+
+    dropped = "nvidia.com/mig-1g.5gb"
+    assert dropped not in fleet.rf.gpu_resources and is_gpu_name(dropped)
+    assert not is_gpu_name("nvidia.com/rdma_shared_device_a")  # NVIDIA's network resources are not GPUs
+    bare = _pod({"containers": [{"name": "c", "image": "cuda", "resources": {"limits": {dropped: "1"}}}]})
+    assert any("GPU resources only under" in m for m in fleet.denials(bare, "vision-train"))
+    tier = _contract(fleet, "training")
+    tier["spec"]["containers"][0]["resources"] = {"limits": {dropped: "1"}}
+    assert fleet.denials(tier, "vision-train"), "a tier's class may request only its own resource"
+
+    def old_gpu_key(k, rf):  # the names of this tree only
+        return f"({k} in {admission._lit(list(rf.gpu_resources))} || {k}.startsWith({admission._lit(admission.IMPLICIT_DRA_PREFIX)}))"
+    monkeypatch.setattr(admission, "_gpu_key", old_gpu_key)
+    found = [d for d in _rf_text(tmp_path, BASE).diagnostics if d.code == "GP527"]
+    assert any("nvidia.com/mig-1g.5gb" in d.message for d in found), [d.message for d in found]
