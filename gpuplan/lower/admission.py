@@ -195,10 +195,10 @@ def _keys(c: str) -> str:
 
 
 def _gpu_key(k: str, rf: ResolvedFleet) -> str:
-    from gpuplan.resolve import GPU_NAME_PREFIXES
+    from gpuplan.resolve import GPU, GPU_NAME_PREFIXES
 
     known = " || ".join(f"{k}.startsWith({_lit(p)})" for p in (IMPLICIT_DRA_PREFIX, *GPU_NAME_PREFIXES))
-    return f"({k} in {_lit(sorted({*rf.gpu_resources, 'nvidia.com/gpu'}))} || {known})"
+    return f"({k} in {_lit(sorted({*rf.gpu_resources, GPU}))} || {known})"
 
 
 def uses_gpu(rf: ResolvedFleet, s: str) -> str:
