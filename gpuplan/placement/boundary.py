@@ -468,4 +468,10 @@ def summary(b: Boundary) -> str:
     found = f"{len(b.breaches)} break the boundary" if b.breaches else "none breaks the boundary"
     squat = any("without requesting a GPU" in x.escape for x in b.breaches)
     return (f"{b.pods} pod shapes a tenant or a stranger could write, in {b.namespace_shapes} namespace shapes "
-            f"({b.checked} checked): {found}." + ("" if squat else " Pods of no tier run on no GPU pool."))
+            f"({b.checked} checked): {found}." + ("" if squat else " Pods of no tier run on no GPU pool.")
+            + f" {NOT_COVERED}")
+
+
+# What the proof does not try (docs/placement.md "Threat model", out of scope), said where its verdict is
+NOT_COVERED = ("Not covered: cluster-admin, node access, impersonating a controller, envFrom ConfigMaps, "
+               "other admission webhooks, and the moments between sync steps while a change is applied.")
