@@ -172,6 +172,8 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
         if rf.tier_resource(t) is not None and t.pool in rf.pool_by_name:
             tiers_of.setdefault(priority_class_name(t), []).append(t)
     held = {t.name for t in rf.fleet.spec.tiers if class_scoped(rf, t) or t.name in queued}
+    # the Kueue priority each class may name: its own queued tiers' WorkloadPriorityClasses
+    own_priority = {pc: {workload_priority_class_name(t) for t in ts if t.name in queued} for pc, ts in tiers_of.items()}
 
     def allowance(ns: str, pc: str, res: str, kueue_held: bool) -> int | None:
         """Units of ``res`` the spec lets pods of ``pc`` hold in ``ns`` (None: not granted)."""
@@ -351,7 +353,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                     continue
                 note(ns_obj, True)
                 label = (pod["metadata"].get("labels") or {}).get(PRIORITY_LABEL)
-                if label and label not in {workload_priority_class_name(t) for t in tiers_of.get(pc, ()) if t.name in queued}:
+                if label and label not in own_priority.get(pc, ()):
                     out.breaches.append(Breach(ns, words, f"takes Kueue priority {label}, not its own tier's"))
                 for escape in _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas, by_pool,
                                        admitted_pod):

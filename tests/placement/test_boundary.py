@@ -322,6 +322,15 @@ def _weaken(monkeypatch, change):
     monkeypatch.setattr(objchecks, "collect", weakened)
 
 
+def _drop_validations(monkeypatch, dropped):
+    """The generated policies without the validations ``dropped(validation)`` picks."""
+    def drop(docs):
+        for d in docs:
+            if d["kind"] == "ValidatingAdmissionPolicy":
+                d["spec"]["validations"] = [v for v in d["spec"]["validations"] if not dropped(v)]
+    _weaken(monkeypatch, drop)
+
+
 def test_the_proof_finds_a_pod_that_squats_a_gpu_pool(tmp_path, monkeypatch):
     def drop_toleration_rule(docs):
         for d in docs:
@@ -541,11 +550,7 @@ def test_a_tier_pod_naming_a_node_gets_the_same_verdict_on_every_pool(path):
 
 
 def test_the_proof_finds_a_pod_bound_by_name_onto_a_gpu_pool(tmp_path, monkeypatch):
-    def drop_node_name_rule(docs):
-        for d in docs:
-            if d["kind"] == "ValidatingAdmissionPolicy":
-                d["spec"]["validations"] = [v for v in d["spec"]["validations"] if "nodeName" not in v["expression"]]
-    _weaken(monkeypatch, drop_node_name_rule)
+    _drop_validations(monkeypatch, lambda v: "nodeName" in v["expression"])
     found = [d for d in _rf_text(tmp_path, BASE).diagnostics if d.code == "GP527"]
     assert any("spec.nodeName" in d.message and "runs on GPU pool" in d.message for d in found), \
         [d.message for d in found]
@@ -650,22 +655,14 @@ def test_a_queued_job_takes_only_its_own_tiers_queue_priority(kueue):
 def test_the_proof_finds_a_job_under_another_tiers_queue_priority(tmp_path, monkeypatch):
     from gpuplan.identity import PRIORITY_LABEL
 
-    def drop_priority_rule(docs):
-        for d in docs:
-            if d["kind"] == "ValidatingAdmissionPolicy":
-                d["spec"]["validations"] = [v for v in d["spec"]["validations"] if PRIORITY_LABEL not in v["message"]]
-    _weaken(monkeypatch, drop_priority_rule)
+    _drop_validations(monkeypatch, lambda v: PRIORITY_LABEL in v["message"])
     text = (REPO / "examples" / "kueue.yaml").read_text(encoding="utf-8")
     found = [d for d in _rf_text(tmp_path, text, "kueue.yaml").diagnostics if d.code == "GP527"]
     assert any("takes Kueue priority gpuplan-" in d.message for d in found), [d.message for d in found]
 
 
 def test_the_proof_finds_a_tier_pod_of_zero_units_on_its_pool(tmp_path, monkeypatch):
-    def drop_unit_rule(docs):
-        for d in docs:
-            if d["kind"] == "ValidatingAdmissionPolicy":
-                d["spec"]["validations"] = [v for v in d["spec"]["validations"] if "request at least 1" not in v["message"]]
-    _weaken(monkeypatch, drop_unit_rule)
+    _drop_validations(monkeypatch, lambda v: "request at least 1" in v["message"])
     found = [d for d in _rf_text(tmp_path, BASE).diagnostics if d.code == "GP527"]
     assert any(": 0 nvidia.com/" in d.message and "runs on GPU pool" in d.message for d in found), \
         [d.message for d in found]
