@@ -175,186 +175,6 @@ def render_files(rf: ResolvedFleet, spec_label: str, files: MutableMapping[str, 
     return files
 
 
-DEVICE_PLUGIN_CONFIG_FILE = "gpu-operator/device-plugin-config.yaml"
-MIG_PARTED_CONFIG_FILE = "gpu-operator/mig-parted-config.yaml"
-
-
-def _old_docs_on_disk(out_dir: Path | str, path: str) -> list[dict]:
-    """The objects of the existing tree's file at ``path``; none when it is
-    missing, leads out of the tree or does not load (the same bounded reader
-    as `gpuplan verify`: the committed tree is as hostile as any pull request)."""
-    from gpuplan.verify.manifests import read_file
-
-    file = os.path.join(out_dir, path)
-    try:
-        real = os.path.realpath(file)
-        root = os.path.realpath(out_dir)
-        if not real.startswith(root.rstrip(os.sep) + os.sep) or not os.path.isfile(file):
-            return []
-    except (OSError, ValueError):
-        return []
-    docs, diags = read_file(Path(real), file)
-    if any(d.is_error for d in diags):
-        return []
-    return [m.data for m in docs if isinstance(m.data, dict)]
-
-
-def _old_docs_in_memory(files: Mapping[str, bytes], path: str) -> list[dict]:
-    from gpuplan.verify.manifests import load_text
-
-    raw = files.get(path)
-    if raw is None:
-        return []
-    try:
-        docs, diags = load_text(raw.decode("utf-8"), path)
-    except UnicodeDecodeError:
-        return []
-    if any(d.is_error for d in diags):
-        return []
-    return [m.data for m in docs if isinstance(m.data, dict)]
-
-
-def _kept_annotation(meta: dict) -> dict[str, str]:
-    """A ConfigMap's ``gpuplan.dev/kept-configs`` (name -> pool), whatever a hand edit left there."""
-    import json
-
-    from gpuplan.identity import KEPT_CONFIGS_ANNOTATION
-
-    kept = dig(meta, "annotations", KEPT_CONFIGS_ANNOTATION)
-    try:
-        parsed = json.loads(kept) if isinstance(kept, str) else {}
-    except ValueError:
-        return {}
-    return {k: v for k, v in parsed.items() if isinstance(k, str) and isinstance(v, str)} \
-        if isinstance(parsed, dict) else {}
-
-
-def _configmap(docs: list[dict], name: str) -> tuple[dict, dict[str, str]]:
-    """(data, kept names) of the ConfigMap ``name`` among ``docs``."""
-    for d in docs:
-        meta = d.get("metadata")
-        if d.get("kind") == "ConfigMap" and isinstance(meta, dict) and meta.get("name") == name:
-            data = d.get("data")
-            return (data if isinstance(data, dict) else {}), _kept_annotation(meta)
-    return {}, {}
-
-
-def _project_namespaces(rf: ResolvedFleet,
-                        docs: Callable[[str], list[dict]]) -> tuple[frozenset[str], frozenset[str]]:
-    """(the destination namespaces of the fleet's own AppProject in the old tree, those
-    its ``gpuplan.dev/kept-namespaces`` annotation lists): ``delivery/project/appproject.yaml``,
-    or ``delivery/bootstrap.yaml`` for a tree from before the project had its own
-    Application. Empty under ``gitops.project``."""
-    g = rf.fleet.spec.cluster.gitops
-    if g.engine != "argocd" or g.project is not None:
-        return frozenset(), frozenset()
-    from gpuplan.identity import project_name
-    from gpuplan.k8snames import is_dns_label
-    from gpuplan.identity import BOOTSTRAP_PATH, PROJECT_PATH
-    from gpuplan.lower.gitops import KEPT_NAMESPACES_ANNOTATION
-
-    for path in (PROJECT_PATH, BOOTSTRAP_PATH):
-        for d in docs(path):
-            if d.get("kind") != "AppProject" or dig(d, "metadata", "name") != project_name(rf):
-                continue
-            dests = dig(d, "spec", "destinations")
-            found = frozenset(ns for x in dests if is_dns_label(ns := dig(x, "namespace"))) \
-                if isinstance(dests, list) else frozenset()
-            kept = dig(d, "metadata", "annotations", KEPT_NAMESPACES_ANNOTATION)
-            return found, frozenset(ns for ns in kept.split(",") if ns in found) if isinstance(kept, str) \
-                else frozenset()
-    return frozenset(), frozenset()
-
-
-def previous_configs(rf: ResolvedFleet, *, out_dir: Path | str | None = None,
-                     files: Mapping[str, bytes] | None = None, retire: frozenset[str] = frozenset(),
-                     retire_namespaces: frozenset[str] = frozenset()):
-    """What the previous tree (on disk at ``out_dir``, or rendered into
-    ``files``) says about the config names nodes may still carry: the old
-    device-plugin and mig-parted ConfigMaps' configs and kept names, the
-    names each old NodePool of a pool still in the fleet selected, and the
-    names each old NodeFeatureRule of a static pool still in the fleet put on
-    its nodes (``gpuplan.identity.PreviousConfigs``). Reads those files only,
-    never the whole tree, through the bounded manifest reader.
-
-    A static pool's names come from its old rule and, for the name its last
-    change kept, from the old annotation (``static_kept``). Entries of the old
-    annotation for a pool the old tree labelled through a NodeFeatureRule never
-    become Karpenter names, should the pool turn into a Karpenter pool."""
-    from gpuplan.identity import (
-        DEVICE_PLUGIN_CONFIG_LABEL, DEVICE_PLUGIN_CONFIGMAP, MIG_CONFIG_LABEL, MIG_PARTED_CONFIG_KEY,
-        MIG_PARTED_CONFIGMAP, POOL_LABEL, PreviousConfigs,
-    )
-    from gpuplan.provisioning import static_nodes
-
-    def docs(path: str) -> list[dict]:
-        if files is not None:
-            return _old_docs_in_memory(files, path)
-        return _old_docs_on_disk(out_dir, path) if out_dir is not None else []
-
-    raw, owners = _configmap(docs(DEVICE_PLUGIN_CONFIG_FILE), DEVICE_PLUGIN_CONFIGMAP)
-    data = {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}
-    raw, mig_owners = _configmap(docs(MIG_PARTED_CONFIG_FILE), MIG_PARTED_CONFIGMAP)
-    mig_data: dict = {}
-    text = raw.get(MIG_PARTED_CONFIG_KEY)
-    if isinstance(text, str):
-        parsed = _old_docs_in_memory({"config": text.encode("utf-8")}, "config")
-        configs = dig(parsed[0], "mig-configs") if len(parsed) == 1 else None
-        mig_data = {k: v for k, v in configs.items() if isinstance(k, str)} if isinstance(configs, dict) else {}
-    namespaces, kept_ns = _project_namespaces(rf, docs)
-    if not data and not mig_data:
-        return PreviousConfigs(retire=retire, namespaces=namespaces, retire_namespaces=retire_namespaces,
-                               kept_namespaces=kept_ns)
-    static_owners: dict[str, str] = {}
-    static_mig_owners: dict[str, str] = {}
-    static_kept: dict[str, str] = {}
-    static_mig_kept: dict[str, str] = {}
-    for pv in rf.pools:
-        # the old tree's NodeFeatureRule of this pool (static there), whatever the pool is now
-        rules = _rule_labels(docs(f"pools/{pv.name}/node-labels.yaml"), pv.name, POOL_LABEL)
-        if rules:
-            # kept for static nodes: never read back for Karpenter; for a pool still static, the
-            # name its last change kept (identity._static_names keeps it until the next change)
-            for names, kept in ((owners, static_kept), (mig_owners, static_mig_kept)):
-                for name in [n for n, p in names.items() if p == pv.name]:
-                    if static_nodes(pv.pool):
-                        kept[name] = pv.name
-                    del names[name]
-        if static_nodes(pv.pool):
-            for labels in rules:
-                for label, names in ((DEVICE_PLUGIN_CONFIG_LABEL, static_owners),
-                                     (MIG_CONFIG_LABEL, static_mig_owners)):
-                    if isinstance(labels.get(label), str):
-                        names[labels[label]] = pv.name
-    for pv in rf.pools:
-        if pv.pool.karpenter is None:
-            continue
-        for d in docs(f"pools/{pv.name}/nodepool.yaml"):
-            labels = dig(d, "spec", "template", "metadata", "labels") if d.get("kind") == "NodePool" else None
-            if not isinstance(labels, dict) or labels.get(POOL_LABEL) != pv.name:
-                continue
-            for label, names in ((DEVICE_PLUGIN_CONFIG_LABEL, owners), (MIG_CONFIG_LABEL, mig_owners)):
-                if isinstance(labels.get(label), str):
-                    names[labels[label]] = pv.name
-    return PreviousConfigs(data=data, owners=owners, retire=retire, mig_data=mig_data, mig_owners=mig_owners,
-                           namespaces=namespaces, retire_namespaces=retire_namespaces, kept_namespaces=kept_ns,
-                           static_owners=static_owners, static_mig_owners=static_mig_owners,
-                           static_kept=static_kept, static_mig_kept=static_mig_kept)
-
-
-def _rule_labels(docs: list[dict], pool: str, pool_label: str) -> list[dict]:
-    """The label sets of the NodeFeatureRule rules among ``docs`` that label ``pool``'s nodes
-    (the rule's own ``gpuplan.dev/pool`` label), whatever a hand edit left there."""
-    out = []
-    for d in docs:
-        rules = dig(d, "spec", "rules") if d.get("kind") == "NodeFeatureRule" else None
-        for rule in rules if isinstance(rules, list) else ():
-            labels = rule.get("labels") if isinstance(rule, dict) else None
-            if isinstance(labels, dict) and labels.get(pool_label) == pool:
-                out.append(labels)
-    return out
-
-
 def spec_label(spec: Path | str, out_dir: Path | str) -> str:
     """How generated files name their spec: relative to the output tree's parent,
     so the text does not depend on the working directory."""
@@ -389,9 +209,13 @@ def compile_fleet(
     # bytes, unless ``files`` writes them out).
     rf = checked.resolved
     # config names that nodes of the existing tree may still carry (#27)
+    kept_diags: list[Diagnostic] = []
     if options.keep_previous:
+        from gpuplan.kept import discarded_diagnostics, previous_configs
+
         rf.previous = previous_configs(rf, out_dir=out_dir, retire=options.retire_configs,
                                        retire_namespaces=options.retire_namespaces)
+        kept_diags = discarded_diagnostics(rf.previous, Path(out_dir).as_posix())
     out = Path(out_dir).as_posix()
     v = None
     if options.verify:
@@ -399,13 +223,26 @@ def compile_fleet(
 
         v = Verifier(VerifyOptions(kubernetes_version=rf.fleet.spec.cluster.kubernetes_version, nearest_version=True))
 
+    from gpuplan.identity import PROJECT_PATH
+
+    destinations: set[str] = set()
+
     def each(p: str, docs, fs) -> None:
         tree.keep(p, docs)
+        if p == PROJECT_PATH:
+            destinations.update(dig(x, "namespace") for d in docs for x in dig(d, "spec", "destinations") or ())
         if v is not None:
             verify_file(v, p, docs, fs, out_dir=out, old_tree=out_dir)
 
     files = render_files(rf, spec_label(path, out_dir), files, each=each)
-    tree_diags = check_tree(rf, tree)
+    if options.keep_previous:
+        from gpuplan.identity import mig_config_name, plugin_config_key
+        from gpuplan.kept import retire_diagnostics
+
+        current = {plugin_config_key(rf, pv) for pv in rf.pools} | {mig_config_name(pv) for pv in rf.pools}
+        kept_diags += retire_diagnostics(rf.previous, options.retire_configs, options.retire_namespaces,
+                                         current, destinations)  # a retired name is never kept: current
+    tree_diags = kept_diags + check_tree(rf, tree)
     if has_errors(tree_diags, strict=options.strict):
         return Compiled(normalise(checked.diagnostics + tree_diags), resolved=rf, sources=checked.sources)
     if v is None:

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, is_dra
+from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, any_dra, is_dra
 from gpuplan.provisioning import (
     POOL_LABEL, autoscaled, karpenter_pool, node_group_pool, operator_runs_driver, platform_gpu_stack, platform_taints,
     static_nodes, template_labels, tier_node_selector,
@@ -570,7 +570,7 @@ _HASH_SUFFIX = re.compile(r"-[0-9a-f]{8}")
 @dataclass(frozen=True)
 class PreviousConfigs:
     """What the existing generated tree says about device-plugin config names,
-    read by the driver (``gpuplan.compiler.previous_configs``) before lowering.
+    read by the driver (``gpuplan.kept.previous_configs``) before lowering.
 
     ``data``: the old ConfigMap's keys and values, as written; ``owners``: name
     -> Karpenter pool, from the old NodePools' template labels and the old
@@ -602,6 +602,13 @@ class PreviousConfigs:
     # its NodeFeatureRule (the name the pool's last change replaced)
     static_kept: dict[str, str] = field(default_factory=dict)
     static_mig_kept: dict[str, str] = field(default_factory=dict)
+    # what the old tree states that no build could have written, and why: destination -> why,
+    # file -> why its kept-configs annotation was not read (gpuplan.kept, GP810)
+    discarded_namespaces: dict[str, str] = field(default_factory=dict)
+    discarded_configs: dict[str, str] = field(default_factory=dict)
+    # name -> the device-plugin config its old ConfigMap value states, parsed (None: not one
+    # object): a kept name must be the content hash of it (_kept)
+    plugin_bodies: dict[str, Any] = field(default_factory=dict)
 
 
 def kept_plugin_configs(rf: ResolvedFleet) -> dict[str, tuple[str, str]]:
@@ -652,7 +659,7 @@ def kept_plugin_configs(rf: ResolvedFleet) -> dict[str, tuple[str, str]]:
     served = {pv.name for pv in rf.pools if not is_dra(rf, pv)}
     return _kept(rf, prev, prev.owners, _static_names(prev.static_owners, prev.static_kept, current), prev.data,
                  current, served, lambda pool: pool,
-                 lambda v: isinstance(v, str))
+                 lambda v: isinstance(v, str), lambda n, v: prev.plugin_bodies.get(n))
 
 
 def kept_mig_configs(rf: ResolvedFleet) -> dict[str, tuple[str, Any]]:
@@ -674,7 +681,7 @@ def kept_mig_configs(rf: ResolvedFleet) -> dict[str, tuple[str, Any]]:
     return _kept(rf, prev, prev.mig_owners, _static_names(prev.static_mig_owners, prev.static_mig_kept, current),
                  prev.mig_data, current, served,
                  lambda pool: f"gpuplan-{pool}",
-                 lambda v: isinstance(v, list) and bool(v) and all(isinstance(e, dict) for e in v))
+                 lambda v: isinstance(v, list) and bool(v) and all(isinstance(e, dict) for e in v), lambda n, v: v)
 
 
 def _static_names(rule: dict[str, str], kept: dict[str, str], current: set[str]) -> dict[str, str]:
@@ -695,10 +702,13 @@ def _static_names(rule: dict[str, str], kept: dict[str, str], current: set[str])
 
 
 def _kept(rf: ResolvedFleet, prev: PreviousConfigs, owners: dict[str, str], static_owners: dict[str, str],
-          data: dict[str, Any], current: set[str], served: set[str], prefix_of, valid) -> dict[str, tuple[str, Any]]:
+          data: dict[str, Any], current: set[str], served: set[str], prefix_of, valid,
+          body_of) -> dict[str, tuple[str, Any]]:
     """``owners``: name -> Karpenter pool (old NodePools, the old annotation), kept while the pool is
     a Karpenter pool; ``static_owners``: name -> static pool (the old NodeFeatureRules only), kept
-    while the pool is static (:func:`_static_names`)."""
+    while the pool is static (:func:`_static_names`). A name is kept only with the body it was made
+    from: its hash suffix is the content hash of ``body_of(name, value)``, recomputed (a hand edit can
+    change neither; gpuplan.kept)."""
     out: dict[str, tuple[str, Any]] = {}
     named = sorted([*((n, p, False) for n, p in owners.items()), *((n, p, True) for n, p in static_owners.items())])
     for name, pool, static in named:
@@ -716,6 +726,8 @@ def _kept(rf: ResolvedFleet, prev: PreviousConfigs, owners: dict[str, str], stat
         prefix = prefix_of(pool)[: 63 - 9]
         if not valid(value) or not name.startswith(prefix) or not _HASH_SUFFIX.fullmatch(name[len(prefix):]):
             continue
+        if content_name(prefix_of(pool), body_of(name, value)) != name:
+            continue  # not the body this name was made from
         out[name] = (pool, value)
     return out
 
@@ -1061,3 +1073,35 @@ def guaranteed_nodepool_name(pool: str) -> str:
 
 def guaranteed_taint(pool: str) -> dict[str, str]:
     return {"key": GUARANTEED_TAINT_KEY, "value": pool, "effect": "NoSchedule"}
+
+
+# The namespace the DRA driver's chart installs into (gpuplan.lower.dra)
+DRA_NAMESPACE = "dra-driver-nvidia-gpu"
+
+
+def exempt_namespaces(rf: ResolvedFleet) -> dict[str, str]:
+    """Namespaces no admission binding selects, and why: the cluster's system namespaces
+    (kube-proxy, CNI and CSI node plugins tolerate every taint), the namespaces of what
+    gpuplan installs (the GPU Operator's validator pods request a GPU; its and the DRA
+    driver's DaemonSets tolerate the GPU pools), the GitOps engine's, Kueue's, the monitoring
+    namespace and ``admission.unmanagedNamespaces``: trusted, and said so in
+    docs/placement.md "Threat model". A tenant namespace among them would be outside the
+    boundary (gpuplan.rules.tenancy refuses it)."""
+    c = rf.fleet.spec.cluster
+    spec = rf.fleet.spec
+    g = c.gitops
+    out: dict[str, str] = {}
+    for ns in c.admission.unmanaged_namespaces:
+        out[ns] = "listed in cluster.admission.unmanagedNamespaces"
+    for ns in c.admission.system_namespaces:
+        out[ns] = "listed in cluster.admission.systemNamespaces"
+    if any_dra(rf):
+        out[DRA_NAMESPACE] = "the DRA driver's namespace"
+    if spec.monitoring is not None and spec.monitoring.namespace:
+        out[spec.monitoring.namespace] = "the monitoring namespace (monitoring.namespace)"
+    if spec.queueing is not None:
+        out[spec.queueing.kueue.namespace] = "Kueue's namespace (queueing.kueue.namespace)"
+    out[g.namespace or ("argocd" if g.engine == "argocd" else "flux-system")] = \
+        f"the {'Argo CD' if g.engine == 'argocd' else 'Flux'} namespace"
+    out[c.gpu_operator.namespace] = "the GPU Operator's namespace"
+    return dict(sorted(out.items()))

@@ -38,11 +38,11 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("check-objects", ("gpuplan.placement", "gpuplan.verify", "gpuplan.objchecks")),
     ("write", ("gpuplan.output",)),
     ("report", ("gpuplan.report", "gpuplan.drift", "gpuplan.probe")),
-    ("driver", ("gpuplan.compiler", "gpuplan.reporters", "gpuplan.pr_report", "gpuplan.cli", "gpuplan.__main__",
+    ("driver", ("gpuplan.compiler", "gpuplan.kept", "gpuplan.reporters", "gpuplan.pr_report", "gpuplan.cli", "gpuplan.__main__",
                 "gpuplan.importer")),
 )
 # The pipeline's driver may import lowering targets; nothing else outside lower/ may.
-MAY_IMPORT_LOWER = ("gpuplan.lower", "gpuplan.compiler", "gpuplan.codes", "gpuplan.cli")
+MAY_IMPORT_LOWER = ("gpuplan.lower", "gpuplan.compiler", "gpuplan.kept", "gpuplan.codes", "gpuplan.cli")
 
 
 def _modules() -> dict[str, Path]:

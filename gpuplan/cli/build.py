@@ -23,17 +23,19 @@ output_option = click.option(
 
 def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, allow_outside: bool = False,
              verify: bool = False, files=None, retire: frozenset[str] = frozenset(),
-             retire_namespaces: frozenset[str] = frozenset()):
+             retire_namespaces: frozenset[str] = frozenset(), extra: list | None = None):
     """Compile (in memory, unless ``files`` takes the bytes: then the spec's
     positions are freed once checked, as nothing after reads them); print
-    diagnostics; None when the spec is invalid."""
+    diagnostics (and ``extra``, in the same report); None when the spec is invalid."""
     from gpuplan.compiler import Options, compile_fleet
 
     compiled = compile_fleet(fleet, out_dir=out_dir, files=files,
                              options=Options(strict=strict, allow_inventory_outside=allow_outside, verify=verify,
                                              release_spec=files is not None, retire_configs=retire,
                                              retire_namespaces=retire_namespaces))
-    emit(compiled.diagnostics, fmt, verbose=verbose, sources=compiled.sources)
+    from gpuplan.diagnostics import normalise
+
+    emit(normalise(compiled.diagnostics + (extra or [])), fmt, verbose=verbose, sources=compiled.sources)
     if compiled.rejected:
         return compiled
     if compiled.resolved is None or not compiled.files:
@@ -106,22 +108,45 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, retire: tup
         )
 
 
+base_option = click.option(
+    "--base", "base_dir", default=None, type=click.Path(),
+    help="The base branch's generated tree (what the cluster was synced from): the tree's kept state "
+         "(kept AppProject destinations and config names) must be there too, or the change widens "
+         "what the cluster accepts (GP811). A missing directory is a base without a tree.")
+
+
+def _judge(fleet: str, tree_label: str, tree_docs, base_dir: str) -> list:
+    """GP811: the kept state of the tree (``tree_docs``) that the base tree does not have."""
+    from gpuplan.kept import docs_of, judge
+
+    return judge(tree_docs, tree_label, docs_of(root=base_dir), Path(base_dir).as_posix(), fleet)
+
+
 @click.command()
 @fleet_argument
 @output_option
+@base_option
 @format_option
 @verbose_option
 @outside_option
 @click.pass_context
-def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool, allow_outside: bool) -> None:
-    """Exit 3 with a unified diff when the generated tree does not match FLEET."""
+def check(ctx: click.Context, fleet: str, out_dir: str, base_dir: str | None, fmt: str, verbose: bool,
+          allow_outside: bool) -> None:
+    """Exit 3 with a unified diff when the generated tree does not match FLEET;
+    exit 1 when, with --base, it keeps state the base tree does not have."""
     from gpuplan.output.tree import NOT_READ, TREE_CHANGED, TreeCheck, TreeError
 
     _refuse_tree_path(ctx, out_dir, fleet, fmt)
+    judged: list = []
+    if base_dir is not None:
+        from gpuplan.kept import docs_of
+
+        _refuse_tree_path(ctx, base_dir, fleet, fmt, option="--base")
+        judged = _judge(fleet, Path(out_dir).as_posix(), docs_of(root=out_dir), base_dir)
     try:
         # each file is compared with the disk as it is rendered; only those that differ are kept
         tree = TreeCheck(Path(out_dir))
-        compiled = _compile(fleet, out_dir, fmt, False, verbose, allow_outside, files=tree)
+        compiled = _compile(fleet, out_dir, fmt, False, verbose, allow_outside, files=tree, extra=judged)
         if compiled is None:
             ctx.exit(int(ExitCode.INVALID))
         result = tree.result()
@@ -129,6 +154,8 @@ def check(ctx: click.Context, fleet: str, out_dir: str, fmt: str, verbose: bool,
         emit([exc.diagnostic], fmt)
         ctx.exit(int(ExitCode.INVALID))
     if result.ok:
+        if judged:  # reported with the spec's diagnostics
+            ctx.exit(int(ExitCode.INVALID))
         if fmt == "text":
             click.echo(f"{out_dir}: up to date ({len(compiled.files)} files)")
         return
@@ -185,8 +212,30 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str, old_dir: str | 
 
     ds = disruption.disruptions_of(a, b, tier_needs(compiled.resolved))
     d = diff_objects(a, b)
+    judged = []
+    if old_dir is not None:  # the base tree: kept state this change adds shows first
+        from gpuplan.kept import docs_of
+
+        judged = _judge(fleet, Path(out_dir).as_posix(), docs_of(files=compiled.files), old_dir)
     if fmt == "markdown":
-        head = disruption.render_markdown(ds)
+        head = _kept_markdown(judged) + disruption.render_markdown(ds)
         click.echo(head + "\n" + render_markdown(d, max_chars=60_000 - len(head)), nl=False)
     else:
-        click.echo(disruption.render_text(ds) + "\n" + render_text(d), nl=False)
+        click.echo(_kept_text(judged) + disruption.render_text(ds) + "\n" + render_text(d), nl=False)
+
+
+def _kept_markdown(judged: list) -> str:
+    """GP811 findings as the first block of the diff (names are DNS labels and config names: no
+    Markdown in them; messages quote them in code spans)."""
+    if not judged:
+        return ""
+    lines = ["**Kept state the base tree does not have** (GP811: this change widens what the cluster "
+             "accepts)", ""]
+    lines += [f"- {d.message} Fix: `{d.hint}`" for d in judged]
+    return "\n".join(lines) + "\n\n"
+
+
+def _kept_text(judged: list) -> str:
+    if not judged:
+        return ""
+    return "".join(f"error[GP811]: {d.message}\n  hint: {d.hint}\n" for d in judged) + "\n"

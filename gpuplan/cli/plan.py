@@ -62,7 +62,8 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
             emit(old_diags, "text", sources=old_sources)
             ctx.exit(int(ExitCode.INVALID))
             return
-        from gpuplan.compiler import previous_configs, render_files
+        from gpuplan.compiler import render_files
+        from gpuplan.kept import previous_configs
         from gpuplan.report.diff import capacity_diff
         from gpuplan.report.disruption import disruptions
 

@@ -61,7 +61,7 @@ def verify_cluster(ctx: click.Context, fleet: str, live: tuple[str, ...], fmt: s
     import os
 
     if os.path.isdir(tree):
-        from gpuplan.compiler import previous_configs
+        from gpuplan.kept import previous_configs
 
         rf.previous = previous_configs(rf, out_dir=tree)
     result = verify(rf, parsed, planned_quotas(rf), planned_objects(rf, *PLANNED_ADMISSION_AND_QUEUES))

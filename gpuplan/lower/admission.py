@@ -44,6 +44,7 @@ from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.dra import IMPLICIT_DRA_PREFIX
+from gpuplan.identity import exempt_namespaces as identity_exempt
 from gpuplan.identity import POOL_LABEL, POOL_TAINT_KEY, PRIORITY_LABEL, QUEUE_LABEL, content_name
 from gpuplan.lower.common import metadata, obj
 from gpuplan.resolve import ResolvedFleet
@@ -100,31 +101,22 @@ def enabled(rf: ResolvedFleet) -> bool:
 
 
 def exempt_namespaces(rf: ResolvedFleet) -> list[str]:
-    """Namespaces no binding selects: the cluster's system namespaces (kube-proxy, CNI and CSI
-    node plugins tolerate every taint), the namespaces of what gpuplan installs (the GPU
-    Operator's validator pods request a GPU; its and the DRA driver's DaemonSets tolerate the
-    GPU pools), the GitOps engine's and ``admission.unmanagedNamespaces`` - trusted, and said so
-    in docs/placement.md "Threat model"."""
-    from gpuplan.dra import any_dra
-    from gpuplan.lower.dra import NAMESPACE as DRA_NAMESPACE
-    from gpuplan.lower.gitops import gitops_namespace
+    """Namespaces no binding selects (gpuplan.identity.exempt_namespaces says why)."""
+    return list(identity_exempt(rf))
 
-    c = rf.fleet.spec.cluster
-    spec = rf.fleet.spec
-    out = {c.gpu_operator.namespace, gitops_namespace(rf), *c.admission.system_namespaces,
-           *c.admission.unmanaged_namespaces}
-    if spec.queueing is not None:
-        out.add(spec.queueing.kueue.namespace)
-    if any_dra(rf):
-        out.add(DRA_NAMESPACE)
-    if spec.monitoring is not None and spec.monitoring.namespace:
-        out.add(spec.monitoring.namespace)
-    return sorted(out)
+
+# JSON writes a character beyond the Basic Multilingual Plane as a UTF-16 surrogate pair
+# ("\ud83d\ude00"), which CEL refuses (cel-spec langdef.md "String and Bytes Values": \u
+# takes a code point, and surrogates are none); CEL's own escape for it is \U and 8 hex digits
+_SURROGATE_PAIR = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})")
 
 
 def _lit(v: Any) -> str:
-    """A CEL literal (JSON strings and lists are CEL string and list literals)."""
-    return json.dumps(v, ensure_ascii=True)
+    """A CEL literal (JSON strings and lists are CEL string and list literals, but for
+    the escape of a character beyond U+FFFF)."""
+    text = json.dumps(v, ensure_ascii=True)
+    return _SURROGATE_PAIR.sub(lambda m: m[1] + "\\U%08x" % (0x10000 + ((int(m[2], 16) - 0xD800) << 10)
+                                                            + int(m[3], 16) - 0xDC00), text)
 
 
 def workloads(rf: ResolvedFleet) -> dict[str, tuple[str, str, str]]:

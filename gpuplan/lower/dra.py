@@ -63,7 +63,7 @@ from gpuplan.dra import (
 from gpuplan.k8s_features_dra import RESOURCE_API
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
-from gpuplan.identity import TIER_LABEL, dra_app_name
+from gpuplan.identity import DRA_NAMESPACE, TIER_LABEL, dra_app_name
 from gpuplan.lower.gitops import FLUX_HELM_API, FLUX_SOURCE_API, argo_chart_application, gitops_namespace
 from gpuplan.lower.common import FLUX_OPERATOR_DIR, engine, object_annotations
 from gpuplan.resolve import ResolvedFleet
@@ -72,7 +72,7 @@ from gpuplan.spec.models import Tenant
 CHART = "dra-driver-nvidia-gpu"
 CHART_REPO_OCI = "oci://registry.k8s.io/dra-driver-nvidia/charts"
 RELEASE = "dra-driver-nvidia-gpu"
-NAMESPACE = "dra-driver-nvidia-gpu"
+NAMESPACE = DRA_NAMESPACE
 VALUES_PATH = "dra-driver/values.yaml"
 ARGO_APP_PATH = "delivery/dra-driver.yaml"
 FLUX_PATH = f"{FLUX_OPERATOR_DIR}/dra-driver.yaml"

@@ -20,6 +20,7 @@ from typing import Iterable, Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.identity import exempt_namespaces
 from gpuplan.resolve import ResolvedFleet
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -71,7 +72,37 @@ E_OPERATOR_NAMESPACE = Code(
     good="gpuOperator: {namespace: gpu-operator}",
 )
 
-CODES = (E_SYSTEM_NAMESPACE, I_PREEMPTS_NOTHING, W_PRIORITY_INVERSION, W_EMPTY_TENANT, E_OPERATOR_NAMESPACE)
+E_EXEMPT_NAMESPACE = Code(
+    "GP506", "tenant namespace is exempt from the admission policies", Severity.ERROR,
+    "No admission binding selects the namespaces gpuplan's own components and the cluster's trusted "
+    "agents run in (`admission.unmanagedNamespaces`, `admission.systemNamespaces`, the monitoring, "
+    "Kueue and DRA driver namespaces; docs/placement.md \"Threat model\"). A tenant namespace among "
+    "them is outside the boundary: its pods may request any GPU, tolerate every pool and skip Kueue, "
+    "while its tenant page describes a contract nothing enforces.",
+    bad="cluster: {admission: {unmanagedNamespaces: [vision]}}\ntenants:\n  - {name: vision, namespaces: [vision]}",
+    good="cluster: {admission: {unmanagedNamespaces: [logging]}}\ntenants:\n  - {name: vision, namespaces: [vision]}",
+)
+W_PRIVILEGED_TENANT = Code(
+    "GP507", "tenant namespaces admit privileged pods", Severity.WARNING,
+    "`podSecurity: privileged` lets the tenant's pods run privileged containers, mount host paths and "
+    "use the host's namespaces: a privileged container on a GPU node sees every GPU of the node "
+    "(`/dev/nvidia*`), whatever it requested, and can change the node's MIG layout. Only for a tenant "
+    "trusted like a node agent.",
+    bad="tenants:\n  - {name: vision, namespaces: [vision], podSecurity: privileged}",
+    good="tenants:\n  - {name: vision, namespaces: [vision]}   # baseline",
+)
+W_UNTRUSTED_CONTROLLER = Code(
+    "GP508", "queueing.controllers names a user a tenant controls", Severity.WARNING,
+    "`queueing.controllers` are the users that may create pods of a queued tier outside Kueue's gate. "
+    "A tenant namespace's service account (`system:serviceaccount:<tenant namespace>:<name>`) is a "
+    "user the tenant can act as, and `system:anonymous` is every unauthenticated request the cluster "
+    "admits: either lets a tenant run a queued tier's pods past its ClusterQueue's quota.",
+    bad="queueing: {controllers: [system:serviceaccount:vision:default]}",
+    good="queueing: {controllers: [system:serviceaccount:kube-system:job-controller]}",
+)
+
+CODES = (E_SYSTEM_NAMESPACE, I_PREEMPTS_NOTHING, W_PRIORITY_INVERSION, W_EMPTY_TENANT, E_OPERATOR_NAMESPACE,
+         E_EXEMPT_NAMESPACE, W_PRIVILEGED_TENANT, W_UNTRUSTED_CONTROLLER)
 
 
 def reserved_namespaces(rf: ResolvedFleet) -> dict[str, str]:
@@ -89,6 +120,7 @@ def reserved_namespaces(rf: ResolvedFleet) -> dict[str, str]:
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
     yield from _operator_namespace(rf)
     yield from _namespaces(rf)
+    yield from _trust(rf)
     yield from _priorities(rf)
     yield from _empty(rf)
 
@@ -104,6 +136,45 @@ def _namespaces(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                               ("spec", "tenants", i, "namespaces", j),
                               hint=f"give the tenant its own namespace, e.g. {tn.name}-{ns.removeprefix('kube-')}"
                               if not ns.startswith(tn.name) else "give the tenant its own namespace")
+
+
+def _trust(rf: ResolvedFleet) -> Iterator[Diagnostic]:
+    """Exemptions and trust the spec grants a tenant: a namespace no policy binds, privileged
+    pods, a controller user the tenant can act as."""
+    reserved = reserved_namespaces(rf)
+    exempt = exempt_namespaces(rf)
+    tenant_ns: dict[str, str] = {}
+    for i, tn in enumerate(rf.fleet.spec.tenants):
+        for j, ns in enumerate(tn.namespaces):
+            tenant_ns.setdefault(ns, tn.name)
+            why = exempt.get(ns)
+            if why and ns not in reserved and not ns.startswith("kube-"):  # those are GP501
+                yield rf.diag(E_EXEMPT_NAMESPACE,
+                              f"tenant {tn.name!r} claims namespace {ns!r}, which no admission policy binds: "
+                              f"it is {why}", ("spec", "tenants", i, "namespaces", j),
+                              hint="give the tenant a namespace of its own, or drop it from the exempt list")
+        if tn.pod_security == "privileged":
+            yield rf.diag(W_PRIVILEGED_TENANT,
+                          f"tenant {tn.name!r} runs with podSecurity: privileged: its containers may be "
+                          "privileged and see every GPU of the node they run on",
+                          ("spec", "tenants", i, "podSecurity"),
+                          hint="drop podSecurity (baseline), unless the tenant is trusted like a node agent")
+    q = rf.fleet.spec.queueing
+    for k, user in enumerate(q.controllers or () if q is not None else ()):
+        parts = user.split(":")
+        owner = tenant_ns.get(parts[2]) if len(parts) == 4 and parts[:2] == ["system", "serviceaccount"] \
+            else None
+        if user == "system:anonymous":
+            why = "every unauthenticated request the cluster admits"
+        elif owner is not None:
+            why = f"a service account of tenant {owner!r}'s namespace {parts[2]!r}, which the tenant can act as"
+        else:
+            continue
+        yield rf.diag(W_UNTRUSTED_CONTROLLER,
+                      f"queueing.controllers names {user!r}, {why}: it may create pods of queued tiers past "
+                      "Kueue's quota", ("spec", "queueing", "controllers", k),
+                      hint="list only the controllers' own users, e.g. "
+                           "system:serviceaccount:kube-system:job-controller")
 
 
 def _operator_namespace(rf: ResolvedFleet) -> Iterator[Diagnostic]:

@@ -754,7 +754,30 @@ class Capi(Model):
                 "and topology (docs/capi.md): put the labels in `labels`, the taints in `taints`",
                 {"flags": ", ".join(taken)},
             )
+        # kubeadm joins the flags with spaces into one variable of
+        # /var/lib/kubelet/kubeadm-flags.env (kubernetes/kubernetes@v1.36.3
+        # cmd/kubeadm/app/phases/kubelet/flags.go:77-80, `%s=%q` of strings.Join(args, " ");
+        # constants/constants.go:325 KUBELET_KUBEADM_ARGS), and the kubelet's systemd unit
+        # passes $KUBELET_KUBEADM_ARGS unquoted, which systemd splits at whitespace
+        # (systemd.service(5) "Command lines"): a space in a value starts another flag;
+        # quotes, backslashes, `$` and backticks are refused with it, as a shell reads them
+        # (a cloud-init variable, `{{ ds.meta_data.uuid }}`, is rendered from the machine's own
+        # metadata before kubeadm runs: allowed as a bare dotted name)
+        bad = sorted(k for k, val in (v or {}).items() if _UNSAFE_FLAG_VALUE.search(_CLOUD_INIT_VAR.sub("", val)))
+        if bad:
+            raise PydanticCustomError(
+                "capi_kubelet_value",
+                "kubeletExtraArgs {keys}: a value with whitespace, a quote, a backslash, `$`, a backtick or a brace "
+                "(but for a cloud-init variable in double braces, such as ds.meta_data.uuid) "
+                "would pass more flags to the kubelet (kubeadm writes them into one shell-split line); "
+                "write one flag per key, e.g. cloud-provider: external",
+                {"keys": ", ".join(bad)},
+            )
         return v
+
+
+_UNSAFE_FLAG_VALUE = re.compile(r"[\s\"'\\`${}]")
+_CLOUD_INIT_VAR = re.compile(r"\{\{ ?[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)* ?\}\}")
 
 
 class CapacityReservation(Model):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.rules.helpers import Run, edit, only, position
 
 EXAMPLE = (Path(__file__).parents[2] / "examples" / "onprem-capi.yaml").read_text()
@@ -188,3 +190,25 @@ def test_static_cpu_manager_needs_a_reservation_in_the_bootstrap_drop_in_too(tmp
                 "topology: {policy: restricted, scope: pod}")
     d = only(Run(tmp_path)(text), "GP607")
     assert "train-h100" in d.message
+
+
+@pytest.mark.parametrize("value", ['"external --node-labels=gpuplan.dev/pool=train-h100"',
+                                   '"external\\n--register-with-taints=a=b:NoSchedule"',
+                                   "\"x' --config-dir=/tmp/x\"", '"$(id)"', '"{{ \'a --b\' }}"'])
+def test_a_kubelet_flag_value_cannot_carry_more_flags(tmp_path, value):
+    """kubeadm joins kubeletExtraArgs into one line that systemd splits at whitespace
+    (cmd/kubeadm/app/phases/kubelet/flags.go:77-80): a value that holds a space, a newline or a
+    quote would put `--node-labels` or `--register-with-taints`, which gpuplan owns, on the kubelet's
+    command line. Refused at the value's line; a cloud-init variable stays allowed."""
+    from gpuplan.compiler import check_fleet
+
+    good = '"metal3://{{ ds.meta_data.providerid }}"'
+    assert good in EXAMPLE
+    text = EXAMPLE.replace(good, value, 1)
+    p = tmp_path / "fleet.yaml"
+    p.write_text(text, encoding="utf-8")
+    [d] = [d for d in check_fleet(p).diagnostics if d.is_error]
+    assert d.code == "GP104" and "provider-id" in d.message and "more flags" in d.message
+    assert d.line == text[:text.index(value)].count("\n") + 1
+    p.write_text(EXAMPLE, encoding="utf-8")
+    assert not [d for d in check_fleet(p).diagnostics if d.is_error]

@@ -16,7 +16,7 @@ import yaml
 from tests.outputkit import compile_ok, docs, one
 
 from gpuplan.compiler import Options, compile_fleet
-from gpuplan.identity import DEVICE_PLUGIN_CONFIG_LABEL, KEPT_CONFIGS_ANNOTATION, POOL_LABEL
+from gpuplan.identity import DEVICE_PLUGIN_CONFIG_LABEL, KEPT_CONFIGS_ANNOTATION, POOL_LABEL, content_name
 from gpuplan.output.tree import write_tree
 
 REPO = Path(__file__).resolve().parents[2]
@@ -214,16 +214,23 @@ def test_static_pools_keep_the_name_of_their_last_change(tmp_path):
 
 def test_a_hand_written_kept_name_is_not_carried(tmp_path):
     """The annotation is read back from a committed tree: only `<pool>-<8 hex>`
-    names of a Karpenter pool that the old ConfigMap holds are kept."""
+    names of a Karpenter pool that the old ConfigMap holds are kept, and only with
+    the body whose content hash they are (a name another body was made from, or any
+    body under a well-shaped name, is a hand edit)."""
     before = _build(tmp_path, SLICED)
     cm_path = tmp_path / "generated" / CM
     cm = yaml.safe_load(cm_path.read_text(encoding="utf-8"))
     cm["data"]["evil"] = "version: v1\n"
     cm["data"]["batch-l4-zzzzzzzz"] = "version: v1\n"
     cm["data"]["infer-l40s-00000000"] = "version: v1\n"
+    # a real name (the hash of a sharing config) over another body: all GPUs shared 64 ways
+    real = {"version": "v1", "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}}}
+    forged = content_name("batch-l4", real)
+    cm["data"][forged] = yaml.safe_dump({**real, "sharing": {"timeSlicing": {
+        "resources": [{"name": "nvidia.com/gpu", "replicas": 64}]}}})
     cm["metadata"].setdefault("annotations", {})[KEPT_CONFIGS_ANNOTATION] = json.dumps(
         {"evil": "batch-l4", "batch-l4-zzzzzzzz": "batch-l4", "mig-a100-00000000": "mig-a100",
-         "infer-l40s-00000000": "infer-l40s"})
+         "infer-l40s-00000000": "infer-l40s", forged: "batch-l4"})
     cm_path.write_text(yaml.safe_dump(cm), encoding="utf-8")
     after = _build(tmp_path, SLICED)
     assert _keys(after) == _keys(before)
@@ -300,9 +307,11 @@ def test_a_static_pool_carries_at_most_one_old_name(tmp_path):
     cfgs = yaml.safe_load(cm["data"]["config.yaml"])
     stale = next(n for n in cfgs["mig-configs"] if n != "all-disabled")
     pool = stale[len("gpuplan-"):-9]
-    extra = [stale[:-8] + "00000000", stale[:-8] + "11111111"]
-    for n in extra:
-        cfgs["mig-configs"][n] = cfgs["mig-configs"][stale]
+    # two old layouts, named as a build names them (the hash of their entries)
+    bodies = [[{**e, "devices": [i]} for e in cfgs["mig-configs"][stale]] for i in (0, 1)]
+    extra = [content_name(stale[:-9], b) for b in bodies]
+    for n, b in zip(extra, bodies):
+        cfgs["mig-configs"][n] = b
     cm["data"]["config.yaml"] = yaml.safe_dump(cfgs)
     cm["metadata"].setdefault("annotations", {})[KEPT_CONFIGS_ANNOTATION] = json.dumps({n: pool for n in extra})
     (tmp_path / "generated" / MIG_CM).write_text(yaml.safe_dump(cm), encoding="utf-8")
@@ -317,16 +326,17 @@ def test_a_name_kept_for_static_nodes_is_not_read_back_for_karpenter(tmp_path):
     """A pool that was static in the old tree (its NodeFeatureRule) and is a Karpenter pool now:
     the annotation's entry for it was kept for its static nodes, and no node
     Karpenter launches carries it. Without the old rule the same entry is a Karpenter name."""
-    from gpuplan.compiler import previous_configs
+    from gpuplan.kept import previous_configs
     from gpuplan.identity import MIG_CONFIG_LABEL, kept_mig_configs
 
     (tmp_path / "fleet.yaml").write_text(AWS, encoding="utf-8")
     c = compile_ok(tmp_path / "fleet.yaml")
     current = _mig_label(c, "pools/mig-a100/nodepool.yaml")
-    stale = current[:-8] + "00000000"
     cm = one(c, MIG_CM)
     cfgs = yaml.safe_load(cm["data"]["config.yaml"])
-    cfgs["mig-configs"][stale] = cfgs["mig-configs"][current]
+    old_layout = [{**e, "devices": [0]} for e in cfgs["mig-configs"][current]]
+    stale = content_name(current[:-9], old_layout)
+    cfgs["mig-configs"][stale] = old_layout
     cm["data"]["config.yaml"] = yaml.safe_dump(cfgs)
     cm["metadata"].setdefault("annotations", {})[KEPT_CONFIGS_ANNOTATION] = json.dumps({stale: "mig-a100"})
     tree = {**c.files, MIG_CM: yaml.safe_dump(cm).encode()}

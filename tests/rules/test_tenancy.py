@@ -69,3 +69,44 @@ def test_gp505_own_namespace_passes(run, ns, engine):
                 f"      repoURL: https://git.example.com/fleet.git\n      engine: {engine}\n"
                 f"    gpuOperator: {{namespace: {ns}}}\n")
     assert "GP505" not in run.codes(text)
+
+
+@pytest.mark.parametrize("exempting", [
+    "    admission: {unmanagedNamespaces: [alpha-ns]}\n",
+    "    admission: {systemNamespaces: [kube-system, alpha-ns]}\n",
+])
+def test_gp506_a_tenant_namespace_no_policy_binds_is_refused_at_its_line(run, exempting):
+    """A tenant namespace that is also exempt (unmanaged, system, monitoring, Kueue, DRA driver)
+    is outside every admission binding (gpuplan.identity.exempt_namespaces)."""
+    text = edit(BASE, "      repoURL: https://git.example.com/fleet.git\n",
+                "      repoURL: https://git.example.com/fleet.git\n" + exempting)
+    d = only(run(text), "GP506")
+    assert (d.line, d.col) == position(text, "alpha-ns]\n      quotas")
+    assert "alpha-ns" in d.message and "cluster.admission" in d.message
+    fixed = exempting.replace("alpha-ns]", "logging]")
+    assert "GP506" not in run.codes(edit(text, exempting, fixed))
+
+
+def test_gp506_the_monitoring_namespace_is_no_tenant_namespace(run):
+    text = edit(BASE, "  tenants:\n", "  monitoring: {namespace: alpha-ns}\n  tenants:\n")
+    d = only(run(text), "GP506")
+    assert "monitoring namespace" in d.message
+    assert "GP506" not in run.codes(edit(text, "{namespace: alpha-ns}", "{namespace: monitoring}"))
+
+
+def test_gp507_a_privileged_tenant_is_a_warning_at_its_line(run):
+    text = edit(BASE, "      namespaces: [alpha-ns]\n", "      namespaces: [alpha-ns]\n      podSecurity: privileged\n")
+    d = only(run(text), "GP507")
+    assert d.severity.value == "warning" and (d.line, d.col) == position(text, "privileged")
+    assert "GP507" not in run.codes(edit(text, "podSecurity: privileged", "podSecurity: restricted"))
+
+
+def test_gp508_controllers_a_tenant_can_act_as(run):
+    queued = edit(BASE, "  tenants:\n", "  queueing:\n    kueue: {chartVersion: 0.19.2}\n"
+                  "    controllers: [\"system:serviceaccount:kube-system:job-controller\", \"CONTROLLER\"]\n  tenants:\n")
+    for user, why in (("system:serviceaccount:alpha-ns:default", "tenant 'alpha'"),
+                      ("system:anonymous", "unauthenticated")):
+        text = queued.replace("CONTROLLER", user)
+        d = only(run(text), "GP508")
+        assert why in d.message and (d.line, d.col) == position(text, f"\"{user}")
+    assert "GP508" not in run.codes(queued.replace("CONTROLLER", "system:serviceaccount:ops:launcher"))

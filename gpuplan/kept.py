@@ -1,0 +1,516 @@
+"""Kept state: what the previous tree may hand to the next build, and the
+judgement of a tree's kept state against a trusted base tree.
+
+Some objects must outlive their spec entry (docs/transitions.md): device-plugin
+and mig-parted config names that old nodes still carry
+(:func:`gpuplan.identity.kept_plugin_configs`) and AppProject destinations that a
+pending prune needs (:func:`gpuplan.lower.gitops.kept_namespaces`). The build
+reads them back from the existing ``generated/`` tree, which a pull request can
+edit like any file. So a build keeps only what a previous build could have
+written:
+
+- a config name that its ConfigMap's ``gpuplan.dev/kept-configs`` annotation
+  lists, of the shape ``<pool>-<8 hex digits>``, whose digits are the content
+  hash of its body, recomputed (:func:`gpuplan.identity.content_name`; checked
+  in ``identity._kept``);
+- a destination of the old AppProject that is not reserved (a Kubernetes system
+  namespace, ``kube-*``, or one the spec exempts from admission:
+  :func:`gpuplan.identity.exempt_namespaces`) and that the old annotation lists
+  or the old tree managed (a Namespace object or an Application destination
+  there).
+
+Everything else is discarded and reported (GP810), and kept state is bounded
+(:data:`MAX_KEPT`, :data:`MAX_ANNOTATION_BYTES`). What the tree alone cannot
+tell, a hand edit that adds a consistent entry, is judged against the tree the
+cluster was synced from: ``gpuplan check --base`` and ``gpuplan diff --old``
+refuse kept state the base tree does not have (GP811, :func:`judge`).
+
+Stage: driver (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from gpuplan.artifacts import dig
+from gpuplan.codes import Code
+from gpuplan.diagnostics import Diagnostic, Severity
+
+# The API server refuses more than 256 KiB of annotations on one object
+# (kubernetes v1.36.3 staging/src/k8s.io/apimachinery/pkg/api/validation/objectmeta.go:36,
+# TotalAnnotationSizeLimitB): a longer kept annotation was never applied.
+MAX_ANNOTATION_BYTES = 256 * 1024
+# Kept names per annotation: one per pool change whose old nodes are still up; more is a hand edit.
+MAX_KEPT = 1000
+# Files of the old tree scanned for evidence that it managed a namespace.
+MAX_EVIDENCE_FILES = 20_000
+
+DEVICE_PLUGIN_CONFIG_FILE = "gpu-operator/device-plugin-config.yaml"
+MIG_PARTED_CONFIG_FILE = "gpu-operator/mig-parted-config.yaml"
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+W_DISCARDED = Code(
+    "GP810", "kept state discarded", Severity.WARNING,
+    "The existing generated tree keeps state for objects that outlive their spec entry: config names "
+    "old nodes still carry (the ConfigMaps' gpuplan.dev/kept-configs annotation) and AppProject "
+    "destinations a pending prune needs (gpuplan.dev/kept-namespaces). A build keeps only what a "
+    "previous build could have written: a config name whose hash is that of its body, a destination "
+    "the old tree managed and that is no system namespace or one exempt from admission. The rest, "
+    "and anything past the bounds, is dropped and named here.",
+    bad="# a hand edit adds kube-system to the project's destinations\n"
+        "$ gpuplan build --force fleet.yaml",
+    good="# destinations come from the spec: a tenant's namespaces, the operator's namespace",
+)
+E_NOT_IN_BASE = Code(
+    "GP811", "kept state the base tree does not have", Severity.ERROR,
+    "`gpuplan check --base` and `gpuplan diff --old` judge the tree's kept state against the base "
+    "branch's tree, the one the cluster was synced from: a kept destination must be a destination "
+    "of the base tree's AppProject, a kept config name a config of the base tree's ConfigMap with "
+    "the same body. Anything else was added by this change (by hand, or kept for a namespace or "
+    "config that never reached the cluster) and would widen what the cluster accepts.",
+    bad="$ gpuplan check --base base/generated fleet.yaml   # a pull request adds a kept destination",
+    good="$ gpuplan build fleet.yaml --retire-namespace NAME   # and commit the tree",
+)
+W_RETIRE_NOTHING = Code(
+    "GP812", "retired name is not kept", Severity.WARNING,
+    "`--retire-config` and `--retire-namespace` drop a name the existing tree keeps for old nodes or "
+    "a pending prune. A name the tree does not keep (a typo, a name already retired, one still in "
+    "use by the spec) retires nothing.",
+    bad="$ gpuplan build fleet.yaml --retire-namespace vison-train",
+    good="$ gpuplan build fleet.yaml --retire-namespace vision-train",
+)
+
+CODES = (W_DISCARDED, E_NOT_IN_BASE, W_RETIRE_NOTHING)
+
+Docs = Callable[[str], list[dict]]
+
+
+# --- Reading kept state back ----------------------------------------------------------------
+
+
+def kept_configs_annotation(meta: Any) -> tuple[dict[str, str], str | None]:
+    """A ConfigMap's ``gpuplan.dev/kept-configs`` (name -> pool) and, when some or all of it
+    is not taken, why."""
+    from gpuplan.identity import KEPT_CONFIGS_ANNOTATION
+
+    kept = dig(meta, "annotations", KEPT_CONFIGS_ANNOTATION) if isinstance(meta, dict) else None
+    if kept is None:
+        return {}, None
+    if not isinstance(kept, str):
+        return {}, "the annotation is not a string"
+    if len(kept) > MAX_ANNOTATION_BYTES:
+        return {}, f"the annotation is longer than {MAX_ANNOTATION_BYTES // 1024} KiB"
+    try:
+        parsed = json.loads(kept)
+    except (ValueError, RecursionError):
+        return {}, "the annotation is not a JSON object"
+    if not isinstance(parsed, dict):
+        return {}, "the annotation is not a JSON object"
+    out = {k: v for k, v in parsed.items() if isinstance(k, str) and isinstance(v, str)}
+    why = None if len(out) == len(parsed) else "entries that are not name: pool strings"
+    if len(out) > MAX_KEPT:
+        out = dict(sorted(out.items())[:MAX_KEPT])
+        why = f"more than {MAX_KEPT} names"
+    return out, why
+
+
+def reserved_destination(rf, ns: str) -> str | None:
+    """Why ``ns`` is never kept as a destination, or None."""
+    from gpuplan.identity import exempt_namespaces
+
+    if ns in SYSTEM_NAMESPACES or ns.startswith("kube-"):
+        return "a Kubernetes system namespace"
+    why = exempt_namespaces(rf).get(ns)
+    return f"exempt from admission ({why})" if why else None
+
+
+def project_namespaces(rf, docs: Docs, evidence: Callable[[set[str]], set[str]]
+                       ) -> tuple[frozenset[str], frozenset[str], dict[str, str]]:
+    """(the destination namespaces of the fleet's own AppProject in the old tree that a build may
+    keep, those its ``gpuplan.dev/kept-namespaces`` annotation lists, namespace -> why discarded):
+    ``delivery/project/appproject.yaml``, or ``delivery/bootstrap.yaml`` for a tree from before
+    the project had its own Application. Empty under ``gitops.project`` and Flux.
+
+    ``evidence(names)``: those of ``names`` the old tree managed (a Namespace object, an
+    Application destination); asked only for destinations that neither the annotation nor the
+    spec's managed namespaces account for."""
+    g = rf.fleet.spec.cluster.gitops
+    if g.engine != "argocd" or g.project is not None:
+        return frozenset(), frozenset(), {}
+    from gpuplan.identity import BOOTSTRAP_PATH, PROJECT_PATH, project_name
+    from gpuplan.k8snames import is_dns_label
+    from gpuplan.lower.gitops import KEPT_NAMESPACES_ANNOTATION, managed_namespaces
+
+    for path in (PROJECT_PATH, BOOTSTRAP_PATH):
+        for d in docs(path):
+            if d.get("kind") != "AppProject" or dig(d, "metadata", "name") != project_name(rf):
+                continue
+            dests = dig(d, "spec", "destinations")
+            found = sorted({ns for x in dests if is_dns_label(ns := dig(x, "namespace"))}) \
+                if isinstance(dests, list) else []
+            kept = dig(d, "metadata", "annotations", KEPT_NAMESPACES_ANNOTATION)
+            listed = set(kept.split(",")) if isinstance(kept, str) and len(kept) <= MAX_ANNOTATION_BYTES \
+                else set()
+            discarded: dict[str, str] = {}
+            current = set(managed_namespaces(rf))
+            keep: list[str] = []
+            for ns in found:
+                why = reserved_destination(rf, ns) if ns not in current else None
+                if why:
+                    discarded[ns] = why
+                else:
+                    keep.append(ns)
+            unexplained = {ns for ns in keep if ns not in listed and ns not in current}
+            managed = evidence(unexplained) if unexplained else set()
+            for ns in sorted(unexplained - managed):
+                discarded[ns] = "no object of the old tree lives there"
+                keep.remove(ns)
+            extra = [ns for ns in keep if ns not in current]
+            for ns in extra[MAX_KEPT:]:
+                discarded[ns] = f"more than {MAX_KEPT} kept destinations"
+                keep.remove(ns)
+            return frozenset(keep), frozenset(ns for ns in listed if ns in keep), discarded
+    return frozenset(), frozenset(), {}
+
+
+def evidence_paths(names: Iterable[str]) -> list[str]:
+    """Which of ``names`` (tree paths) may hold a Namespace or Application gpuplan writes."""
+    out = []
+    for p in names:
+        parts = p.split("/")
+        if (len(parts) == 3 and parts[0] == "tenants" and parts[2] == "namespaces.yaml") \
+                or (len(parts) == 2 and parts[1] == "namespace.yaml") \
+                or (len(parts) == 2 and parts[0] == "delivery" and parts[1].endswith(".yaml")):
+            out.append(p)
+    return sorted(out)[:MAX_EVIDENCE_FILES]
+
+
+def tree_paths(root: str) -> list[str]:
+    """The tree paths under ``root`` that :func:`evidence_paths` reads (no symlinks followed)."""
+    out: list[str] = []
+    try:
+        with os.scandir(root) as top:
+            dirs = sorted(e.name for e in top if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    for name in dirs:
+        if name == "tenants":
+            try:
+                with os.scandir(os.path.join(root, name)) as it:
+                    out += [f"tenants/{e.name}/namespaces.yaml" for e in it if e.is_dir(follow_symlinks=False)]
+            except OSError:
+                pass
+        elif name == "delivery":
+            try:
+                with os.scandir(os.path.join(root, name)) as it:
+                    out += [f"delivery/{e.name}" for e in it if e.is_file(follow_symlinks=False)]
+            except OSError:
+                pass
+        out.append(f"{name}/namespace.yaml")
+        if len(out) > 2 * MAX_EVIDENCE_FILES:
+            break
+    return evidence_paths(out)
+
+
+def managed_in(docs: Docs, paths: list[str], names: set[str]) -> set[str]:
+    """Those of ``names`` that a Namespace object or an Application destination of ``paths`` names."""
+    out: set[str] = set()
+    for p in paths:
+        for d in docs(p):
+            if d.get("kind") == "Namespace":
+                ns = dig(d, "metadata", "name")
+            elif d.get("kind") == "Application":
+                ns = dig(d, "spec", "destination", "namespace")
+            else:
+                continue
+            if isinstance(ns, str) and ns in names:
+                out.add(ns)
+        if out == names:
+            break
+    return out
+
+
+def discarded_diagnostics(prev, tree: str) -> list[Diagnostic]:
+    """GP810 for what :func:`project_namespaces` and the config readers dropped."""
+    from gpuplan.identity import PROJECT_PATH
+
+    out = []
+    for ns, why in sorted(getattr(prev, "discarded_namespaces", {}).items()):
+        out.append(W_DISCARDED.diag(
+            f"destination {ns!r} of the old AppProject is not kept: {why}",
+            file=f"{tree}/{PROJECT_PATH}",
+            hint="nothing to do if the tree was edited by hand; destinations come from the spec"))
+    for path, why in sorted(getattr(prev, "discarded_configs", {}).items()):
+        out.append(W_DISCARDED.diag(f"the kept config names of {path} are not read: {why}", file=f"{tree}/{path}",
+                                    hint="nothing to do if the tree was edited by hand; the build writes the "
+                                         "annotation anew"))
+    return out
+
+
+def retire_diagnostics(prev, options_retire: frozenset[str], options_retire_ns: frozenset[str],
+                       current_configs: set[str], current_namespaces: set[str]) -> list[Diagnostic]:
+    """GP812 for each retired name the old tree does not keep."""
+    out = []
+    old_configs = set(getattr(prev, "data", {})) | set(getattr(prev, "mig_data", {}))
+    for name in sorted(options_retire):
+        if name not in old_configs or name in current_configs:
+            why = "is the current config of a pool" if name in current_configs else "is no config of the tree"
+            out.append(W_RETIRE_NOTHING.diag(f"--retire-config {name}: retires nothing, the name {why}",
+                                             hint="list kept names: the gpuplan.dev/kept-configs annotation of "
+                                                  "gpu-operator/device-plugin-config.yaml and mig-parted-config.yaml"))
+    old_ns = getattr(prev, "namespaces", frozenset())
+    for ns in sorted(options_retire_ns):
+        if ns not in old_ns or ns in current_namespaces:
+            why = "is a namespace of the spec" if ns in current_namespaces else "is no destination the tree keeps"
+            out.append(W_RETIRE_NOTHING.diag(f"--retire-namespace {ns}: retires nothing, the name {why}",
+                                             hint="list kept namespaces: the gpuplan.dev/kept-namespaces "
+                                                  "annotation of delivery/project/appproject.yaml"))
+    return out
+
+
+# --- Judging a tree against its base ---------------------------------------------------------
+
+
+def kept_state(docs: Docs) -> tuple[set[str], dict[str, tuple[str, Any]]]:
+    """(kept destinations, kept config name -> (file, body)) a tree states: the AppProject's
+    ``gpuplan.dev/kept-namespaces`` that are destinations, the ConfigMaps' kept-configs names
+    with their bodies."""
+    from gpuplan.identity import PROJECT_PATH
+    from gpuplan.lower.gitops import KEPT_NAMESPACES_ANNOTATION
+
+    namespaces: set[str] = set()
+    for d in docs(PROJECT_PATH):
+        if d.get("kind") != "AppProject":
+            continue
+        kept = dig(d, "metadata", "annotations", KEPT_NAMESPACES_ANNOTATION)
+        dests = dig(d, "spec", "destinations")
+        found = {dig(x, "namespace") for x in dests} if isinstance(dests, list) else set()
+        if isinstance(kept, str):
+            namespaces |= {ns for ns in kept.split(",") if ns in found}
+    configs: dict[str, tuple[str, Any]] = {}
+    for path, names in _config_bodies(docs).items():
+        for name, body in names.items():
+            configs.setdefault(name, (path, body))
+    return namespaces, {n: v for n, v in configs.items() if n in _kept_names(docs)}
+
+
+def _config_bodies(docs: Docs) -> dict[str, dict[str, Any]]:
+    """file -> config name -> body, of the device-plugin and mig-parted ConfigMaps."""
+    from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP, MIG_PARTED_CONFIG_KEY, MIG_PARTED_CONFIGMAP
+    
+    out: dict[str, dict[str, Any]] = {}
+    for path, name in ((DEVICE_PLUGIN_CONFIG_FILE, DEVICE_PLUGIN_CONFIGMAP),
+                       (MIG_PARTED_CONFIG_FILE, MIG_PARTED_CONFIGMAP)):
+        for d in docs(path):
+            if d.get("kind") != "ConfigMap" or dig(d, "metadata", "name") != name:
+                continue
+            data = d.get("data") if isinstance(d.get("data"), dict) else {}
+            if path == MIG_PARTED_CONFIG_FILE:
+                text = data.get(MIG_PARTED_CONFIG_KEY)
+                parsed = docs_in_memory({"c": text.encode("utf-8")}, "c") if isinstance(text, str) else []
+                configs = dig(parsed[0], "mig-configs") if len(parsed) == 1 else None
+                out[path] = dict(configs) if isinstance(configs, dict) else {}
+            else:
+                out[path] = dict(data)
+    return out
+
+
+def _kept_names(docs: Docs) -> set[str]:
+    out: set[str] = set()
+    for path in (DEVICE_PLUGIN_CONFIG_FILE, MIG_PARTED_CONFIG_FILE):
+        for d in docs(path):
+            if d.get("kind") == "ConfigMap":
+                out |= set(kept_configs_annotation(d.get("metadata"))[0])
+    return out
+
+
+def judge(tree: Docs, tree_label: str, base: Docs, base_label: str, fleet: str) -> list[Diagnostic]:
+    """GP811 for each kept destination of ``tree`` that is no destination of ``base``'s AppProject,
+    and each kept config name that ``base``'s ConfigMaps do not have with the same body."""
+    from gpuplan.identity import PROJECT_PATH
+
+    namespaces, configs = kept_state(tree)
+    base_dests: set[str] = set()
+    for d in base(PROJECT_PATH):
+        dests = dig(d, "spec", "destinations") if d.get("kind") == "AppProject" else None
+        base_dests |= {dig(x, "namespace") for x in dests} if isinstance(dests, list) else set()
+    base_bodies: dict[str, Any] = {}
+    for names in _config_bodies(base).values():
+        for name, body in names.items():
+            base_bodies.setdefault(name, body)
+    out = []
+    for ns in sorted(namespaces - base_dests):
+        out.append(E_NOT_IN_BASE.diag(
+            f"the AppProject keeps destination {ns!r}, which the base tree's AppProject "
+            f"({base_label}/{PROJECT_PATH}) does not admit: this change widens where Argo CD may sync",
+            file=f"{tree_label}/{PROJECT_PATH}", hint=f"gpuplan build {fleet} --retire-namespace {ns}"))
+    for name, (path, body) in sorted(configs.items()):
+        if name in base_bodies and base_bodies[name] == body:
+            continue
+        why = "has another body there" if name in base_bodies else "is not there"
+        out.append(E_NOT_IN_BASE.diag(
+            f"{path} keeps config {name!r}, which {why} in the base tree ({base_label}/{path}): no node "
+            "of the cluster can carry it", file=f"{tree_label}/{path}",
+            hint=f"gpuplan build {fleet} --retire-config {name}"))
+    return out
+
+
+def docs_on_disk(out_dir: Path | str, path: str) -> list[dict]:
+    """The objects of the existing tree's file at ``path``; none when it is
+    missing, leads out of the tree or does not load (the same bounded reader
+    as `gpuplan verify`: the committed tree is as hostile as any pull request)."""
+    from gpuplan.verify.manifests import read_file
+
+    file = os.path.join(out_dir, path)
+    try:
+        real = os.path.realpath(file)
+        root = os.path.realpath(out_dir)
+        if not real.startswith(root.rstrip(os.sep) + os.sep) or not os.path.isfile(file):
+            return []
+        docs, diags = read_file(Path(real), file)
+    except (OSError, ValueError):
+        return []
+    if any(d.is_error for d in diags):
+        return []
+    return [m.data for m in docs if isinstance(m.data, dict)]
+
+
+def docs_in_memory(files: Mapping[str, bytes], path: str) -> list[dict]:
+    from gpuplan.verify.manifests import load_text
+
+    raw = files.get(path)
+    if raw is None:
+        return []
+    try:
+        docs, diags = load_text(raw.decode("utf-8"), path)
+    except (UnicodeDecodeError, RecursionError):
+        return []
+    if any(d.is_error for d in diags):
+        return []
+    return [m.data for m in docs if isinstance(m.data, dict)]
+
+
+def docs_of(files: Mapping[str, bytes] | None = None, root: Path | str | None = None) -> Docs:
+    """A bounded reader of a tree's files: rendered (``files``) or on disk (``root``)."""
+    def docs(path: str) -> list[dict]:
+        if files is not None:
+            return docs_in_memory(files, path)
+        return docs_on_disk(root, path) if root is not None else []
+    return docs
+
+
+def _configmap(docs: list[dict], name: str) -> tuple[dict, dict[str, str], str | None]:
+    """(data, kept names, why some were not taken) of the ConfigMap ``name`` among ``docs``."""
+    for d in docs:
+        meta = d.get("metadata")
+        if d.get("kind") == "ConfigMap" and isinstance(meta, dict) and meta.get("name") == name:
+            data = d.get("data")
+            kept, why = kept_configs_annotation(meta)
+            return (data if isinstance(data, dict) else {}), kept, why
+    return {}, {}, None
+
+
+def previous_configs(rf, *, out_dir: Path | str | None = None,
+                     files: Mapping[str, bytes] | None = None, retire: frozenset[str] = frozenset(),
+                     retire_namespaces: frozenset[str] = frozenset()):
+    """What the previous tree (on disk at ``out_dir``, or rendered into
+    ``files``) says about the config names nodes may still carry: the old
+    device-plugin and mig-parted ConfigMaps' configs and kept names, the
+    names each old NodePool of a pool still in the fleet selected, and the
+    names each old NodeFeatureRule of a static pool still in the fleet put on
+    its nodes (``gpuplan.identity.PreviousConfigs``), and the old AppProject's
+    destinations a build may keep (:func:`project_namespaces`). Reads those
+    files only, never the whole tree, through the bounded manifest reader.
+
+    A static pool's names come from its old rule and, for the name its last
+    change kept, from the old annotation (``static_kept``). Entries of the old
+    annotation for a pool the old tree labelled through a NodeFeatureRule never
+    become Karpenter names, should the pool turn into a Karpenter pool."""
+    from gpuplan.identity import (
+        DEVICE_PLUGIN_CONFIG_LABEL, DEVICE_PLUGIN_CONFIGMAP, MIG_CONFIG_LABEL, MIG_PARTED_CONFIG_KEY,
+        MIG_PARTED_CONFIGMAP, POOL_LABEL, PreviousConfigs,
+    )
+    from gpuplan.provisioning import static_nodes
+
+    docs = docs_of(files, out_dir)
+
+    def evidence(names: set[str]) -> set[str]:
+        listed = files.keys() if files is not None else tree_paths(str(out_dir)) if out_dir is not None else ()
+        return managed_in(docs, evidence_paths(listed), names)
+
+    discarded_configs: dict[str, str] = {}
+    raw, owners, why = _configmap(docs(DEVICE_PLUGIN_CONFIG_FILE), DEVICE_PLUGIN_CONFIGMAP)
+    if why:
+        discarded_configs[DEVICE_PLUGIN_CONFIG_FILE] = why
+    data = {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}
+    # the configs a kept name may be made from: <pool>-<8 hex> of a pool of the fleet
+    prefixes = {pv.name[:63 - 9] for pv in rf.pools}
+    bodies = {}
+    for k, v in data.items():
+        if len(k) > 9 and k[-9] == "-" and k[:-9] in prefixes:
+            body = docs_in_memory({"config": v.encode("utf-8")}, "config")
+            bodies[k] = body[0] if len(body) == 1 else None
+    raw, mig_owners, why = _configmap(docs(MIG_PARTED_CONFIG_FILE), MIG_PARTED_CONFIGMAP)
+    if why:
+        discarded_configs[MIG_PARTED_CONFIG_FILE] = why
+    mig_data: dict = {}
+    text = raw.get(MIG_PARTED_CONFIG_KEY)
+    if isinstance(text, str):
+        parsed = docs_in_memory({"config": text.encode("utf-8")}, "config")
+        configs = dig(parsed[0], "mig-configs") if len(parsed) == 1 else None
+        mig_data = {k: v for k, v in configs.items() if isinstance(k, str)} if isinstance(configs, dict) else {}
+    namespaces, kept_ns, discarded_ns = project_namespaces(rf, docs, evidence)
+    common = dict(retire=retire, namespaces=namespaces, retire_namespaces=retire_namespaces,
+                  kept_namespaces=kept_ns, discarded_namespaces=discarded_ns, discarded_configs=discarded_configs)
+    if not data and not mig_data:
+        return PreviousConfigs(**common)
+    static_owners: dict[str, str] = {}
+    static_mig_owners: dict[str, str] = {}
+    static_kept: dict[str, str] = {}
+    static_mig_kept: dict[str, str] = {}
+    for pv in rf.pools:
+        # the old tree's NodeFeatureRule of this pool (static there), whatever the pool is now
+        rules = _rule_labels(docs(f"pools/{pv.name}/node-labels.yaml"), pv.name, POOL_LABEL)
+        if rules:
+            # kept for static nodes: never read back for Karpenter; for a pool still static, the
+            # name its last change kept (identity._static_names keeps it until the next change)
+            for names, kept in ((owners, static_kept), (mig_owners, static_mig_kept)):
+                for name in [n for n, p in names.items() if p == pv.name]:
+                    if static_nodes(pv.pool):
+                        kept[name] = pv.name
+                    del names[name]
+        if static_nodes(pv.pool):
+            for labels in rules:
+                for label, names in ((DEVICE_PLUGIN_CONFIG_LABEL, static_owners),
+                                     (MIG_CONFIG_LABEL, static_mig_owners)):
+                    if isinstance(labels.get(label), str):
+                        names[labels[label]] = pv.name
+    for pv in rf.pools:
+        if pv.pool.karpenter is None:
+            continue
+        for d in docs(f"pools/{pv.name}/nodepool.yaml"):
+            labels = dig(d, "spec", "template", "metadata", "labels") if d.get("kind") == "NodePool" else None
+            if not isinstance(labels, dict) or labels.get(POOL_LABEL) != pv.name:
+                continue
+            for label, names in ((DEVICE_PLUGIN_CONFIG_LABEL, owners), (MIG_CONFIG_LABEL, mig_owners)):
+                if isinstance(labels.get(label), str):
+                    names[labels[label]] = pv.name
+    return PreviousConfigs(data=data, owners=owners, plugin_bodies=bodies, mig_data=mig_data, mig_owners=mig_owners,
+                           static_owners=static_owners, static_mig_owners=static_mig_owners,
+                           static_kept=static_kept, static_mig_kept=static_mig_kept, **common)
+
+
+def _rule_labels(docs: list[dict], pool: str, pool_label: str) -> list[dict]:
+    """The label sets of the NodeFeatureRule rules among ``docs`` that label ``pool``'s nodes
+    (the rule's own ``gpuplan.dev/pool`` label), whatever a hand edit left there."""
+    out = []
+    for d in docs:
+        rules = dig(d, "spec", "rules") if d.get("kind") == "NodeFeatureRule" else None
+        for rule in rules if isinstance(rules, list) else ():
+            labels = rule.get("labels") if isinstance(rule, dict) else None
+            if isinstance(labels, dict) and labels.get(pool_label) == pool:
+                out.append(labels)
+    return out
