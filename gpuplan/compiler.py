@@ -255,7 +255,10 @@ def compile_fleet(
     if errors:
         verified.append(E_BUILD_REJECTED.diag(
             f"{out}: not written: {len(errors)} problem{'s' if len(errors) != 1 else ''} the API server would "
-            "reject", file=str(out), hint="fix the spec values named above; `gpuplan verify` checks any tree"))
+            "reject", file=str(out),
+            hint="the existing tree's objects refuse the change (update rules, named above): restore a hand-edited "
+                 "tree from git, or replace the objects (docs/transitions.md)" if v.update_errors == len(errors)
+            else "fix the spec values named above; `gpuplan verify` checks any tree"))
     diags = normalise(checked.diagnostics + tree_diags + verified)
     sources = {**checked.sources, **result.sources}
     if errors:

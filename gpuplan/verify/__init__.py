@@ -118,6 +118,9 @@ class Verifier:
         self._memo: dict[str, tuple[list[Problem], int, tuple[str, ...]]] = {}
         self._core_version: str | None | bool = False  # False: not looked up yet
         self.diagnostics: list[Diagnostic] = []
+        # errors only an update of the existing tree's object gives (its update rules): the old
+        # tree, not the spec, refuses the change (a hand edit there, or a transition to replace)
+        self.update_errors = 0
         self._first_at: dict[str, tuple[str, int | None, int | None]] = {}
 
     # -- one object ------------------------------------------------------------------------
@@ -266,10 +269,21 @@ class Verifier:
             self.stats.core_objects += 1
         self.stats.cel_evaluations += evaluated
         name = _name(obj)
+        update_only: set[tuple] = set()
+        if old is not None and any(p.code.severity is Severity.ERROR for p in problems):
+            created = {(p.code.code, p.path, p.message) for p in self.check(obj, None)[0]}
+            update_only = {(p.code.code, p.path, p.message) for p in problems
+                           if p.code.severity is Severity.ERROR and (p.code.code, p.path, p.message) not in created}
         for p in problems:
             line, col = locate(p.path, p.at_key)
+            hint = p.hint
+            if (p.code.code, p.path, p.message) in update_only:
+                self.update_errors += 1
+                hint = (f"{hint}; " if hint else "") + ("an update rule against the object the existing tree has at "
+                                                        "this path: if that file was edited by hand, restore it "
+                                                        "(git checkout) and build again")
             self.diagnostics.append(p.code.diag(f"{name}: {p.message}{where}", file=file, line=line, col=col,
-                                                path=_jsonpath(p.path), hint=p.hint))
+                                                path=_jsonpath(p.path), hint=hint))
         for label in skipped:
             self.stats.not_evaluated[label] = self.stats.not_evaluated.get(label, 0) + 1
             if label not in self._first_at:

@@ -181,3 +181,25 @@ def test_retiring_a_name_the_tree_does_not_keep_is_a_warning(tmp_path):
     r = _build(tmp_path, BASE, "--retire-namespace", "beta-ns", "--format", "json")
     assert not [d for d in json.loads(r.stdout)["diagnostics"] if d["code"] == "GP812"]
     assert "beta-ns" not in _dests(tmp_path / "generated")
+
+
+def test_an_update_rule_the_old_tree_trips_blames_the_old_tree(tmp_path):
+    """A hand edit to the old tree (a NodePool turned static) makes the build's update rules refuse
+    the change: exit 7, and the hints name the existing tree's object, not the spec."""
+    text = (Path(__file__).resolve().parents[2] / "examples" / "aws-burst.yaml").read_text(encoding="utf-8")
+    assert _build(tmp_path, text).exit_code == 0
+    p = tmp_path / "generated" / "pools" / "infer-l40s" / "nodepool.yaml"
+    docs = [d for d in yaml.safe_load_all(p.read_text(encoding="utf-8")) if d]
+    for d in docs:
+        if d["kind"] == "NodePool":
+            d["spec"]["replicas"] = 3
+    p.write_text(yaml.safe_dump_all(docs), encoding="utf-8")
+    r = _build(tmp_path, text, "--force", "--format", "json")
+    assert r.exit_code == ExitCode.REJECTED
+    diags = json.loads(r.stdout)["diagnostics"]
+    [summary] = [d for d in diags if d["code"] == "GP850"]
+    assert "existing tree" in summary["hint"] and "spec" not in summary["hint"]
+    assert all("existing tree" in d["hint"] for d in diags if d["code"] == "GP840")
+    # the same spec over a fresh tree: the spec is fine
+    shutil.rmtree(tmp_path / "generated")
+    assert _build(tmp_path, text).exit_code == 0
