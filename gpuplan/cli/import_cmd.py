@@ -30,7 +30,7 @@ def import_cmd(ctx: click.Context, inputs: tuple[str, ...], output: str | None, 
 
     Every inferred value carries a comment saying where it came from; what cannot be inferred is a
     `# TODO`. The draft is built back and compared with the cluster's objects; the summary (stderr)
-    names each gpuplan convention behind a difference, and findings are diagnostics (GP950-GP964).
+    names each gpuplan convention behind a difference, and findings are diagnostics (GP950-GP965).
     With --format json/sarif/... the diagnostics go to stdout when the draft is written with -o,
     and to stderr when the draft itself goes to stdout.
     Exit 0 when a draft was written, 1 when the input is invalid, nothing could be imported or

@@ -1,7 +1,7 @@
 """`gpuplan import`: a draft fleet.yaml from a running cluster's objects.
 
-    read (bounded loader) -> infer (objects -> Draft) -> emit (commented YAML)
-        -> round trip (compiler + object diff: conventions vs findings)
+    read (bounded loader) -> shapes (type check of the fields read) -> infer (objects -> Draft)
+        -> emit (commented YAML) -> round trip (compiler + object diff: conventions vs findings)
 
 Pure stages; the CLI (gpuplan.cli.import_cmd) prints and writes. docs/import.md.
 
@@ -30,8 +30,11 @@ def import_objects(objs: list, *, name: str | None = None, display: str = "fleet
                    round_trip: bool = True) -> ImportResult:
     from gpuplan.importer.emit import render
     from gpuplan.importer.infer import infer
+    from gpuplan.importer.shapes import check
 
+    objs, unread = check(objs)
     draft = infer(objs, name=name)
+    draft.diagnostics[:0] = unread
     if not draft.spec:
         return ImportResult(None, normalise(draft.diagnostics))
     text = render(draft)

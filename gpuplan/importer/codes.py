@@ -111,7 +111,19 @@ W_DRA_UNREAD = Code(
     "out, and the pool keeps the device plugin.",
     bad="DeviceClass big-gpus   # no tier big-gpus", good="DeviceClass gpuplan-inference (label gpuplan.dev/tier: inference)",
 )
+W_NOT_TRUSTED = Code(
+    "GP965", "object not trusted as configuration", Severity.WARNING,
+    "The export holds objects tenants can create in their own namespaces. The importer takes the GPU "
+    "Operator's ConfigMaps (device-plugin and mig-parted configs) only from the operator's namespace (its "
+    "ClusterPolicy's status.namespace, else its Deployment gpu-operator, else gpu-operator), and gpuplan's "
+    "namespaced objects (ResourceClaimTemplates gpuplan-<tier>-x<N>) only when they carry gpuplan's labels in "
+    "a namespace gpuplan manages that is granted the tier, and the Argo CD Applications or Flux HelmReleases "
+    "that install charts only from the engine's own namespace (argocd, flux-system, or where its controller "
+    "runs). A same-named object anywhere else is this finding, never configuration.",
+    bad="ConfigMap aaa-tenant/time-slicing-config   # the operator runs in gpu-operator",
+    good="ConfigMap gpu-operator/time-slicing-config",
+)
 
 CODES = (E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
          W_POOL_DISAGREES, I_TODO, W_UNEXPLAINED, E_EXISTS, E_DRAFT_INVALID, W_UNREAD,
-         W_KUEUE_UNREAD, W_DRA_UNREAD)
+         W_KUEUE_UNREAD, W_DRA_UNREAD, W_NOT_TRUSTED)

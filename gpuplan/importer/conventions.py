@@ -38,6 +38,7 @@ POOL_TAINT_EFFECT = "NoSchedule"  # identity.pool_binding_taint
 PART_OF_LABEL = "app.kubernetes.io/part-of"  # gpuplan.lower.common.labels
 TIER_QUOTA_PREFIX = "gpuplan-tier-"
 PRIORITY_CLASS_PREFIX = "gpuplan-"  # identity.priority_class_name
+CLAIM_TEMPLATE_PREFIX = "gpuplan-"  # gpuplan.dra.claim_template_name: gpuplan-<tier>, gpuplan-<tier>-x<N>
 # gpuplan/lower/tenancy.py _tier_description() (the default text)
 DEFAULT_TIER_DESCRIPTION = re.compile(r"gpuplan tier (?P<tier>[a-z0-9-]+): (?P<resource>\S+) on pool (?P<pool>[a-z0-9-]+)\Z")
 # identity.content_name() -> "<prefix>-<8 hex of sha256>"
@@ -97,3 +98,10 @@ DRA_NAMESPACE = "dra-driver-nvidia-gpu"
 DRA_VALUES_PATH = "dra-driver/values.yaml"
 DRA_QUOTA_KEY = re.compile(r"(?P<cls>[a-z0-9.-]+)\.deviceclass\.resource\.k8s\.io/devices\Z")
 GPU_OPERATOR_VALUES_PATH = "gpu-operator/values.yaml"
+# The GPU Operator (NVIDIA/gpu-operator): the namespace gpuplan installs it in by default
+# (spec.models.GpuOperator.namespace), the chart's operator Deployment and the ConfigMap of
+# mig-parted configs the operator uses when the ClusterPolicy names none. The ClusterPolicy is
+# cluster-scoped and the operator writes its status.namespace: evidence a tenant cannot forge.
+OPERATOR_NAMESPACE = "gpu-operator"
+OPERATOR_DEPLOYMENT = "gpu-operator"
+OPERATOR_MIG_CONFIGMAP = "default-mig-parted-config"

@@ -5,6 +5,27 @@ came from, and the diagnostics of what the cluster itself gets wrong). The
 emitter turns it into commented YAML; nothing here formats text for people
 except the provenance notes and messages.
 
+The export is partly tenants' writing: anyone who may create objects in a
+namespace can give them any name and label. So what configures the draft is
+read only from where a tenant cannot write it:
+
+* the GPU Operator's ConfigMaps (device-plugin and mig-parted configs) only
+  from the operator's namespace: its ClusterPolicy's ``status.namespace``
+  (cluster-scoped, written by the operator), else the namespace of its
+  Deployment ``gpu-operator`` when exactly one namespace has one, else (no
+  evidence, or several candidates none of which is the default) the default,
+  ``gpu-operator``, which is also what the draft then says. Reading nothing
+  rather than a guess is the safe choice: a missing config leaves a pool's
+  sharing exclusive with a finding, a tenant's would configure the fleet. A
+  ConfigMap elsewhere with the name the importer looks for is a GP965;
+* gpuplan's ResourceClaimTemplates (``gpuplan-<tier>[-x<N>]``, maxGPUsPerPod)
+  only with gpuplan's labels, in a Namespace gpuplan manages (its managed-by
+  label: Namespaces are cluster-scoped) that is granted the tier, and by the
+  majority of those namespaces (``claim_template_counts``);
+* the fleet's name only from gpuplan's labels on cluster-scoped objects.
+
+Objects reach this module type-checked (``gpuplan.importer.shapes``).
+
 Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
@@ -81,6 +102,8 @@ class Configs:
     mig_default: str | None = None
     policy: Obj | None = None
     strategy: str | None = None  # ClusterPolicy spec.mig.strategy
+    namespace: str = V.OPERATOR_NAMESPACE  # the GPU Operator's: its ConfigMaps are read only there
+    namespace_source: str | None = None  # where the namespace came from (None: the default)
 
 
 _get = dig  # a value deep in an object the cluster returned
@@ -91,34 +114,84 @@ def _is_dp_config(v: Any) -> bool:
         and "mig-configs" not in v
 
 
+def _is_mig_config(v: Any) -> bool:
+    return isinstance(v, dict) and isinstance(v.get("mig-configs"), dict)
+
+
+def operator_namespace(objs: list[Obj], policy: Obj | None, draft: Draft) -> tuple[str, str | None]:
+    """(the GPU Operator's namespace, where it came from): the ClusterPolicy's
+    status.namespace (cluster-scoped, written by the operator), else the one
+    namespace holding a Deployment gpu-operator, else gpu-operator (several
+    such Deployments and none in gpu-operator: a GP965, and the default)."""
+    if policy is not None:
+        ns = _get(policy.data, "status", "namespace")
+        if is_dns_label(ns):
+            return ns, f"from ClusterPolicy {policy.name} status.namespace"
+    deps = sorted((o for o in objs if o.kind == "Deployment" and o.api_group == "apps"
+                   and o.name == V.OPERATOR_DEPLOYMENT and is_dns_label(o.namespace)), key=lambda o: o.namespace)
+    spaces = sorted({o.namespace for o in deps})
+    if len(spaces) == 1:
+        return spaces[0], f"from Deployment {spaces[0]}/{V.OPERATOR_DEPLOYMENT}"
+    if len(spaces) > 1 and V.OPERATOR_NAMESPACE not in spaces:
+        draft.diagnostics.append(_diag(
+            C.W_NOT_TRUSTED, f"Deployments {', '.join(show(n + '/' + V.OPERATOR_DEPLOYMENT) for n in spaces[:5])} "
+            f"each could be the GPU Operator's; not trusted to tell its namespace: only {V.OPERATOR_NAMESPACE} is "
+            "read", deps[0], "metadata", "namespace",
+            hint="add the ClusterPolicy to the export (kubectl get clusterpolicies -o json): its status.namespace "
+                 "names the operator's namespace"))
+    return V.OPERATOR_NAMESPACE, None
+
+
 def find_configs(objs: list[Obj], draft: Draft) -> Configs:
-    """The device-plugin and mig-parted ConfigMaps: the ones the ClusterPolicy
-    names, else gpuplan's, else any whose values have their shape."""
+    """The device-plugin and mig-parted ConfigMaps, from the GPU Operator's
+    namespace only (``operator_namespace``): the ones the ClusterPolicy names,
+    else gpuplan's (or the operator's default mig-parted one), else any whose
+    values have their shape. A ConfigMap elsewhere with one of those names (or
+    the one taken), or with the shape when the namespace has none, is a GP965:
+    tenants create ConfigMaps in their own namespaces."""
     cfg = Configs()
     policies = sorted((o for o in objs if o.kind == "ClusterPolicy" and o.api_group == "nvidia.com"),
                       key=lambda o: o.name)
+    dp_name = mig_name = None
     if policies:
         cfg.policy = p = policies[0]
         spec = p.data.get("spec") if isinstance(p.data.get("spec"), dict) else {}
         cfg.strategy = _get(spec, "mig", "strategy") if isinstance(_get(spec, "mig", "strategy"), str) else None
         dp_name, cfg.dp_default = _get(spec, "devicePlugin", "config", "name"), _get(spec, "devicePlugin", "config", "default")
         mig_name, cfg.mig_default = _get(spec, "migManager", "config", "name"), _get(spec, "migManager", "config", "default")
-    else:
-        dp_name = mig_name = None
-    cms = sorted((o for o in objs if o.kind == "ConfigMap" and not o.api_group), key=lambda o: (o.namespace, o.name))
+        cfg.dp_default = cfg.dp_default if isinstance(cfg.dp_default, str) else None
+        cfg.mig_default = cfg.mig_default if isinstance(cfg.mig_default, str) else None
+    cfg.namespace, cfg.namespace_source = operator_namespace(objs, cfg.policy, draft)
+    every = sorted((o for o in objs if o.kind == "ConfigMap" and not o.api_group), key=lambda o: (o.namespace, o.name))
+    cms = [o for o in every if o.namespace == cfg.namespace]
+    elsewhere = [o for o in every if o.namespace != cfg.namespace]
 
-    def pick(name: Any, fallback: str, test) -> Obj | None:
-        for want in (name, fallback):
+    def shaped(o: Obj, test) -> bool:
+        data = o.data.get("data")
+        return isinstance(data, dict) and bool(data) and all(test(yaml_payload(v)) for v in data.values())
+
+    def pick(names: tuple, test) -> Obj | None:
+        for want in names:
             for o in cms:
                 if isinstance(want, str) and o.name == want:
                     return o
-        for o in cms:
-            data = o.data.get("data")
-            if isinstance(data, dict) and data and all(test(yaml_payload(v)) for v in data.values()):
-                return o
-        return None
+        return next((o for o in cms if shaped(o, test)), None)
 
-    cfg.dp_cm = pick(dp_name, V.DEVICE_PLUGIN_CONFIGMAP, _is_dp_config)
+    cfg.dp_cm = pick((dp_name, V.DEVICE_PLUGIN_CONFIGMAP), _is_dp_config)
+    cfg.mig_cm = pick((mig_name, V.MIG_PARTED_CONFIGMAP, V.OPERATOR_MIG_CONFIGMAP), _is_mig_config)
+    names = {n for n in (dp_name, mig_name, V.DEVICE_PLUGIN_CONFIGMAP, V.MIG_PARTED_CONFIGMAP, V.OPERATOR_MIG_CONFIGMAP,
+                         cfg.dp_cm.name if cfg.dp_cm else None, cfg.mig_cm.name if cfg.mig_cm else None)
+             if isinstance(n, str)}
+    for o in elsewhere:
+        if o.name in names or (cfg.dp_cm is None and shaped(o, _is_dp_config)) or \
+                (cfg.mig_cm is None and shaped(o, _is_mig_config)):
+            draft.diagnostics.append(_diag(
+                C.W_NOT_TRUSTED, f"ConfigMap {show(o.namespace)}/{show(o.name)} holds GPU Operator configs but is not "
+                f"configuration: only the operator's namespace ({cfg.namespace}) is read", o, "metadata", "namespace",
+                hint=f"kubectl get configmap -n {show(o.namespace)} {show(o.name)} --show-managed-fields -o yaml "
+                     "(who wrote it); the operator reads only its own namespace" + (
+                         "" if cfg.namespace_source else ": if it runs elsewhere, add `kubectl get clusterpolicies "
+                                                         "-o json` to the export")))
     if cfg.dp_cm is not None:
         for k, v in sorted((cfg.dp_cm.data.get("data") or {}).items()):
             parsed = yaml_payload(v)
@@ -129,12 +202,10 @@ def find_configs(objs: list[Obj], draft: Draft) -> Configs:
                                                "left out", cfg.dp_cm, "data", k))
         if cfg.dp_default is None and V.DEVICE_PLUGIN_DEFAULT_CONFIG in cfg.dp:
             cfg.dp_default = V.DEVICE_PLUGIN_DEFAULT_CONFIG
-    cfg.mig_cm = pick(mig_name, V.MIG_PARTED_CONFIGMAP,
-                      lambda v: isinstance(v, dict) and isinstance(v.get("mig-configs"), dict))
     if cfg.mig_cm is not None:
         for k, v in sorted((cfg.mig_cm.data.get("data") or {}).items()):
             parsed = yaml_payload(v)
-            if isinstance(parsed, dict) and isinstance(parsed.get("mig-configs"), dict):
+            if _is_mig_config(parsed):
                 cfg.mig_key = k
                 for name, entries in parsed["mig-configs"].items():
                     if isinstance(name, str) and isinstance(entries, list):
@@ -415,6 +486,14 @@ def _pool_sharing(name: str, model: Any, count: int | None, dp_sel: Any, mig_sel
                 C.W_MISSING_CONFIG, f"pool {name}: device-plugin config {show(dp_name)} is not in ConfigMap "
                 f"{show(cfg.dp_cm.namespace)}/{show(cfg.dp_cm.name)}", o, *label_path, V.DEVICE_PLUGIN_CONFIG_LABEL))
             todo = "the selected device-plugin config does not exist: check the pool's sharing"
+        elif dp is None and isinstance(dp_sel, str):
+            draft.diagnostics.append(_diag(
+                C.W_MISSING_CONFIG, f"pool {name}: nodes select device-plugin config {show(dp_sel)} but no "
+                f"device-plugin ConfigMap in the operator's namespace ({cfg.namespace}) was in the input", o,
+                *label_path, V.DEVICE_PLUGIN_CONFIG_LABEL,
+                hint=f"kubectl get configmaps -n {cfg.namespace} -o json (and `kubectl get clusterpolicies -o json`, "
+                     "which names the operator's namespace)"))
+            todo = "the selected device-plugin config is missing: check the pool's sharing"
         elif dp is not None:
             sources.append(f"device-plugin config {dp_name} (ConfigMap {cfg.dp_cm.name})")
     mig = (None, None)
@@ -948,7 +1027,8 @@ def check_capacity(pools: list[dict], tenants: list[dict], tiers: list[dict], ob
             for tn, n in q.items():
                 if res_of.get(tn):
                     used[res_of[tn]] = used.get(res_of[tn], 0) + n
-    quota_objs = sorted((o for o in objs if o.kind == "ResourceQuota"), key=lambda o: (o.namespace, o.name))
+    quota_objs = sorted((o for o in objs if o.kind == "ResourceQuota" and not o.api_group),
+                        key=lambda o: (o.namespace, o.name))
     for r in sorted(used):
         if used[r] > cap.get(r, 0):
             first = next((o for o in quota_objs if any(k in (r, "requests." + r) for k in (_get(o.data, "spec", "hard") or {}))), None)
@@ -1010,9 +1090,10 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     tiers, tenants = tiers_and_tenants(objs, pools, draft, kq)
     check_capacity(pools, tenants, tiers, objs, draft)
 
-    # the fleet's name: what gpuplan labelled its objects with, else --name
+    # the fleet's name: what gpuplan labelled its cluster-scoped objects with (a tenant can label
+    # anything in its namespace), else --name
     part_of = [o.labels[V.PART_OF_LABEL] for o in objs if o.labels.get(V.MANAGED_BY_LABEL) == V.MANAGED_BY_VALUE
-               and is_dns_label(o.labels.get(V.PART_OF_LABEL))]
+               and not o.namespace and is_dns_label(o.labels.get(V.PART_OF_LABEL))]
     fleet_name = name or _majority_str(part_of) or "imported"
     notes = draft.notes
     spec: dict[str, Any] = {"apiVersion": "gpuplan.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": fleet_name}}
@@ -1028,7 +1109,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     cluster: dict[str, Any] = {"kubernetesVersion": k8s or "1.33"}
     draft.note(("spec", "cluster", "kubernetesVersion"), "from the Nodes' status.nodeInfo.kubeletVersion" if k8s else None,
                None if k8s else "no Node reports a kubelet version: set the cluster's Kubernetes version")
-    dra_chart = K.find_chart(objs, V.DRA_CHART)
+    dra_chart = K.find_chart(objs, V.DRA_CHART, draft.diagnostics)
     gitops = K.gitops_from([kq.chart if kq is not None else None, dra_chart],
                            {"kueue": V.KUEUE_VALUES_PATH, "driver": V.DRA_VALUES_PATH})
     if gitops is not None:
@@ -1038,9 +1119,9 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
         cluster["gitops"] = {"engine": "argocd", "repoURL": "https://git.example.com/TODO/gpu-fleet.git"}
         draft.note(("spec", "cluster", "gitops"), None, "the GitOps engine and repository that will deliver generated/")
     op: dict[str, Any] = {}
-    if cfg.dp_cm is not None and cfg.dp_cm.namespace and cfg.dp_cm.namespace != "gpu-operator":
-        op["namespace"] = cfg.dp_cm.namespace
-        draft.note(("spec", "cluster", "gpuOperator", "namespace"), f"from ConfigMap {cfg.dp_cm.name}'s namespace")
+    if cfg.namespace != V.OPERATOR_NAMESPACE:
+        op["namespace"] = cfg.namespace
+        draft.note(("spec", "cluster", "gpuOperator", "namespace"), cfg.namespace_source)
     if cfg.policy is not None:
         ps = cfg.policy.data.get("spec") if isinstance(cfg.policy.data.get("spec"), dict) else {}
         if _get(ps, "driver", "enabled") is False:
@@ -1177,13 +1258,81 @@ def _allocation(pools: list[dict], tiers: list[dict], objs: list[Obj], chart: An
                "DRA gates the cluster sets away from its version's defaults")
     cluster["allocation"] = alloc
     # gpuplan writes gpuplan-<tier>-x<N> for maxGPUsPerPod N > 1 (gpuplan.dra.claim_template_name)
-    counts: dict[str, int] = {}
-    for o in objs:
-        if o.kind == "ResourceClaimTemplate" and o.api_group == "resource.k8s.io":
-            m = re.match(r"gpuplan-(?P<tier>[a-z0-9-]+)-x(?P<n>[0-9]{1,4})\Z", o.name)
-            if m and o.labels.get(V.TIER_LABEL) == m["tier"]:
-                counts[m["tier"]] = max(counts.get(m["tier"], 0), int(m["n"]))
+    counts = claim_template_counts(objs, draft)
     for t in tiers:
-        if t.get("pool") in names and counts.get(t["name"], 0) > 1 and "maxGPUsPerPod" not in t:
-            t["maxGPUsPerPod"] = counts[t["name"]]
-            t["_notes"]["maxGPUsPerPod"] = Note(f"from ResourceClaimTemplate gpuplan-{t['name']}-x{counts[t['name']]}")
+        if t.get("pool") in names and counts.get(t["name"], (0, ""))[0] > 1 and "maxGPUsPerPod" not in t:
+            n, where = counts[t["name"]]
+            t["maxGPUsPerPod"] = n
+            t["_notes"]["maxGPUsPerPod"] = Note(f"from ResourceClaimTemplate gpuplan-{t['name']}-x{n} ({where})")
+
+
+_CLAIM_TEMPLATE = re.compile(re.escape(V.CLAIM_TEMPLATE_PREFIX) + r"(?P<tier>[a-z0-9-]+?)(-x(?P<n>[0-9]{1,4}))?\Z")
+
+
+def managed_namespace(o: Obj | None) -> bool:
+    """A Namespace gpuplan wrote (its managed-by label): cluster-scoped, so no tenant made it."""
+    return o is not None and o.labels.get(V.MANAGED_BY_LABEL) == V.MANAGED_BY_VALUE
+
+
+def _claim_count(name: str, tier: str) -> int | None:
+    """Devices of gpuplan's claim template ``name`` for ``tier`` (gpuplan.dra.claim_template_name)."""
+    if name == f"{V.CLAIM_TEMPLATE_PREFIX}{tier}":
+        return 1
+    m = re.fullmatch(rf"{re.escape(V.CLAIM_TEMPLATE_PREFIX + tier)}-x([0-9]{{1,4}})", name)
+    return int(m[1]) if m else None
+
+
+def claim_template_counts(objs: list[Obj], draft: Draft) -> dict[str, tuple[int, str]]:
+    """tier -> (devices of its largest claim template, where): gpuplan's
+    ResourceClaimTemplates gpuplan-<tier> and gpuplan-<tier>-x<N>. A tenant can
+    create any object in its namespace, so one is read only with gpuplan's
+    labels (managed-by, gpuplan.dev/tier naming the tier its name does) in a
+    namespace gpuplan manages that is granted the tier (tier.gpuplan.dev/<tier>);
+    any other is a GP965. gpuplan writes the same templates in every granted
+    namespace: when the namespaces disagree, the largest count most of them
+    have (the smaller on a tie) is taken and the others are a GP965. (With one
+    granted namespace there is nothing to compare: its templates are taken.)"""
+    nss = {o.name: o for o in objs if o.kind == "Namespace" and not o.api_group}
+    per_ns: dict[str, dict[str, tuple[int, Obj]]] = {}  # tier -> namespace -> (largest N, template)
+    for o in sorted((o for o in objs if o.kind == "ResourceClaimTemplate" and o.api_group == "resource.k8s.io"),
+                    key=lambda o: (o.namespace, o.name)):
+        m = _CLAIM_TEMPLATE.match(o.name)
+        if m is None:
+            continue
+        tier = o.labels.get(V.TIER_LABEL)
+        n = _claim_count(o.name, tier) if isinstance(tier, str) and is_dns_label(tier) else None
+        ns = nss.get(o.namespace)
+        why = None
+        if o.labels.get(V.MANAGED_BY_LABEL) != V.MANAGED_BY_VALUE or n is None:
+            tier = m["tier"] if n is None else tier
+            why = f"it lacks gpuplan's labels ({V.MANAGED_BY_LABEL}: {V.MANAGED_BY_VALUE}, {V.TIER_LABEL}: " \
+                  f"{show(m['tier'])})"
+        elif not managed_namespace(ns):
+            why = f"its namespace is not one gpuplan manages (no Namespace {show(o.namespace)} labelled " \
+                  f"{V.MANAGED_BY_LABEL}: {V.MANAGED_BY_VALUE} in the input)"
+        elif ns.labels.get(V.TIER_NS_LABEL_PREFIX + tier) != "true":
+            why = f"its namespace is not granted tier {show(tier)} (no label {V.TIER_NS_LABEL_PREFIX}{show(tier)})"
+        if why is not None:
+            draft.diagnostics.append(_diag(
+                C.W_NOT_TRUSTED, f"ResourceClaimTemplate {show(o.namespace)}/{show(o.name)} is not read as gpuplan's: "
+                f"{why}; tier {show(tier)}'s maxGPUsPerPod is not taken from it", o, "metadata",
+                hint=f"kubectl get resourceclaimtemplate -n {show(o.namespace)} {show(o.name)} --show-managed-fields "
+                     "-o yaml (who wrote it); a tenant can create any object in its namespace"))
+            continue
+        have = per_ns.setdefault(tier, {}).get(o.namespace)
+        if have is None or n > have[0]:
+            per_ns[tier][o.namespace] = (n, o)
+    out: dict[str, tuple[int, str]] = {}
+    for tier, by_ns in sorted(per_ns.items()):
+        votes = Counter(n for n, _ in by_ns.values())
+        n = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+        agree = sorted(ns for ns, (k, _) in by_ns.items() if k == n)
+        names = ", ".join(show(ns) for ns in agree[:3]) + (" and more" if len(agree) > 3 else "")
+        for ns, (k, o) in sorted(by_ns.items()):
+            if k != n:
+                draft.diagnostics.append(_diag(
+                    C.W_NOT_TRUSTED, f"ResourceClaimTemplate {show(ns)}/{show(o.name)}: tier {tier}'s largest claim "
+                    f"template here is x{k}, in {names} x{n}; gpuplan writes the same in every namespace granted the "
+                    f"tier: the draft takes x{n}", o, "metadata", "name"))
+        out[tier] = (n, f"namespace{'s' if len(agree) > 1 else ''} {names}")
+    return out

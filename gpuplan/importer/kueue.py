@@ -54,11 +54,38 @@ class Chart:
     repo: tuple[str, str | None] | None = None  # Argo CD: the `ref: values` source (repoURL, revision)
 
 
-def find_chart(objs: list[Obj], chart: str) -> Chart | None:
+# Where the GitOps engines' own objects live: Argo CD reconciles Applications in its
+# control-plane namespace only, unless `application.namespaces` lists more
+# (argoproj/argo-cd@v3.5.1 controller/appcontroller.go, isAppNamespaceAllowed); Flux's
+# helm-controller runs in flux-system by default. An Application or HelmRelease elsewhere is a
+# tenant's to write, never the fleet's configuration.
+_ENGINE_HOMES = {"Application": ("argocd", ("argocd-application-controller",)),
+                 "HelmRelease": ("flux-system", ("helm-controller",))}
+
+
+def engine_namespace(objs: list[Obj], kind: str) -> str:
+    """The namespace of the controller that reconciles ``kind`` (its workload in the export),
+    else the engine's default."""
+    default, names = _ENGINE_HOMES[kind]
+    spaces = sorted({o.namespace for o in objs if o.api_group == "apps" and o.kind in ("Deployment", "StatefulSet")
+                     and o.name in names and isinstance(o.namespace, str)})
+    return spaces[0] if len(spaces) == 1 else default
+
+
+def find_chart(objs: list[Obj], chart: str, diagnostics: list | None = None) -> Chart | None:
     """The Argo CD Application or Flux HelmRelease that installs ``chart``
-    (by chart name, or an OCI repoURL ending in it), the first by name."""
+    (by chart name, or an OCI repoURL ending in it), the first by name, from the
+    engine's own namespace only (:func:`engine_namespace`); one elsewhere is a GP965
+    in ``diagnostics``."""
     found = []
+    homes = {kind: engine_namespace(objs, kind) for kind in _ENGINE_HOMES}
     for o in objs:
+        if o.kind in homes and o.namespace != homes[o.kind] and o.api_group in ("argoproj.io", "helm.toolkit.fluxcd.io"):
+            if diagnostics is not None and _installs(o, chart):
+                diagnostics.append(_diag(C.W_NOT_TRUSTED, f"{o.kind} {show(o.namespace + '/' + o.name)} installs "
+                                         f"{chart} outside {homes[o.kind]}, where its engine reads them: not "
+                                         "configuration", o, "metadata", "namespace"))
+            continue
         spec = o.data.get("spec") if isinstance(o.data.get("spec"), dict) else {}
         if o.kind == "Application" and o.api_group == "argoproj.io":
             sources = spec.get("sources") if isinstance(spec.get("sources"), list) else [spec.get("source")]
@@ -80,6 +107,15 @@ def find_chart(objs: list[Obj], chart: str) -> Chart | None:
                 v, ns = _get(spec, "chart", "spec", "version"), spec.get("targetNamespace")
                 found.append(Chart(o, v if isinstance(v, str) else None, ns if isinstance(ns, str) else None))
     return sorted(found, key=lambda c: (c.obj.namespace, c.obj.name))[0] if found else None
+
+
+def _installs(o: Obj, chart: str) -> bool:
+    spec = o.data.get("spec") if isinstance(o.data.get("spec"), dict) else {}
+    if o.kind == "HelmRelease":
+        return _get(spec, "chart", "spec", "chart") == chart
+    sources = spec.get("sources") if isinstance(spec.get("sources"), list) else [spec.get("source")]
+    return any(isinstance(s, dict) and (s.get("chart") == chart or (isinstance(s.get("repoURL"), str) and
+               s["repoURL"].rstrip("/").endswith("/" + chart))) for s in sources)
 
 
 def gitops_from(charts: list[Chart | None], values_path: dict[str, str]) -> tuple[dict, str] | None:
@@ -184,7 +220,8 @@ def scan(objs: list[Obj], pools: list[dict], namespaces: dict[str, Obj], tenant_
     cqs = sorted((o for o in group if o.kind == "ClusterQueue"), key=lambda o: o.name)
     if not cqs:
         return None
-    k = Kueue({}, [], None, {}, None, None, None, find_chart(objs, V.KUEUE_CHART), [])
+    k = Kueue({}, [], None, {}, None, None, None, None, [])
+    k.chart = find_chart(objs, V.KUEUE_CHART, k.diagnostics)
     for o in sorted((o for o in group if o.kind == "ResourceFlavor"), key=lambda o: o.name):
         pool = _flavor_pool(o, pools)
         if pool is None:

@@ -231,9 +231,9 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
     pc_tier = {(t.get("priorityClassName") or f"{V.PRIORITY_CLASS_PREFIX}{t['name']}"): t["name"] for t in scope["tiers"]}
     op_ns_obj = None
     for o in sorted(draft.scope.get("objects", ()), key=lambda o: (o.kind, o.namespace, o.name)):
-        if o.kind == "Namespace" and o.name == op_ns:
+        if o.kind == "Namespace" and not o.api_group and o.name == op_ns:
             op_ns_obj = o
-        if o.kind == "ResourceQuota" and o.namespace in tenant_ns:
+        if o.kind == "ResourceQuota" and not o.api_group and o.namespace in tenant_ns:
             d = _strip(o)
             sc = ((d.get("spec") or {}).get("scopeSelector") or {}).get("matchExpressions") or []
             if not sc and not (d.get("spec") or {}).get("scopes"):
