@@ -108,6 +108,22 @@ def escape(text: str | None) -> str:
 SHOWN_CHARS = 120  # a value from an input is shown in at most this many characters
 
 
+def type_name(value: Any, *, mapping: str = "an object") -> str:
+    """The JSON type of a value as messages name it: "null", "a boolean", "a number",
+    "a string", "a list", else ``mapping``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return mapping if isinstance(value, dict) else type(value).__name__
+
+
 def show(value: Any) -> str:
     """A value from an input someone else wrote (a cluster snapshot) as message text:
     one line, shortened, no control character, lone surrogate or workflow command

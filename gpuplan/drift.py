@@ -362,17 +362,9 @@ def _join(path: str, key: str) -> str:
 
 
 def _type_name(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, list):
-        return "a list"
-    return "an object"
+    from gpuplan.diagnostics import type_name
+
+    return type_name(v)
 
 
 class _Checker:

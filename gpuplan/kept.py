@@ -287,7 +287,7 @@ def kept_state(docs: Docs) -> tuple[set[str], dict[str, tuple[str, Any]]]:
             continue
         kept = dig(d, "metadata", "annotations", KEPT_NAMESPACES_ANNOTATION)
         dests = dig(d, "spec", "destinations")
-        found = {dig(x, "namespace") for x in dests} if isinstance(dests, list) else set()
+        found = {ns for x in dests if isinstance(ns := dig(x, "namespace"), str)} if isinstance(dests, list) else set()
         if isinstance(kept, str):
             namespaces |= {ns for ns in kept.split(",") if ns in found}
     configs: dict[str, tuple[str, Any]] = {}
@@ -336,7 +336,7 @@ def judge(tree: Docs, tree_label: str, base: Docs, base_label: str, fleet: str) 
     base_dests: set[str] = set()
     for d in base(PROJECT_PATH):
         dests = dig(d, "spec", "destinations") if d.get("kind") == "AppProject" else None
-        base_dests |= {dig(x, "namespace") for x in dests} if isinstance(dests, list) else set()
+        base_dests |= {ns for x in dests if isinstance(ns := dig(x, "namespace"), str)} if isinstance(dests, list) else set()
     base_bodies: dict[str, Any] = {}
     for names in _config_bodies(base).values():
         for name, body in names.items():

@@ -168,21 +168,20 @@ def check_inside(root: Path, rel: str, given: str, where: str) -> None:
 
 def _fence(text: str, info: str = "text") -> str:
     """A fenced block longer than any backtick run inside: the text cannot end it."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text.rstrip()}\n{fence}"
+    from gpuplan.report.markdown import md_fence
+
+    return md_fence(text.rstrip(), info)
 
 
 def _code(text: str) -> str:
-    """An inline code span that no backtick run in `text` can end."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
+    """An inline code span that nothing in `text` can end (a backtick run, a line break)."""
+    from gpuplan.report.markdown import md_code
+
+    return md_code(text)
 
 
 def _failed(run: Run) -> str:
-    return (f"`{' '.join(run.argv)}` exited {run.code}:\n\n"
+    return (f"{_code(' '.join(run.argv))} exited {run.code}:\n\n"
             + _fence(run.stderr.strip() or run.stdout.strip() or "(no output)"))
 
 
@@ -209,9 +208,10 @@ class _Blocks:
             self.fence = m.group(1)
             return
         low = line.strip().lower()
+        # a tag a line, at its start: "</details>" quoted inside a line (a code span) is no tag
         if low.startswith("<details"):
             self.details += 1
-        if "</details>" in low and self.details:
+        if low.startswith("</details>") and self.details:
             self.details -= 1
 
     def closers(self) -> list[str]:

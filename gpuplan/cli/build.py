@@ -210,7 +210,11 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str, old_dir: str | 
     a, b = tree_objects(old), tree_objects(compiled.files)  # parsed once for both reports
     from gpuplan.report.transition import tier_needs
 
-    ds = disruption.disruptions_of(a, b, tier_needs(compiled.resolved))
+    try:
+        ds = disruption.disruptions_of(a, b, tier_needs(compiled.resolved), old_tree=old_dir or out_dir)
+    except TreeError as exc:  # objects of the old tree no report can read (GP839)
+        emit([exc.diagnostic], "text")
+        ctx.exit(int(ExitCode.INVALID))
     d = diff_objects(a, b)
     judged = []
     if old_dir is not None:  # the base tree: kept state this change adds shows first
@@ -225,13 +229,14 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str, old_dir: str | 
 
 
 def _kept_markdown(judged: list) -> str:
-    """GP811 findings as the first block of the diff (names are DNS labels and config names: no
-    Markdown in them; messages quote them in code spans)."""
+    """GP811 findings as the first block of the diff, escaped like every Markdown string."""
     if not judged:
         return ""
     lines = ["**Kept state the base tree does not have** (GP811: this change widens what the cluster "
              "accepts)", ""]
-    lines += [f"- {d.message} Fix: `{d.hint}`" for d in judged]
+    from gpuplan.report.markdown import md_code, md_text
+
+    lines += [f"- {md_text(d.message)} Fix: {md_code(d.hint)}" for d in judged]
     return "\n".join(lines) + "\n\n"
 
 

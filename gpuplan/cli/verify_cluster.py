@@ -4,10 +4,68 @@ Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 import click
 
 from gpuplan.cli._common import emit, format_option, strict_option, verbose_option
 from gpuplan.exitcodes import ExitCode
+
+
+class _TreeFiles(Mapping[str, bytes]):
+    """The files of the tree at ``root`` (``gpuplan.kept.previous_configs`` reads a few by
+    their tree path), each read when asked for through the manifest reader `gpuplan verify`
+    uses: a regular file inside the tree, bounded in size, nesting, aliases and numbers. One
+    that cannot be read or loaded (a directory or a link out of the tree in its place, a
+    YAML error, a 5,000-digit integer) is absent, with its GP830/GP845 diagnostic in
+    ``diagnostics``; one that is not there is absent. ``listed``: the paths the mapping
+    lists (the reader asks for its evidence files among them)."""
+
+    def __init__(self, root: str, listed: list[str]) -> None:
+        self.root = root
+        self.listed = listed
+        self.diagnostics: list = []
+        self._read: dict[str, bytes | None] = {}
+
+    def __getitem__(self, path: str) -> bytes:
+        if path not in self._read:
+            self._read[path] = self._load(path)
+        got = self._read[path]
+        if got is None:
+            raise KeyError(path)
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.listed)
+
+    def __len__(self) -> int:
+        return len(self.listed)
+
+    def _load(self, path: str) -> bytes | None:
+        import os
+        from pathlib import Path
+
+        from gpuplan.verify.manifests import E_OUTSIDE, E_READ, read_file
+
+        file = os.path.join(self.root, path)
+        shown = Path(file).as_posix()
+        if not os.path.lexists(file):
+            return None
+        real, root = os.path.realpath(file), os.path.realpath(self.root)
+        if not real.startswith(root.rstrip(os.sep) + os.sep):
+            self.diagnostics.append(E_OUTSIDE.diag(f"{shown}: a symbolic link out of the tree; not read", file=shown,
+                                                   hint="restore the file from git, or rebuild the tree"))
+            return None
+        sources: dict[str, str] = {}
+        try:
+            _, diags = read_file(Path(real), shown, sources=sources)
+        except (OSError, ValueError, RecursionError) as exc:  # defence in depth: the reader reports its own
+            diags = [E_READ.diag(f"cannot read {shown}: {exc}", file=shown)]
+        errors = [d for d in diags if d.is_error]
+        if errors or shown not in sources:
+            self.diagnostics += errors
+            return None
+        return sources[shown].encode("utf-8")
 
 
 @click.command("verify-cluster")
@@ -61,9 +119,14 @@ def verify_cluster(ctx: click.Context, fleet: str, live: tuple[str, ...], fmt: s
     import os
 
     if os.path.isdir(tree):
-        from gpuplan.kept import previous_configs
+        from gpuplan.kept import previous_configs, tree_paths
 
-        rf.previous = previous_configs(rf, out_dir=tree)
+        # the files it asks for, read here so that one that does not load is said, not skipped
+        files = _TreeFiles(tree, tree_paths(tree))
+        rf.previous = previous_configs(rf, files=files)
+        if files.diagnostics:
+            emit(files.diagnostics, fmt, verbose=verbose)
+            ctx.exit(int(ExitCode.INVALID))
     result = verify(rf, parsed, planned_quotas(rf), planned_objects(rf, *PLANNED_ADMISSION_AND_QUEUES))
     from gpuplan.diagnostics import normalise
 

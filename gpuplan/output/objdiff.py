@@ -407,7 +407,7 @@ def render_text(diff: ObjectDiff) -> str:
 def _code(s: str, *, cell: bool = True) -> str:
     """A Markdown code span (safe inside a table cell when ``cell``: GitHub
     needs `\\|` there, and shows the backslash elsewhere)."""
-    s = s.replace("\n", " ")
+    s = s.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
     if cell:
         s = s.replace("|", "\\|")
     run = max((len(m) for m in re.findall(r"`+", s)), default=0)
@@ -421,6 +421,8 @@ def _cells(c: ObjectChange) -> str:
     if not k.kind:
         return f"| file | | {_code(k.path)} | {_code(c.file)} |"
     kind = f"{k.kind}.{k.group}" if k.group else k.kind
+    if not re.fullmatch(r"[A-Za-z0-9.-]+", kind):  # a hand-edited tree's kind: inert, as code
+        kind = _code(kind)
     return f"| {kind} | {_code(k.namespace) if k.namespace else ''} | {_code(k.name)} | {_code(c.file)} |"
 
 

@@ -234,15 +234,16 @@ def render_diff_text(d: CapacityDiff) -> str:
 
 
 def render_diff_markdown(d: CapacityDiff) -> str:
+    from gpuplan.report.markdown import md_text
     from gpuplan.report.tables import _md_table
 
-    parts = [f"## Change from base ({d.old_fleet} → {d.new_fleet})",
+    parts = [f"## Change from base ({md_text(d.old_fleet)} → {md_text(d.new_fleet)})",
              f"Physical GPUs {_num(d.gpus.old)} → {_num(d.gpus.new)} ({_delta(d.gpus)}); cost/month "
              f"{_num(d.cost.old)} → {_num(d.cost.new)} ({_delta(d.cost)})"]
     head, rows = _table_rows(d)
     parts.append(_md_table(head, rows) if rows else "No capacity or cost changes.")
     lines = _drain_lines(d)
-    parts.append("### Disruptive changes\n\n" + "\n".join(f"- {x}" for x in lines) if lines
+    parts.append("### Disruptive changes\n\n" + "\n".join(f"- {md_text(x)}" for x in lines) if lines
                  else "No node changes its MIG layout.")
     return "\n\n".join(parts)
 

@@ -128,17 +128,25 @@ def _drift_note(nodepool: dict) -> str:
 
 
 def disruptions(old: Mapping[str, bytes], new: Mapping[str, bytes],
-                needs: Mapping[str, Any] | None = None) -> list[Disruption]:
+                needs: Mapping[str, Any] | None = None, *, old_tree: str | None = None) -> list[Disruption]:
     """The disruptive effects of going from tree ``old`` to tree ``new``, most severe first.
-    ``needs``: pool -> the resources its tiers request (``transition.tier_needs``), when known."""
+    ``needs``: pool -> the resources its tiers request (``transition.tier_needs``), when known.
+    Raises ``gpuplan.report.treeshape.TreeShapeError`` (GP839) when ``old`` has objects of a
+    shape no API server admits (``old_tree``: its directory, for the diagnostics)."""
     from gpuplan.output.objdiff import tree_objects
 
-    return disruptions_of(tree_objects(old), tree_objects(new), needs)
+    return disruptions_of(tree_objects(old), tree_objects(new), needs, old_tree=old_tree)
 
 
-def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = None) -> list[Disruption]:
+def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = None, *,
+                   old_tree: str | None = None) -> list[Disruption]:
     """:func:`disruptions` of two trees already parsed by ``objdiff.tree_objects``
     (``gpuplan diff`` parses each tree once for both reports)."""
+    from gpuplan.report.treeshape import require
+
+    # the old tree is the cluster's present state as a pull request may have edited it: every
+    # reader below takes the types gpuplan wrote, so other types stop here, with the file named
+    require(old, tree=old_tree)
     a, b = _objects(old), _objects(new)
     out: list[Disruption] = []
 
@@ -412,16 +420,25 @@ def by_pool(ds: list[Disruption]) -> list[str]:
 
 
 def render_text(ds: list[Disruption]) -> str:
+    """Subjects and messages quote the old tree: each on one line, without a control
+    character or a workflow command (``gpuplan.diagnostics.escape``), in a terminal or a CI log."""
+    from gpuplan.diagnostics import escape
+
     if not ds:
         return "No disruptive changes (no namespace deleted, no node reconfigured or replaced)\n"
     lines = [f"DISRUPTIVE CHANGES ({len(ds)}): review before merging"]
-    lines += [f"  {row}" for row in by_pool(ds)]
+    lines += [f"  {escape(row)}" for row in by_pool(ds)]
     for d in ds:
-        lines.append(f"  [{d.severity.upper()}] {d.subject}: {d.message}")
+        lines.append(f"  [{d.severity.upper()}] {escape(d.subject)}: {escape(d.message)}")
     return "\n".join(lines) + "\n"
 
 
 def render_markdown(ds: list[Disruption]) -> str:
+    """The disruption block of a pull-request comment. Subjects and messages quote the old
+    tree (names, label values, config names a pull request can write): every one goes
+    through ``gpuplan.report.markdown.md_text``."""
+    from gpuplan.report.markdown import md_text
+
     if not ds:
         return "**No disruptive changes** (no namespace deleted, no node reconfigured or replaced).\n"
     destructive = sum(d.severity == "destructive" for d in ds)
@@ -436,11 +453,11 @@ def render_markdown(ds: list[Disruption]) -> str:
                   "in them.", ""]
     pools = by_pool(ds)
     if pools:
-        lines += ["Nodes by pool, riskiest first: " + "; ".join(pools) + ".", ""]
+        lines += ["Nodes by pool, riskiest first: " + "; ".join(map(md_text, pools)) + ".", ""]
     lines += ["| | what | effect |", "|---|---|---|"]
     for d in ds:
-        msg = d.message.replace("|", "\\|")
-        lines.append(f"| **{d.severity}** | {d.subject.replace('|', '/')} | {msg} |")
+        lines.append(f"| **{md_text(d.severity, cell=True)}** | {md_text(d.subject, cell=True)} | "
+                     f"{md_text(d.message, cell=True)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -263,29 +263,32 @@ def to_data(m: Migration) -> dict[str, Any]:
 
 
 def _lines(m: Migration, md: bool) -> list[str]:
-    code = (lambda s: f"`{s}`") if md else (lambda s: s)
+    from gpuplan.report.markdown import md_code, md_text
+
+    code = md_code if md else (lambda s: s)
+    t = md_text if md else (lambda s: s)  # a value (or a line that quotes one) as inert Markdown
     h = (lambda s: f"### {s}") if md else (lambda s: s + ":")
     out = ["## Allocation back-end migration" if md else "Allocation back-end migration", ""]
     for p in m.moves:
         where = "Karpenter nodes" if p.karpenter else f"{len(p.nodes)} node(s)"
-        out.append(h(f"pool {p.pool}: {p.old} → {p.new} ({where})"))
-        out += [f"{i}. {s}" for i, s in enumerate(p.steps, 1)]
+        out.append(h(t(f"pool {p.pool}: {p.old} → {p.new} ({where})")))
+        out += [f"{i}. {t(s)}" for i, s in enumerate(p.steps, 1)]
         out.append("")
     if m.overlaps:
-        out.append("**A node would run both back-ends:** " + "; ".join(m.overlaps) if md else
+        out.append("**A node would run both back-ends:** " + "; ".join(map(t, m.overlaps)) if md else
                    "A NODE WOULD RUN BOTH BACK-ENDS: " + "; ".join(m.overlaps))
     else:
         out.append("No node runs both back-ends: not before, not between the driver sync and the relabel, "
                    "not after.")
     out.append("")
     out.append(h("pods"))
-    out += [f"- {code(t.tier)}: {t.how}" for t in m.tiers] or ["- no tier on the moved pools"]
+    out += [f"- {code(x.tier)}: {t(x.how)}" for x in m.tiers] or ["- no tier on the moved pools"]
     out.append("")
     out.append(h("quota keys"))
     for q in m.quotas:
         change = (f"added = {q.new}" if q.old is None else f"removed (was {q.old})" if q.new is None
                   else f"{q.old} → {q.new}")
-        out.append(f"- {q.namespace}/{q.quota}: {code(q.key)} {change}")
+        out.append(f"- {t(f'{q.namespace}/{q.quota}')}: {code(q.key)} {t(change)}")
     if not m.quotas:
         out.append("- none")
     out.append("")

@@ -86,9 +86,12 @@ class Optimisation:
         return f"{title}\n{'-' * len(title)}\n\n{body}\n\n" + (self.diff or "no change to fleet.yaml proposed\n")
 
     def markdown(self) -> str:
-        body = "\n".join(f"- {x}" for x in self._lines())
+        from gpuplan.report.markdown import md_fence, md_text
+
+        body = "\n".join(f"- {md_text(x)}" for x in self._lines())
+        # the diff quotes fleet.yaml (its comments too): a fence no line of it can close
         return ("## Proposed MIG layouts (--optimise)\n\n" + body + "\n\n"
-                + (f"```diff\n{self.diff}```" if self.diff else "no change to fleet.yaml proposed."))
+                + (md_fence(self.diff.rstrip("\n"), "diff") if self.diff else "no change to fleet.yaml proposed."))
 
     def html(self) -> str:
         items = "".join(f"<li>{escape(x)}</li>" for x in self._lines())

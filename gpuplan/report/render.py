@@ -136,13 +136,21 @@ def _tenant_summary(r: CapacityReport, table: Callable) -> str:
 
 def tenant_markdown(tn) -> str:
     """One tenant's rows of the Tenants table (the detail file of a large fleet)."""
-    return f"# Capacity: tenant {tn.name}\n\n" + _md_table(_TENANT_HEAD, _one_tenant_rows(tn)) + "\n"
+    from gpuplan.report.markdown import md_text
+
+    return f"# Capacity: tenant {md_text(tn.name)}\n\n" + _md_table(_TENANT_HEAD, _one_tenant_rows(tn)) + "\n"
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Callable,
-              tenant_details: bool = True) -> list[str]:
+              tenant_details: bool = True, esc: Callable[[str], str] = _same) -> list[str]:
+    """The report's parts; ``esc`` makes a value from the spec inert in the format
+    (Markdown: ``gpuplan.report.markdown.md_text``), ``table`` does so for its cells."""
     tenants = table(*_tenant_rows(r)) if tenant_details else _tenant_summary(r, table)
-    parts = [heading(1, f"Capacity: {r.fleet}"), _summary(r), heading(2, "Pools"), table(*_pool_rows(r)),
+    parts = [heading(1, f"Capacity: {esc(r.fleet)}"), _summary(r), heading(2, "Pools"), table(*_pool_rows(r)),
              heading(2, "Tiers"), table(*_tier_rows(r)), heading(2, "Tenants"), tenants]
     if r.queues is not None:
         from gpuplan.queues import queue_rows
@@ -155,7 +163,7 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
     if r.boundary is not None:
         from gpuplan.placement.boundary import boundary_rows, summary
 
-        parts += [heading(2, "Tenancy boundary (who can run where)"), summary(r.boundary),
+        parts += [heading(2, "Tenancy boundary (who can run where)"), esc(summary(r.boundary)),
                   table(*boundary_rows(r.boundary))]
         if r.boundary.breaches:
             parts.append(table(["namespace", "pod", "gets"], [[x.namespace, x.pod, x.escape]
@@ -174,7 +182,7 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
     if diagrams:
         parts.append(heading(2, "MIG layouts"))
         for p, u, text in diagrams:
-            parts.append(f"{p.name}: {layout_text(u.layout)} on {u.gpus} GPUs — idle per GPU: "
+            parts.append(f"{esc(p.name)}: {esc(layout_text(u.layout))} on {u.gpus} GPUs — idle per GPU: "
                          f"{u.compute_slices - u.used_compute} compute, {u.memory_slices - u.used_memory} memory "
                          f"slices (pool total {u.idle_compute}/{u.idle_memory})")
             parts.append(code(text))
@@ -189,14 +197,14 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
                "Autoscaled pools are capped in whole nodes (Karpenter: NodePool `limits.nodes`; node groups: "
                "their maximum size)")
         notes.append(how + ", the ceiling that holds whatever the nodes advertise: " + "; ".join(
-                         f"{p.name} ≤ {p.nodes} nodes = {p.physical_gpus} GPUs" for p in capped) + ".")
+                         f"{esc(p.name)} ≤ {p.nodes} nodes = {p.physical_gpus} GPUs" for p in capped) + ".")
     if r.placement is not None:
         from gpuplan.placement import karpenter_order
 
         order = karpenter_order(r.placement.pools)
         if order:
             notes.append("Karpenter tries NodePools by weight, then name descending: "
-                         + ", ".join(f"{p.name} ({p.weight})" for p in order) + ".")
+                         + ", ".join(f"{esc(p.name)} ({p.weight})" for p in order) + ".")
     parts.append(heading(2, "Notes"))
     parts.extend(notes)
     return parts
@@ -225,7 +233,9 @@ def render_markdown(r: CapacityReport, diff=None, optimise=None, disruption=None
     def heading(level: int, title: str) -> str:
         return "#" * level + " " + title
 
-    parts = _sections(r, _md_table, heading, lambda t: "```\n" + t + "\n```", tenant_details)
+    from gpuplan.report.markdown import md_fence, md_text
+
+    parts = _sections(r, _md_table, heading, md_fence, tenant_details, md_text)
     if disruption is not None:  # first and loudly: before the capacity report
         from gpuplan.report.disruption import render_markdown as disruption_markdown
 

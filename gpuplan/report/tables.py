@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from gpuplan.capacity import CapacityReport, PoolReport, TierReport
+from gpuplan.report.markdown import md_text
 
 
 def money(x: float | None) -> str:
@@ -102,7 +103,7 @@ def _text_table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def _md_cell(c: str) -> str:
-    return c.replace("|", "\\|")
+    return md_text(c, cell=True)
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> str:

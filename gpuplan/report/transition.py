@@ -255,10 +255,10 @@ def advertised(plugin_config: Any, mig_entries: Any, strategy: str) -> tuple[str
     sharing = _dict(_dict(plugin_config).get("sharing"))
     for mode in ("timeSlicing", "mps"):
         block = _dict(sharing.get(mode))
-        for r in block.get("resources") or ():
-            r = _dict(r)
-            name = r.get("name")
-            if name in names:
+        resources = block.get("resources")  # a ConfigMap payload of the old tree: any shape
+        for r in resources if isinstance(resources, list) else ():
+            name = _dict(r).get("name")
+            if isinstance(name, str) and name in names:
                 names.discard(name)
                 names.add(f"{name}{SHARED_SUFFIX}" if block.get("renameByDefault") else str(name))
     return tuple(sorted(names))

@@ -64,7 +64,18 @@ E_OUTSIDE = Code(
     bad="generated/leak.yaml -> /etc/kubernetes/admin.conf", good="generated/pools/a/nodepool.yaml (a regular file)",
 )
 
-CODES = (E_READ, E_DUPLICATE, E_NOT_OBJECT, I_PLAIN, E_TOO_LARGE_OBJECT, E_OUTSIDE)
+E_SHAPE = Code(
+    "GP839", "tree object of a shape no cluster runs", Severity.ERROR,
+    "An object of a tree that `gpuplan diff` or `gpuplan plan --base` reads as the cluster's present "
+    "state (the old tree: the base branch's, or the one at -o, which a pull request can edit) has a "
+    "field of a type Kubernetes never gives it: `metadata.labels` that is a list, a `spec` that is a "
+    "string, a `kind` that is not a Kubernetes kind, a null where an object belongs. No API server "
+    "admitted it, so no change can be worked out from it: the report is not written.",
+    bad="apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {name: gpu-a}\nspec:\n  rules: x",
+    good="apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\nmetadata: {name: gpu-a}\nspec:\n  rules: []",
+)
+
+CODES = (E_READ, E_DUPLICATE, E_NOT_OBJECT, I_PLAIN, E_TOO_LARGE_OBJECT, E_OUTSIDE, E_SHAPE)
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 MAX_DEPTH = 100  # a Kubernetes object nests ~20 levels; Helm values inline a few more
@@ -167,6 +178,12 @@ _MERGE = "tag:yaml.org,2002:merge"
 
 
 _BOUNDS_HINT = "Kubernetes objects are never this deep or this large; remove the recursive anchors or nesting"
+_LONG_NUMBER = "no Kubernetes field holds a number this long; quote it if it is text"
+# An integer's value, at most: decimal integers of more digits than Python turns into text
+# (sys.get_int_max_str_digits(), 4,300) are refused as they are read; an integer in
+# another base (0x..., 0o..., 0b..., YAML 1.1's 1:30:00) has no such limit, and one this
+# large (over 3,800 decimal digits) would fail, as a ValueError, wherever it is shown.
+MAX_INT_BITS = 12_800
 
 
 class _TooBig(Exception):
@@ -227,8 +244,13 @@ class _Builder:
                 except (ValueError, OverflowError) as exc:
                     # int() of more digits than sys.get_int_max_str_digits() (4,300)
                     raise _TooBig(f"{node.value[:20]}...: {str(exc).split(';')[0]}" if len(node.value) > 20
-                                  else f"{node.value}: {exc}", node,
-                                  hint="no Kubernetes field holds a number this long; quote it if it is text") from None
+                                  else f"{node.value}: {exc}", node, hint=_LONG_NUMBER) from None
+                if isinstance(v, int) and v.bit_length() > MAX_INT_BITS:
+                    # a hexadecimal, octal, binary or sexagesimal (1:30:00) integer has no digit limit:
+                    # its value would fail later, where anything turns it into text
+                    raise _TooBig(f"{node.value[:20]}{'...' if len(node.value) > 20 else ''}: an integer of "
+                                  f"{v.bit_length():,} bits, more than {MAX_INT_BITS:,} (any number gpuplan "
+                                  "reads fits in 64)", node, hint=_LONG_NUMBER)
             self.done[nid] = v
             return v
         if node.id == "sequence":
