@@ -50,7 +50,6 @@ MAX_EVIDENCE_FILES = 20_000
 DEVICE_PLUGIN_CONFIG_FILE = "gpu-operator/device-plugin-config.yaml"
 MIG_PARTED_CONFIG_FILE = "gpu-operator/mig-parted-config.yaml"
 
-SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 W_DISCARDED = Code(
     "GP810", "kept state discarded", Severity.WARNING,
@@ -120,6 +119,7 @@ def kept_configs_annotation(meta: Any) -> tuple[dict[str, str], str | None]:
 def reserved_destination(rf, ns: str) -> str | None:
     """Why ``ns`` is never kept as a destination, or None."""
     from gpuplan.identity import exempt_namespaces
+    from gpuplan.rules.tenancy import SYSTEM_NAMESPACES
 
     if ns in SYSTEM_NAMESPACES or ns.startswith("kube-"):
         return "a Kubernetes system namespace"
@@ -198,21 +198,22 @@ def tree_paths(root: str) -> list[str]:
         return []
     for name in dirs:
         if name == "tenants":
-            try:
-                with os.scandir(os.path.join(root, name)) as it:
-                    out += [f"tenants/{e.name}/namespaces.yaml" for e in it if e.is_dir(follow_symlinks=False)]
-            except OSError:
-                pass
+            out += [f"tenants/{e}/namespaces.yaml" for e in _entries(os.path.join(root, name), dirs=True)]
         elif name == "delivery":
-            try:
-                with os.scandir(os.path.join(root, name)) as it:
-                    out += [f"delivery/{e.name}" for e in it if e.is_file(follow_symlinks=False)]
-            except OSError:
-                pass
+            out += [f"delivery/{e}" for e in _entries(os.path.join(root, name), dirs=False)]
         out.append(f"{name}/namespace.yaml")
         if len(out) > 2 * MAX_EVIDENCE_FILES:
             break
     return evidence_paths(out)
+
+
+def _entries(path: str, *, dirs: bool) -> list[str]:
+    """The names of the directories (``dirs``) or regular files in ``path``, no symlink followed."""
+    try:
+        with os.scandir(path) as it:
+            return [e.name for e in it if (e.is_dir if dirs else e.is_file)(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def managed_in(docs: Docs, paths: list[str], names: set[str]) -> set[str]:
@@ -290,22 +291,29 @@ def kept_state(docs: Docs) -> tuple[set[str], dict[str, tuple[str, Any]]]:
         found = {ns for x in dests if isinstance(ns := dig(x, "namespace"), str)} if isinstance(dests, list) else set()
         if isinstance(kept, str):
             namespaces |= {ns for ns in kept.split(",") if ns in found}
+    bodies, kept_names = _config_bodies(docs)
     configs: dict[str, tuple[str, Any]] = {}
-    for path, names in _config_bodies(docs).items():
+    for path, names in bodies.items():
         for name, body in names.items():
-            configs.setdefault(name, (path, body))
-    return namespaces, {n: v for n, v in configs.items() if n in _kept_names(docs)}
+            if name in kept_names:
+                configs.setdefault(name, (path, body))
+    return namespaces, configs
 
 
-def _config_bodies(docs: Docs) -> dict[str, dict[str, Any]]:
-    """file -> config name -> body, of the device-plugin and mig-parted ConfigMaps."""
+def _config_bodies(docs: Docs) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """(file -> config name -> body, the names their kept-configs annotations list) of the
+    device-plugin and mig-parted ConfigMaps, each file read once."""
     from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP, MIG_PARTED_CONFIG_KEY, MIG_PARTED_CONFIGMAP
-    
+
     out: dict[str, dict[str, Any]] = {}
+    kept: set[str] = set()
     for path, name in ((DEVICE_PLUGIN_CONFIG_FILE, DEVICE_PLUGIN_CONFIGMAP),
                        (MIG_PARTED_CONFIG_FILE, MIG_PARTED_CONFIGMAP)):
         for d in docs(path):
-            if d.get("kind") != "ConfigMap" or dig(d, "metadata", "name") != name:
+            if d.get("kind") != "ConfigMap":
+                continue
+            kept |= set(kept_configs_annotation(d.get("metadata"))[0])
+            if dig(d, "metadata", "name") != name:
                 continue
             data = d.get("data") if isinstance(d.get("data"), dict) else {}
             if path == MIG_PARTED_CONFIG_FILE:
@@ -315,16 +323,7 @@ def _config_bodies(docs: Docs) -> dict[str, dict[str, Any]]:
                 out[path] = dict(configs) if isinstance(configs, dict) else {}
             else:
                 out[path] = dict(data)
-    return out
-
-
-def _kept_names(docs: Docs) -> set[str]:
-    out: set[str] = set()
-    for path in (DEVICE_PLUGIN_CONFIG_FILE, MIG_PARTED_CONFIG_FILE):
-        for d in docs(path):
-            if d.get("kind") == "ConfigMap":
-                out |= set(kept_configs_annotation(d.get("metadata"))[0])
-    return out
+    return out, kept
 
 
 def judge(tree: Docs, tree_label: str, base: Docs, base_label: str, fleet: str) -> list[Diagnostic]:
@@ -338,7 +337,7 @@ def judge(tree: Docs, tree_label: str, base: Docs, base_label: str, fleet: str) 
         dests = dig(d, "spec", "destinations") if d.get("kind") == "AppProject" else None
         base_dests |= {ns for x in dests if isinstance(ns := dig(x, "namespace"), str)} if isinstance(dests, list) else set()
     base_bodies: dict[str, Any] = {}
-    for names in _config_bodies(base).values():
+    for names in _config_bodies(base)[0].values():
         for name, body in names.items():
             base_bodies.setdefault(name, body)
     out = []
