@@ -224,11 +224,17 @@ def compile_fleet(
         v = Verifier(VerifyOptions(kubernetes_version=rf.fleet.spec.cluster.kubernetes_version, nearest_version=True))
 
     from gpuplan.identity import PROJECT_PATH
+    from gpuplan.kept import is_step_path
+    import hashlib
 
     destinations: set[str] = set()
 
+    rendered: dict[str, str] = {}  # the admission files' SHA-256, for the proof at every sync step
+
     def each(p: str, docs, fs) -> None:
         tree.keep(p, docs)
+        if options.keep_previous and is_step_path(p):
+            rendered[p] = hashlib.sha256(fs[p]).hexdigest()
         if p == PROJECT_PATH:
             destinations.update(dig(x, "namespace") for d in docs for x in dig(d, "spec", "destinations") or ())
         if v is not None:
@@ -243,6 +249,14 @@ def compile_fleet(
         kept_diags += retire_diagnostics(rf.previous, options.retire_configs, options.retire_namespaces,
                                          current, destinations)  # a retired name is never kept: current
     tree_diags = kept_diags + check_tree(rf, tree)
+    if options.keep_previous and not has_errors(tree_diags, strict=options.strict):
+        from gpuplan.kept import previous_step_docs
+
+        old = previous_step_docs(out_dir, rendered)
+        if old is not None:  # the boundary at every step of the sync from the existing tree
+            from gpuplan.objchecks.placement import step_diagnostics
+
+            tree_diags += step_diagnostics(rf, old, placement_docs(rf), out, tree.diag)
     if has_errors(tree_diags, strict=options.strict):
         return Compiled(normalise(checked.diagnostics + tree_diags), resolved=rf, sources=checked.sources)
     if v is None:

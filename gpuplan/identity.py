@@ -51,6 +51,11 @@ BOOTSTRAP_PATH = "delivery/bootstrap.yaml"
 PROJECT_DIR = "delivery/project"
 PROJECT_PATH = f"{PROJECT_DIR}/appproject.yaml"
 ROOT_KUSTOMIZATION = "kustomization.yaml"
+# Flux: the tiers' PriorityClasses, synced by a Kustomization of their own that dependsOn the root
+# (lower/gitops.py flux_classes_kustomization), and the file of that Kustomization in the root
+FLUX_CLASSES_DIR = "delivery/priorityclasses"
+FLUX_CLASSES_PATH = "delivery/priorityclasses.yaml"
+PRIORITY_CLASSES_PATH = "cluster/priorityclasses.yaml"
 ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 
@@ -139,6 +144,11 @@ def project_name(rf: ResolvedFleet) -> str:
 
 def app_name(rf: ResolvedFleet) -> str:
     return f"gpuplan-{rf.fleet.metadata.name}"
+
+
+def classes_app_name(rf: ResolvedFleet) -> str:
+    """Flux: the Kustomization of the tiers' PriorityClasses (``FLUX_CLASSES_DIR``)."""
+    return f"gpuplan-{rf.fleet.metadata.name}-classes"
 
 
 def operator_app_name(rf: ResolvedFleet) -> str:

@@ -69,16 +69,31 @@ VALUES_PATH = "gpu-operator/values.yaml"
 FLUX_OPERATOR_DIR = "delivery/gpu-operator"
 
 
-# Argo CD sync waves by kind (lower first; prune runs in reverse). Namespaces and
-# PriorityClasses before anything that lives in or refers to them; the operator's
-# ConfigMaps and the operator Application next; quotas; then objects whose CRD
-# the operator chart installs (NodeFeatureRule comes with its bundled NFD).
+# Argo CD sync waves by kind (lower first; prune runs in reverse). Namespaces before
+# anything that lives in them; the operator's ConfigMaps and the operator
+# Application next; quotas; then objects whose CRD the operator chart installs
+# (NodeFeatureRule comes with its bundled NFD).
+#
+# A tier's PriorityClass comes last, after its policies and their bindings: a pod
+# naming a class that does not exist is refused at its creation (kubernetes v1.36.3
+# plugin/pkg/admission/priority/admission.go:168-172, 294-299 "no PriorityClass with
+# name ... was found"; a mutating plugin, before any policy), so the class is usable only once every rule of it is in place. Prunes
+# run in the reverse order of their waves (gitops-engine sync_context.go:1097-1125),
+# so a removed tier's class goes first and its rules after it: at no step of a sync
+# is a class accepted without its rules (docs/transitions.md "The tenancy boundary
+# at every step"). Nothing in the tree refers to the classes before they exist:
+# quotas scope by the class name (pkg/quota/v1/evaluator/core/pods.go), not the object.
 WAVES: dict[str, int] = {
     "Namespace": -2,
-    "PriorityClass": -2,
+    "PriorityClass": 2,
+    # GPU DeviceClasses (gpuplan's and, through its Application, the DRA driver chart's) after the
+    # claims policy's binding and the quotas: until then no claim can name them unchecked
+    "DeviceClass": 2,
     "ConfigMap": -1,
     "Application": -1,
-    "ResourceQuota": 0,
+    # with the policies, before them within the wave (a listed kind: gitops-engine sync_tasks.go
+    # kindOrder): a GPU name a policy newly lets a class request is charged from the same step
+    "ResourceQuota": -1,
     "NodeFeatureRule": 1,
     "NVIDIADriver": 1,
     # the policy before its binding; the binding after the namespaces' tier labels
@@ -123,13 +138,17 @@ def sync_wave(kind: str) -> int:
     return WAVES.get(kind, 0)
 
 
-def object_annotations(rf: ResolvedFleet, kind: str, *, recreate: bool = False) -> dict[str, str]:
+def object_annotations(rf: ResolvedFleet, kind: str, *, recreate: bool = False, protected: bool = False
+                       ) -> dict[str, str]:
     """GitOps annotations for one object of ``kind``.
 
     ``recreate``: the object has immutable fields that gpuplan may change
     (PriorityClass ``value``/``preemptionPolicy``): Argo CD replaces it
     (``Force=true,Replace=true`` = delete and create), Flux recreates it on an
-    immutable-field error (``kustomize.toolkit.fluxcd.io/force: enabled``)."""
+    immutable-field error (``kustomize.toolkit.fluxcd.io/force: enabled``).
+
+    ``protected``: never pruned, like the kinds of ``PROTECTED_KINDS`` (a namespace's
+    GPU quota outlives its grant as the namespace does)."""
     out: dict[str, str] = {}
     if engine(rf) == "argocd":
         out[ARGO_WAVE] = str(sync_wave(kind))
@@ -138,7 +157,7 @@ def object_annotations(rf: ResolvedFleet, kind: str, *, recreate: bool = False) 
             opts += ["Force=true", "Replace=true"]
         if kind in CRD_MAY_BE_MISSING:
             opts.append("SkipDryRunOnMissingResource=true")
-        if kind in PROTECTED_KINDS:
+        if kind in PROTECTED_KINDS or protected:
             opts += ["Prune=false", "Delete=false"]
             out[ARGO_COMPARE_OPTIONS] = "IgnoreExtraneous"
         if opts:
@@ -146,7 +165,7 @@ def object_annotations(rf: ResolvedFleet, kind: str, *, recreate: bool = False) 
     else:
         if recreate:
             out[FLUX_FORCE] = "enabled"
-        if kind in PROTECTED_KINDS:
+        if kind in PROTECTED_KINDS or protected:
             out[FLUX_PRUNE] = "disabled"
     return out
 

@@ -199,7 +199,10 @@ def namespace(rf: ResolvedFleet) -> dict[str, Any]:
 
 def argo_application(rf: ResolvedFleet) -> dict[str, Any]:
     chart = {"repoURL": CHART_REPO_OCI.removeprefix("oci://"), "chart": CHART, "targetRevision": chart_version(rf)}
-    return argo_chart_application(rf, dra_app_name(rf), chart, RELEASE, VALUES_PATH, NAMESPACE, create_namespace=False)
+    # synced with the DeviceClasses (lower/common.py WAVES): its chart's GPU DeviceClasses exist only
+    # once the claims policy is bound and the quotas hold the classes' keys
+    return argo_chart_application(rf, dra_app_name(rf), chart, RELEASE, VALUES_PATH, NAMESPACE, create_namespace=False,
+                                  kind_wave="DeviceClass")
 
 
 def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:

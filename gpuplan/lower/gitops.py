@@ -25,6 +25,9 @@ Shape (reference/k8s/facts.md §j; docs/output-reference.md explains the choices
   hand; ``delivery/gpu-operator/``: HelmRepository + HelmRelease (+ the
   operator namespace), synced by the first Kustomization. The GitRepository
   they reference is the one ``flux bootstrap`` created (``flux-system``).
+  ``delivery/priorityclasses.yaml`` (in the tree): the Kustomization of the
+  tiers' PriorityClasses (``delivery/priorityclasses/``), ``dependsOn`` the tree,
+  so a class exists only after its admission rules.
 
 Per-object annotations (sync waves, replace-on-immutable-change) come from
 :func:`object_annotations`, which every target calls for the objects it builds.
@@ -38,6 +41,7 @@ from typing import Any, Sequence
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import KUSTOMIZE_API, metadata, obj, FLUX_OPERATOR_DIR, VALUES_PATH, engine, object_annotations
 from gpuplan.resolve import ResolvedFleet
+from gpuplan.identity import FLUX_CLASSES_DIR, FLUX_CLASSES_PATH, classes_app_name
 from gpuplan.identity import BOOTSTRAP_PATH, PROJECT_DIR, PROJECT_PATH, ROOT_KUSTOMIZATION, app_name, operator_app_name, project_name
 
 ARGO_API = "argoproj.io/v1alpha1"
@@ -106,7 +110,8 @@ def argo_root_application(rf: ResolvedFleet) -> dict[str, Any]:
 
 
 def argo_chart_application(rf: ResolvedFleet, name: str, chart: dict[str, Any], release: str, values_path: str,
-                           namespace: str, *, create_namespace: bool = True) -> dict[str, Any]:
+                           namespace: str, *, create_namespace: bool = True, kind_wave: str = "Application"
+                           ) -> dict[str, Any]:
     """An Argo CD Application of a Helm chart (``chart``: its repoURL, chart or
     path, targetRevision) whose values file is ``values_path`` in this tree,
     read through a ``$values`` ref source of the tree's own repository."""
@@ -125,7 +130,7 @@ def argo_chart_application(rf: ResolvedFleet, name: str, chart: dict[str, Any], 
             "retry": _argo_retry(),
         },
     }
-    meta = metadata(rf, name, namespace=gitops_namespace(rf), annotations=object_annotations(rf, "Application"))
+    meta = metadata(rf, name, namespace=gitops_namespace(rf), annotations=object_annotations(rf, kind_wave))
     return obj(ARGO_API, "Application", meta, spec=spec)
 
 
@@ -304,6 +309,26 @@ def flux_kustomizations(rf: ResolvedFleet) -> list[dict[str, Any]]:
     return [operator, tree]
 
 
+def flux_classes_kustomization(rf: ResolvedFleet) -> dict[str, Any]:
+    """The Kustomization of the tiers' PriorityClasses, in the tree: it applies only once the
+    root has applied and pruned the same revision (fluxcd/kustomize-controller@v1.9.4
+    internal/controller/kustomization_controller.go:551-628 checkDependencies: Ready, and the
+    last applied revision equal to the source's), so a new tier's class exists only after its
+    policies and bindings. A removed tier's class goes after its rules; the namespace policy the
+    root applied first already refuses it GPUs and the pools' taint (docs/transitions.md)."""
+    source = {"kind": "GitRepository", "name": FLUX_BOOTSTRAP_SOURCE}
+    return obj(FLUX_KUSTOMIZE_API, "Kustomization", metadata(rf, classes_app_name(rf), namespace=gitops_namespace(rf)),
+               spec={
+                   "interval": "10m",
+                   "retryInterval": "1m",
+                   "timeout": "5m",
+                   "dependsOn": [{"name": app_name(rf)}],
+                   "path": "./" + _repo_path(rf, FLUX_CLASSES_DIR),
+                   "prune": True,
+                   "sourceRef": source,
+               })
+
+
 def flux_helm_objects(rf: ResolvedFleet, values: dict[str, Any]) -> list[dict[str, Any]]:
     ns = gitops_namespace(rf)
     op = rf.fleet.spec.cluster.gpu_operator
@@ -383,6 +408,20 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
             kustomize=False,
             description="kustomization of the GPU Operator delivery (synced by the operator Flux Kustomization)",
         ))
+        classes = [p for p in (a.path for a in produced) if p.startswith(FLUX_CLASSES_DIR + "/")]
+        if classes:
+            out.append(Artifact(
+                path=FLUX_CLASSES_PATH,
+                documents=(flux_classes_kustomization(rf),),
+                description=f"Flux Kustomization of the tiers' PriorityClasses ({FLUX_CLASSES_DIR}/), after this tree",
+            ))
+            out.append(Artifact(
+                path=f"{FLUX_CLASSES_DIR}/kustomization.yaml",
+                documents=(kustomization([p[len(FLUX_CLASSES_DIR) + 1:] for p in classes]),),
+                kustomize=False,
+                description=f"kustomization of the tiers' PriorityClasses (synced by Flux Kustomization "
+                            f"{classes_app_name(rf)})",
+            ))
         out.append(Artifact(
             path=BOOTSTRAP_PATH,
             documents=tuple(flux_kustomizations(rf)),

@@ -33,10 +33,11 @@ from typing import Any, Iterator, Sequence
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import TENANT_LABEL, TIER_LABEL
-from gpuplan.lower.common import object_annotations
+from gpuplan.lower.common import engine, object_annotations
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.spec.models import Tenant, Tier
 from gpuplan.units import class_scoped
+from gpuplan.identity import FLUX_CLASSES_DIR, PRIORITY_CLASSES_PATH, classes_app_name
 from gpuplan.identity import OTHER_PRIORITIES_QUOTA, QUOTA_NAME, priority_class_name, quota_key, tier_namespace_label
 
 SCHEDULING_API = "scheduling.k8s.io/v1"
@@ -134,7 +135,11 @@ def namespace_quotas(rf: ResolvedFleet, tenant: Tenant, ns: str) -> list[dict[st
     from gpuplan.lower.dra import quota_hard as dra_quota_hard
 
     hard = {**_hard(totals), **dra_quota_hard(rf, tenant, ns)}
-    out = [obj("v1", "ResourceQuota", metadata(rf, QUOTA_NAME, namespace=ns, extra_labels=extra, annotations=ann),
+    # the namespace's GPU quota is never pruned: a namespace that leaves the spec (kept, lower/common.py
+    # PROTECTED_KINDS) keeps its last quota, so no step of the sync that revokes its grants (the bindings,
+    # wave 1) leaves its pods uncharged (docs/transitions.md "The tenancy boundary at every step")
+    kept = object_annotations(rf, "ResourceQuota", protected=True)
+    out = [obj("v1", "ResourceQuota", metadata(rf, QUOTA_NAME, namespace=ns, extra_labels=extra, annotations=kept),
                spec={"hard": dict(sorted(hard.items()))})]
     if not held:
         return out
@@ -192,10 +197,17 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
         first = {}
         for t in tiers:
             first.setdefault(priority_class_name(t), t)
+        # a class exists only while its rules do (a pod of a missing class is refused): Argo CD
+        # syncs it in the last wave (lower/common.py WAVES), Flux in a Kustomization that
+        # dependsOn the root, whose one apply would otherwise create it first (fluxcd/pkg
+        # ssa v0.76.1 manager_apply.go:390-401: kinds named *Class before every other object)
+        flux = engine(rf) == "flux"
         yield Artifact(
-            path="cluster/priorityclasses.yaml",
+            path=f"{FLUX_CLASSES_DIR}/priorityclasses.yaml" if flux else PRIORITY_CLASSES_PATH,
             documents=tuple(priority_class(rf, t) for t in first.values()),
-            description=f"PriorityClasses, one per tier ({len(first)})",
+            kustomize=not flux,
+            description=f"PriorityClasses, one per tier ({len(first)})"
+                        + (f" (synced by Flux Kustomization {classes_app_name(rf)}, after the tree)" if flux else ""),
         )
     for tenant in rf.fleet.spec.tenants:  # one tenant's files at a time: a large fleet's objects never all live at once
         yield Artifact(

@@ -31,7 +31,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
                                     "gpuplan.lower.provision_capi"),
     "gpuplan.objchecks.dra": ("gpuplan.lower.dra",),
 }
-KINDS = frozenset({"NodePool", "NodeFeatureRule", "Namespace", "ResourceQuota", "ValidatingAdmissionPolicy",
+KINDS = frozenset({"NodePool", "NodeFeatureRule", "Namespace", "ResourceQuota", "PriorityClass", "ValidatingAdmissionPolicy",
                    "ValidatingAdmissionPolicyBinding", "ResourceClaimTemplate"})
 # Checks over the whole tree: the AppProject admits what every target made, so these
 # read the files the build streams (``TreeObjects``) rather than a few targets'
@@ -61,6 +61,9 @@ def collect(artifacts: Iterable["Artifact"]) -> list[dict[str, Any]]:
     return [d for a in artifacts for d in a.documents or () if isinstance(d, dict) and d.get("kind") in kinds]
 
 
+TENANTS_PATH = ("spec", "tenants")  # where the proof at every sync step reports (objchecks.placement)
+
+
 class TreeObjects:
     """What the tree checks read, kept as the build streams each file past
     (``keep``); everything else is dropped at once. Made before the build frees the
@@ -72,7 +75,7 @@ class TreeObjects:
 
         self._keep = keep_document
         self.docs: list[dict[str, Any]] = []
-        positions = {p: rf.doc.locate(p) for p in ANCHORS}
+        positions = {p: rf.doc.locate(p) for p in (*ANCHORS, TENANTS_PATH)}
         file = rf.doc.file
 
         def diag(code: Any, message: str, path: tuple, *, hint: str | None = None) -> Diagnostic:

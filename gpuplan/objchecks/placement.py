@@ -88,8 +88,42 @@ E_SHARED_CLASS = Code(
     bad="tiers:\n  - {name: a, pool: p, priorityClassName: high}\n  - {name: b, pool: q, priorityClassName: high}",
     good="tiers:\n  - {name: a, pool: p, priorityClassName: high}\n  - {name: b, pool: q, priorityClassName: high-q}",
 )
+E_STEP_BOUNDARY = Code(
+    "GP529", "a sync step from the existing tree opens the tenancy boundary", Severity.ERROR,
+    "The GitOps engine applies a tree step by step (Argo CD: sync waves, prunes in reverse wave order; "
+    "Flux: the root's apply, its prunes, then the tiers' PriorityClasses). The boundary proof ran on what "
+    "the API server holds after each step from the existing tree to the new one: at this step a pod is "
+    "admitted past the new spec's boundary in a way the existing tree did not admit (a class accepted "
+    "before its rules are bound, a namespace's pods uncharged between its quota and its grant). Pods "
+    "admitted then keep running. The tree is not written. docs/transitions.md \"The tenancy boundary at "
+    "every step\" lists the orders gpuplan's objects are given so that no step opens it.",
+    bad="generated/ edited by hand: the tiers' PriorityClasses moved to wave -2, before their policies' bindings",
+    good="the sync waves and Flux Kustomizations as gpuplan writes them",
+    pain="renaming a tier admitted its class in 'default' with 8 GPUs on any pool for a wave of the sync",
+)
 CODES = (E_OTHER_POOL, E_DENIED_GRANTED, W_ADMITTED_UNGRANTED, E_TWIN_POOLS, E_CLASS_CONFLICT, I_TOO_LARGE,
-         E_BOUNDARY, E_SHARED_CLASS)
+         E_BOUNDARY, E_SHARED_CLASS, E_STEP_BOUNDARY)
+
+
+def step_diagnostics(rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dict[str, Any]], tree: str,
+                     diag: Any) -> list[Diagnostic]:
+    """GP529 for each window a sync step from the existing tree (``old``) to ``new`` opens
+    (``diag``: objchecks.TreeObjects.diag, the spec's positions being released by then)."""
+    if not proves(rf) or not any(d.get("kind") == "ValidatingAdmissionPolicy" for d in new):
+        return []
+    from gpuplan.placement.steps import step_breaches
+
+    found = step_breaches(rf, old, new)
+    eng = "Argo CD" if rf.fleet.spec.cluster.gitops.engine == "argocd" else "Flux"
+    out = [diag(E_STEP_BOUNDARY, f"{eng} sync from {tree}, step {b.step}: in namespace {b.namespace!r}, a pod of "
+                   f"{b.pod} is admitted and {b.escape}", ("spec", "tenants"),
+                   hint="keep gpuplan's sync waves and Kustomizations as generated (docs/transitions.md); "
+                        "`gpuplan diff` shows what the change moves")
+           for b in found[:MAX_BREACHES]]
+    if len(found) > MAX_BREACHES:
+        out.append(diag(E_STEP_BOUNDARY, f"and {len(found) - MAX_BREACHES} more pods at sync steps from {tree}",
+                           ("spec", "tenants")))
+    return out
 
 
 def proves(rf: ResolvedFleet) -> bool:

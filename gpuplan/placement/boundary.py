@@ -121,9 +121,16 @@ def _tolerations(taints) -> list[dict[str, Any]]:
             {"key": k, "operator": "Exists", "effect": e} for k, v, e in taints]
 
 
-def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool = False) -> Boundary:
+def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool = False, *,
+                   extra_classes: tuple[str, ...] = (), defined: frozenset[str] | None = None) -> Boundary:
     """The proof; with ``record``, every pod's admission verdict in every namespace state
-    (:class:`Case`), for a real API server to judge."""
+    (:class:`Case`), for a real API server to judge.
+
+    For a state between two trees (:mod:`gpuplan.placement.steps`): ``extra_classes``, classes
+    of tiers the spec no longer has, tried like any class of no tier; ``defined``, the
+    PriorityClasses the cluster holds at that step: a pod of a tier's class (or an extra
+    one) that is not among them is refused at its creation by the Priority admission plugin
+    (kubernetes v1.36.3 plugin/pkg/admission/priority/admission.go:168-172, 294-299)."""
     from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
     from gpuplan.identity import (
         CAPACITY_TYPE_LABEL, PRIORITY_LABEL, QUEUE_LABEL, capacity_pin, pod_annotations, priority_class_name,
@@ -235,7 +242,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
             pod["metadata"]["annotations"] = pod_annotations(rf, tiers_[0])
         attacks.append((words, pod, req, kueue_held))
 
-    for pc in [*sorted(tiers_of), "", SYSTEM_CLASS]:
+    for pc in [*sorted(tiers_of), *sorted(set(extra_classes) - set(tiers_of)), "", SYSTEM_CLASS]:
         tiers = tiers_of.get(pc, [])
         who = f"class {pc or '(none)'}"
         own = [pool_place[t.pool] for t in tiers if t.pool in pool_place][:1]
@@ -316,9 +323,18 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     # --- admission and fit -----------------------------------------------------------------
     ert = ert_enabled(rf)
     access: dict[tuple[str, str, str], dict[str, int]] = {}
+    gated = {*tiers_of, *extra_classes}
     for words, pod, req, kueue_held in attacks:
         admitted_pod = extended_resource_toleration(pod) if ert else pod
         pc = pod["spec"].get("priorityClassName", "")
+        if defined is not None and pc in gated and pc not in defined:  # no such PriorityClass yet (or any more)
+            out.checked += len(groups)
+            if record:
+                for group in groups:
+                    for ns_obj in group:
+                        out.cases.append(Case(words, pod, req, ns_obj["metadata"]["name"], False,
+                                              dict(ns_obj["metadata"].get("labels") or {})))
+            continue
         all_requests = requests(admitted_pod)
         want = gpu(all_requests)
         landing: list[str] | None = None
@@ -397,10 +413,11 @@ def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas,
             out.append(f"lands on pool {by_pool[p].owner}, which is not its tier's")
     for res, n in want.items():
         granted = allowance(ns, pc, res, kueue_held)
-        if granted is None:
-            out.append(f"gets {res} in a namespace not granted it under class {pc or '(none)'}")
-            continue
         c = quota_cap(quotas, pc, res)
+        if granted is None:
+            out.append(f"gets {res} in a namespace not granted it under class {pc or '(none)'}"
+                       + (", uncharged by any ResourceQuota" if c is None else ""))
+            continue
         if c is None:
             out.append(f"gets {res} uncharged by any ResourceQuota")
         elif c > granted:

@@ -118,7 +118,7 @@ def deployed_outside_root(d: Deployed) -> list[Refusal]:
     """The objects outside the root sync (delivery bootstrap, provisioning back-ends),
     applied after it, each into its namespace (created as its controller's install does)."""
     out = []
-    done = {key(o) for o in d.tree.flux_operator()} if d.tree.engine == "flux" else set()
+    done = {key(o) for o in [*d.tree.flux_operator(), *d.tree.flux_classes()]} if d.tree.engine == "flux" else set()
     for o in sorted((o for o in d.tree.outside_root() if key(o) not in done),
                     key=lambda o: (o["kind"] != "Namespace", show(o))):
         ns = (o.get("metadata") or {}).get("namespace")

@@ -8,7 +8,10 @@
   objects of the highest old wave are pruned in the step of the lowest new wave, and so on.
 - **Flux** (fluxcd/kustomize-controller v1.9.4): the operator's Kustomization first (the root
   ``dependsOn`` it), then the root's objects in one server-side apply, CRDs and Namespaces
-  first (fluxcd/pkg ``ssa.ResourceManager.ApplyAllStaged``), then its prunes.
+  first, then kinds named ``*Class``, then the rest (fluxcd/pkg ssa v0.76.1
+  ``ResourceManager.ApplyAllStaged``, manager_apply.go:347-420), then its prunes; then the
+  tiers' PriorityClasses' Kustomization (it ``dependsOn`` the root: kustomization_controller.go
+  ``checkDependencies``), its apply and its prunes.
 
 Both apply server-side (Argo CD ``ServerSideApply=true``; Flux always)."""
 
@@ -22,6 +25,7 @@ import yaml
 
 WAVE = "argocd.argoproj.io/sync-wave"
 FLUX_OPERATOR_DIR = "delivery/gpu-operator/"
+FLUX_CLASSES_DIR = "delivery/priorityclasses/"
 
 # gitops-engine pkg/sync/sync_tasks.go kindOrder (Helm's releaseutil/kind_sorter.go InstallOrder)
 KIND_ORDER = [
@@ -66,6 +70,11 @@ class Tree:
         """What the operator's own Flux Kustomization applies (its path, ``delivery/gpu-operator``),
         before the root's, which ``dependsOn`` it."""
         return [o for k, o in self.objects.items() if self.files[k].startswith(FLUX_OPERATOR_DIR)]
+
+    def flux_classes(self) -> list[dict[str, Any]]:
+        """What the tiers' PriorityClasses' Flux Kustomization applies (``delivery/priorityclasses``),
+        after the root's apply and prune, which it ``dependsOn``."""
+        return [o for k, o in self.objects.items() if self.files[k].startswith(FLUX_CLASSES_DIR)]
 
 
 def load_tree(root: Path) -> Tree:
@@ -115,8 +124,11 @@ def prunable(o: dict[str, Any]) -> bool:
 
 
 def _flux_stage(o: dict[str, Any]) -> int:
-    # fluxcd/pkg ssa: cluster definitions (CRDs, Namespaces, ClusterRoles) before the rest
-    return 0 if o["kind"] in ("CustomResourceDefinition", "Namespace", "ClusterRole") else 1
+    # fluxcd/pkg ssa v0.76.1 ApplyAllStaged: cluster definitions (CRDs, Namespaces, ClusterRoles),
+    # then kinds named *Class (utils/is.go:54-56 IsClassDefinition), then the rest
+    if o["kind"] in ("CustomResourceDefinition", "Namespace", "ClusterRole"):
+        return 0
+    return 1 if o["kind"].endswith("Class") else 2
 
 
 def steps(old: Tree | None, new: Tree) -> list[Step]:
@@ -129,8 +141,12 @@ def steps(old: Tree | None, new: Tree) -> list[Step]:
     gone = [] if old is None else [o for o in old.in_root() if key(o) not in kept and prunable(o)]
     if new.engine == "flux":
         op = tuple(sorted(new.flux_operator(), key=_flux_stage))
+        classes = tuple(new.flux_classes())
+        kept_classes = {key(o) for o in classes}
+        gone_classes = [] if old is None else [o for o in old.flux_classes() if key(o) not in kept_classes]
         return [*([Step("gpu-operator", op)] if op else []), Step("apply", tuple(sorted(new_objs, key=_flux_stage))),
-                *([Step("prune", tuple(gone))] if gone else [])]
+                *([Step("prune", tuple(gone))] if gone else []),
+                *([Step("priority classes", classes, tuple(gone_classes))] if classes or gone_classes else [])]
     applies: dict[int, list[dict[str, Any]]] = {}
     for o in argo_order(new_objs):
         applies.setdefault(wave(o), []).append(o)

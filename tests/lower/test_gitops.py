@@ -151,8 +151,16 @@ def test_removing_a_tenant_never_deletes_its_namespaces(examples, example):
             assert ns["metadata"]["annotations"]["argocd.argoproj.io/compare-options"] == "IgnoreExtraneous"
         else:
             assert not _flux_prunes(ns), path
-    # and nothing else is protected: pruning still cleans up what gpuplan stops producing
-    others = [o for p, o in all_objects(c) if o["kind"] != "Namespace"]
+    # and nothing else is protected but each namespace's GPU quota, which outlives its grant like
+    # the namespace (docs/transitions.md "The tenancy boundary at every step"): pruning still
+    # cleans up what gpuplan stops producing
+    from gpuplan.identity import QUOTA_NAME
+
+    def kept(o):
+        return o["kind"] == "Namespace" or (o["kind"] == "ResourceQuota" and o["metadata"]["name"] == QUOTA_NAME)
+    quotas = [o for p, o in all_objects(c) if kept(o) and o["kind"] == "ResourceQuota"]
+    assert quotas and all((_argo_prunes(o) == "keep") if example == "argocd" else not _flux_prunes(o) for o in quotas)
+    others = [o for p, o in all_objects(c) if not kept(o)]
     assert all(_argo_prunes(o) == "prune" if example == "argocd" else _flux_prunes(o) for o in others)
 
 
@@ -165,7 +173,9 @@ def test_argocd_waves_order_the_tree(examples):
         assert isinstance(wave, str), (path, o["kind"])
         waves.setdefault(o["kind"], set()).add(int(wave))
     assert max(waves["Namespace"]) < min(waves["ResourceQuota"])
-    assert max(waves["PriorityClass"]) < min(waves["ResourceQuota"])
+    # a tier's class exists only once its policies are bound (docs/transitions.md)
+    assert min(waves["PriorityClass"]) > max(waves["ValidatingAdmissionPolicyBinding"])
+    assert max(waves["ResourceQuota"]) <= min(waves["ValidatingAdmissionPolicy"])
     assert max(waves["ConfigMap"]) <= min(waves["Application"])
     assert max(waves["Application"]) < min(waves["NodeFeatureRule"])
 

@@ -102,7 +102,8 @@ def test_hostile_strings_survive(hostile):
         assert labels[f"example.com/v{i}"] == v
         assert _ruamel(files["pools/y/node-labels.yaml"])[0]["spec"]["rules"][0]["labels"][f"example.com/v{i}"] == v
     assert nfr["spec"]["rules"][0]["matchFeatures"][0]["matchExpressions"]["nodename"]["value"] == ["on", "1e3"]
-    pcs = {p["metadata"]["name"]: p for p in _pyyaml(files["cluster/priorityclasses.yaml"])}
+    pcs = {p["metadata"]["name"]: p for p in _pyyaml(files.get("cluster/priorityclasses.yaml")
+                                                      or files["delivery/priorityclasses/priorityclasses.yaml"])}
     assert pcs["gpuplan-n"]["description"] == "on: #{{ x }} | <b>yes</b>"
     assert pcs["gpuplan-true"]["description"] == "12:30"
     nss = {n["metadata"]["name"]: n for n in _pyyaml(files["tenants/no/namespaces.yaml"])}

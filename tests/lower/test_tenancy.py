@@ -98,7 +98,7 @@ def test_other_priorities_keep_non_enforced_units(build):
 @pytest.mark.parametrize("example", ["argocd", "flux"])
 def test_priority_classes(examples, example):
     c = examples[example]
-    pcs = docs(c.files["cluster/priorityclasses.yaml"])
+    pcs = docs(c.files["cluster/priorityclasses.yaml" if example == "argocd" else "delivery/priorityclasses/priorityclasses.yaml"])
     tiers = c.resolved.fleet.spec.tiers
     assert [p["metadata"]["name"] for p in pcs] == [priority_class_name(t) for t in tiers]
     for pc, tier in zip(pcs, tiers):
@@ -110,7 +110,7 @@ def test_priority_classes(examples, example):
         ann = pc["metadata"]["annotations"]
         if example == "argocd":
             assert ann["argocd.argoproj.io/sync-options"] == "Force=true,Replace=true"
-            assert ann["argocd.argoproj.io/sync-wave"] == "-2"
+            assert ann["argocd.argoproj.io/sync-wave"] == "2"  # after the policies' bindings (wave 1)
         else:
             assert ann == {"kustomize.toolkit.fluxcd.io/force": "enabled"}
 

@@ -114,7 +114,8 @@ def test_argocd_remove_tenant_prunes_its_objects_and_holds_nothing(tmp_path):
     old, new, o = _pair(tmp_path, TWO, BASE)
     _no_hand_step(old, new, o)
     assert _names(o.kept, "Namespace") == {"beta-ns"}
-    assert {r[2] for r in o.pruned} == {"beta-ns"} and "ResourceQuota" in {r[1] for r in o.pruned}
+    # its GPU quota is kept like the namespace (never uncharged while its grant is revoked)
+    assert {r[2] for r in o.pruned} <= {"beta-ns"} and _names(o.kept, "ResourceQuota") == {"beta-ns/gpuplan-gpus"}
     # the project keeps beta-ns so that the prune is admitted whichever Application syncs first
     project = _project(new)
     assert admits(project, ("", "ResourceQuota", "beta-ns", "q")) is None
@@ -133,7 +134,7 @@ def test_argocd_rename_namespace(tmp_path):
     _no_hand_step(old, new, o)
     assert "alpha-team" in _names(o.applied, "Namespace")
     assert _names(o.kept, "Namespace") == {"alpha-ns"}
-    assert {r[2] for r in o.pruned} == {"alpha-ns"}
+    assert {r[2] for r in o.pruned} <= {"alpha-ns"} and _names(o.kept, "ResourceQuota") == {"alpha-ns/gpuplan-gpus"}
     assert {r[2] for r in o.waits} == {"alpha-team"}
     dests = {d["namespace"] for d in _project(new)["spec"]["destinations"]}
     assert {"alpha-ns", "alpha-team"} <= dests
@@ -197,7 +198,7 @@ def test_flux_add_rename_remove(tmp_path):
             assert added in _names(o.applied, "Namespace")
         if kept:
             assert _names(o.kept, "Namespace") == {kept}
-            assert {r[2] for r in o.pruned} == {kept}
+            assert {r[2] for r in o.pruned} <= {kept} and _names(o.kept, "ResourceQuota") == {f"{kept}/gpuplan-gpus"}
         else:
             assert o.kept == [] and o.pruned == []
 

@@ -155,7 +155,14 @@ def test_a_tree_built_without_the_previous_one_is_refused_its_prunes(tmp_path):
     """A new tree rendered without the old one (no kept destination) drops beta-ns from
     the project; once the project Application syncs, Argo CD refuses to prune beta-ns's
     objects and fails every root sync: the report says so first."""
-    ds = disruptions(tree(tmp_path, TWO_TENANTS, "old.yaml"), tree(tmp_path, BASE, "new.yaml"))
+    from gpuplan.identity import QUOTA_NAME
+
+    old = tree(tmp_path, TWO_TENANTS, "old.yaml")
+    # the namespace's GPU quota is kept (never pruned), so only a pruned object of beta-ns is refused:
+    # drop the protection by hand, as a tree edited before it had one
+    old = {p: (d.replace(b"Prune=false,Delete=false", b"Delete=false") if p.startswith("tenants/beta") and b"ResourceQuota" in d
+               and QUOTA_NAME.encode() in d else d) for p, d in old.items()}
+    ds = disruptions(old, tree(tmp_path, BASE, "new.yaml"))
     assert ds[0].severity == "hand-step" and "beta-ns" in ds[0].subject
     assert "prune refused" in ds[0].message
 

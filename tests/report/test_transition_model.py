@@ -39,7 +39,7 @@ AWS = (REPO / "examples" / "aws-burst.yaml").read_text(encoding="utf-8")
 BOOT, PROJECT = "delivery/bootstrap.yaml", "delivery/project/appproject.yaml"
 CM, MIG_CM = "gpu-operator/device-plugin-config.yaml", "gpu-operator/mig-parted-config.yaml"
 FLUX = ("    gitops:\n", "    gitops:\n      engine: flux\n")
-ARGO_STEPS = [BEFORE, "wave -2", "wave -1", "wave 0", "wave 1"]
+ARGO_STEPS = [BEFORE, "wave -2", "wave -1", "wave 1"]
 
 ALPHA_QUOTA = "        alpha-ns: {training: 8, serve: 8, notebooks: 16}\n"
 TWO = edit(BASE, ALPHA_QUOTA, "        alpha-ns: {training: 8, serve: 8, notebooks: 8}\n"
@@ -132,11 +132,11 @@ def _legacy(files: dict[str, bytes], confirm: bool = True) -> dict[str, bytes]:
 
 def test_argocd_add_tenant_with_a_static_sharing_change(tmp_path):
     """A tenant added in the same commit as dev's time-slicing replicas 4 -> 8: the
-    Namespace applies at wave -2, the ConfigMaps at -1, quotas at 0, the NodeFeatureRules
+    Namespace applies at wave -2, the ConfigMaps and quotas at -1, the NodeFeatureRules
     at 1. dev's static nodes carry the old name until wave 1 (nfd-master relabels them),
     and the device-plugin ConfigMap keeps that name, so no wave misses it; building the
     same spec again keeps it (a fixed point, so `gpuplan check` agrees), the next change
-    replaces it. Built fresh (no name kept), waves -1 and 0 are a window."""
+    replaces it. Built fresh (no name kept), wave -1 is a window."""
     old, new, t = _pair(tmp_path, BASE, edit(TWO, *DEV8))
     assert t.engine == "argocd" and not t.blocked and t.steps == ARGO_STEPS
     _assert_unchanged_everywhere(t, new.files, ["train", "infer"])
@@ -168,7 +168,7 @@ def test_argocd_add_tenant_with_a_static_sharing_change(tmp_path):
     sub = tmp_path / "fresh"
     sub.mkdir()
     fresh = _model(_build(sub, BASE), _build(sub, edit(TWO, *DEV8), fresh=True))
-    assert [(f.kind, f.pool, f.steps) for f in fresh.findings] == [("window", "dev", ("wave -1", "wave 0"))]
+    assert [(f.kind, f.pool, f.steps) for f in fresh.findings] == [("window", "dev", ("wave -1",))]
     assert fresh.at("dev", "wave -1").missing == (f"device-plugin config {was[PLUGIN]}",)
 
     # before the project had its own Application: the hand-applied project refuses beta-ns,
@@ -352,7 +352,7 @@ def test_a_static_mig_layout_change(tmp_path):
     and mig-manager repartitions it. Until then n3 carries its old nvidia.com/mig.config,
     which the mig-parted ConfigMap (wave -1) keeps: no window. Building the same spec over
     that tree keeps it (a fixed point); the next layout change replaces it. Built fresh,
-    waves -1 and 0 are a window; under Flux the rule and the ConfigMaps apply together."""
+    wave -1 is a window; under Flux the rule and the ConfigMaps apply together."""
     change = edit(BASE, "layout: {1g.10gb: 7}", "layout: {3g.40gb: 2}").replace(
         "serve, pool: infer, profile: 1g.10gb", "serve, pool: infer, profile: 3g.40gb")
     old, new, t = _pair(tmp_path, BASE, change)
@@ -360,7 +360,8 @@ def test_a_static_mig_layout_change(tmp_path):
     assert was[MIG] != now[MIG]
     assert t.pool_classes("infer")[0].nodes == ("n3",)
     assert was[PLUGIN] == now[PLUGIN]  # the plugin's file says only `mixed`: the same name
-    for step in (BEFORE, "wave -2", "wave -1", "wave 0"):
+    assert t.steps == [BEFORE, "wave -1", "wave 1", "wave 2"]  # no Namespace (-2) or wave 0 object changes
+    for step in (BEFORE, "wave -1"):
         s = t.at("infer", step)
         assert dict(s.carries) == _carried(was) and s.missing == (), step
         assert s.advertises == ("nvidia.com/mig-1g.10gb",), step
@@ -389,9 +390,8 @@ def test_a_static_mig_layout_change(tmp_path):
     sub = tmp_path / "fresh"
     sub.mkdir()
     pre = _model(_build(sub, BASE), _build(sub, change, fresh=True))
-    assert pre.at("infer", "wave -1").missing == pre.at("infer", "wave 0").missing == (
-        f"mig-parted config {was[MIG]}",)
-    assert [(f.kind, f.pool, f.steps) for f in pre.findings] == [("window", "infer", ("wave -1", "wave 0"))]
+    assert pre.at("infer", "wave -1").missing == (f"mig-parted config {was[MIG]}",)
+    assert [(f.kind, f.pool, f.steps) for f in pre.findings] == [("window", "infer", ("wave -1",))]
 
     sub = tmp_path / "flux"
     sub.mkdir()

@@ -1,0 +1,160 @@
+"""The tenancy boundary at every step of the GitOps engine's sync, from the existing tree
+to the new one (docs/transitions.md "The tenancy boundary at every step").
+
+The engine does not apply a tree at once. What the API server holds after each step:
+
+- **Argo CD** (argoproj/argo-cd@v3.5.1): one step per sync wave
+  (``argocd.argoproj.io/sync-wave``, 0 when absent; gitops-engine/pkg/sync/sync_task.go:59-64),
+  the objects of a wave applied together; prunes in the reverse order of their waves, the
+  prune waves swapped symmetrically (gitops-engine/pkg/sync/sync_context.go:1097-1125);
+  ``Prune=false`` objects stay.
+- **Flux** (fluxcd/kustomize-controller@v1.9.4): the root's apply as one step
+  (kustomization_controller.go:960), its prunes (:1416), then the Kustomization of the
+  tiers' PriorityClasses, which ``dependsOn`` the root (:551-628), its apply and prunes.
+
+For each state that is neither the old tree's nor the new one's, the boundary proof
+(:mod:`gpuplan.placement.boundary`) runs on the objects held then: the classes of both trees
+(a removed tier's class is tried as a class of no tier), each refused while its
+PriorityClass does not exist. A *step breach* is a pod that the state admits past the new
+spec's boundary in a way the old tree did not (the same pod, namespace and escape): a window
+the change opens, not a grant the old tree already gave (a removed tier's pods in the
+namespaces it was granted are admitted by the old tree; the same pods uncharged by any quota
+are not).
+
+Limits: only the admission objects change between steps (Namespaces, ResourceQuotas,
+PriorityClasses, the policies and their bindings); the pools are the new tree's; the prune
+waves are those of the admission objects pruned (the swap keeps their order whatever
+other objects a sync prunes); the objects of one step are taken as applied at once (the
+engine applies them one by one within a wave, a fraction of a second; the real control
+plane replays them one by one in tests/e2e/test_transitions.py).
+
+Stage: check-objects (docs/architecture.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from gpuplan.resolve import ResolvedFleet
+
+WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
+TIER_LABEL = "gpuplan.dev/tier"
+# what changes between the steps; the pools and the rest are the new tree's
+STEP_KINDS = frozenset({"Namespace", "ResourceQuota", "PriorityClass", "ValidatingAdmissionPolicy",
+                        "ValidatingAdmissionPolicyBinding"})
+
+Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class StepBreach:
+    step: str
+    namespace: str
+    pod: str
+    escape: str
+
+
+def _meta(d: dict[str, Any]) -> dict[str, Any]:
+    m = d.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def _key(d: dict[str, Any]) -> Key:
+    m = _meta(d)
+    return (str(d.get("kind")), str(m.get("namespace") or ""), str(m.get("name") or ""))
+
+
+def _annotations(d: dict[str, Any]) -> dict[str, Any]:
+    a = _meta(d).get("annotations")
+    return a if isinstance(a, dict) else {}
+
+
+def _wave(d: dict[str, Any]) -> int:
+    try:
+        return int(_annotations(d).get(WAVE, 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _prunable(d: dict[str, Any]) -> bool:
+    a = _annotations(d)
+    return "Prune=false" not in str(a.get(SYNC_OPTIONS, "")).split(",") and a.get(FLUX_PRUNE) != "disabled"
+
+
+def sync_states(old: Iterable[dict[str, Any]], new: Iterable[dict[str, Any]], engine: str
+                ) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(step, the objects of :data:`STEP_KINDS` held after it), for each step that changes them."""
+    was = {_key(d): d for d in old if d.get("kind") in STEP_KINDS}
+    now = {_key(d): d for d in new if d.get("kind") in STEP_KINDS}
+    changed = [d for k, d in now.items() if was.get(k) != d]
+    gone = [d for k, d in was.items() if k not in now and _prunable(d)]
+    plan: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = []
+    if engine == "flux":
+        classes = [d for d in changed if d["kind"] == "PriorityClass"]
+        gone_classes = [d for d in gone if d["kind"] == "PriorityClass"]
+        plan = [("apply", [d for d in changed if d["kind"] != "PriorityClass"], []),
+                ("prune", [], [d for d in gone if d["kind"] != "PriorityClass"]),
+                ("priority classes", classes, gone_classes)]
+    else:
+        applies: dict[int, list[dict[str, Any]]] = {}
+        for d in changed:
+            applies.setdefault(_wave(d), []).append(d)
+        waves = sorted({_wave(d) for d in gone})
+        swap = {w: waves[len(waves) - 1 - i] for i, w in enumerate(waves)}
+        prunes: dict[int, list[dict[str, Any]]] = {}
+        for d in gone:
+            prunes.setdefault(swap[_wave(d)], []).append(d)
+        plan = [(f"wave {w}", applies.get(w, []), prunes.get(w, [])) for w in sorted(set(applies) | set(prunes))]
+    state = dict(was)
+    out = []
+    for name, apply, prune in plan:
+        if not apply and not prune:
+            continue
+        for d in apply:
+            state[_key(d)] = d
+        for d in prune:
+            state.pop(_key(d), None)
+        out.append((name, list(state.values())))
+    return out
+
+
+def _tier_classes(docs: Iterable[dict[str, Any]]) -> set[str]:
+    out = set()
+    for d in docs:
+        labels = _meta(d).get("labels")
+        if d.get("kind") == "PriorityClass" and isinstance(labels, dict) and TIER_LABEL in labels:
+            out.add(_key(d)[2])
+    return out
+
+
+def step_breaches(rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[StepBreach]:
+    """The pods a state between ``old`` and ``new`` (each a tree's objects) admits past the
+    new spec's boundary that the old tree did not admit, with the step that opens them."""
+    from gpuplan.placement.boundary import prove_boundary
+
+    states = sync_states(old, new, rf.fleet.spec.cluster.gitops.engine)
+    final = {_key(d): d for d in new if d.get("kind") in STEP_KINDS}
+    states = [(n, s) for n, s in states if {_key(d): d for d in s} != final]
+    if not states:
+        return []
+    rest = [d for d in new if d.get("kind") not in STEP_KINDS]
+    before = [d for d in old if d.get("kind") in STEP_KINDS]
+    from gpuplan.identity import priority_class_name
+
+    ours = {priority_class_name(t) for t in rf.fleet.spec.tiers}
+    extra = tuple(sorted(_tier_classes(old) - ours))
+
+    def defined(docs: list[dict[str, Any]]) -> frozenset[str]:
+        return frozenset(_key(d)[2] for d in docs if d.get("kind") == "PriorityClass")
+
+    opened = {(b.pod, b.namespace, b.escape)
+              for b in prove_boundary(rf, rest + before, extra_classes=extra, defined=defined(before)).breaches}
+    out: list[StepBreach] = []
+    for name, held in states:
+        for br in prove_boundary(rf, rest + held, extra_classes=extra, defined=defined(held)).breaches:
+            if (br.pod, br.namespace, br.escape) not in opened:
+                opened.add((br.pod, br.namespace, br.escape))
+                out.append(StepBreach(name, br.namespace, br.pod, br.escape))
+    return out
