@@ -518,56 +518,49 @@ def _rule_labels(docs: list[dict], pool: str, pool_label: str) -> list[dict]:
 # --- the admission objects of the existing tree, for the proof at every sync step ---------------
 
 
+ADMISSION_POLICY_PATH = "cluster/admission-policy.yaml"  # gpuplan.lower.admission.PATH
+TENANT_STEP_FILES = ("namespaces.yaml", "resourcequotas.yaml")
+
+
+def _step_files() -> tuple[str, ...]:
+    from gpuplan.identity import FLUX_CLASSES_DIR, PRIORITY_CLASSES_PATH
+
+    return ADMISSION_POLICY_PATH, PRIORITY_CLASSES_PATH, f"{FLUX_CLASSES_DIR}/priorityclasses.yaml"
+
+
 def is_step_path(path: str) -> bool:
     """Whether a tree path holds objects the boundary proof reads at each sync step
     (gpuplan.placement.steps.STEP_KINDS): the policies, the PriorityClasses, the tenants'
     Namespaces and ResourceQuotas."""
-    from gpuplan.identity import FLUX_CLASSES_DIR, PRIORITY_CLASSES_PATH
-
-    if path in (ADMISSION_POLICY_PATH, PRIORITY_CLASSES_PATH, f"{FLUX_CLASSES_DIR}/priorityclasses.yaml"):
-        return True
     parts = path.split("/")
-    return len(parts) == 3 and parts[0] == "tenants" and parts[2] in ("namespaces.yaml", "resourcequotas.yaml")
-
-
-ADMISSION_POLICY_PATH = "cluster/admission-policy.yaml"  # gpuplan.lower.admission.PATH
+    return path in _step_files() or (len(parts) == 3 and parts[0] == "tenants" and parts[2] in TENANT_STEP_FILES)
 
 
 def step_paths(root: str) -> list[str]:
     """The paths of the existing tree under ``root`` that :func:`is_step_path` names (no symlink followed)."""
-    from gpuplan.identity import FLUX_CLASSES_DIR, PRIORITY_CLASSES_PATH
+    tenants = [f"tenants/{t}/{f}" for t in sorted(_entries(os.path.join(root, "tenants"), dirs=True))
+               for f in TENANT_STEP_FILES]
+    return [p for p in (*_step_files(), *tenants)
+            if os.path.isfile(os.path.join(root, p)) and not os.path.islink(os.path.join(root, p))]
 
-    out = [p for p in (ADMISSION_POLICY_PATH, PRIORITY_CLASSES_PATH, f"{FLUX_CLASSES_DIR}/priorityclasses.yaml")
-           if os.path.isfile(os.path.join(root, p)) and not os.path.islink(os.path.join(root, p))]
-    for t in sorted(_entries(os.path.join(root, "tenants"), dirs=True)):
-        for f in ("namespaces.yaml", "resourcequotas.yaml"):
-            p = os.path.join(root, "tenants", t, f)
-            if os.path.isfile(p) and not os.path.islink(p):
-                out.append(f"tenants/{t}/{f}")
-    return out
+
+def _sha256(path: str) -> str | None:
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def previous_step_docs(root: Path | str, rendered: Mapping[str, str]) -> list[dict] | None:
     """The existing tree's admission objects, or None when there is no existing tree or its
     files of :func:`is_step_path` are byte for byte the ones rendered (``rendered``: path ->
     SHA-256 of the new bytes): then no sync step changes what the API server admits."""
-    import hashlib
-
     root = str(root)
     paths = step_paths(root)
-    if not paths:
+    if not paths or (set(paths) == set(rendered)
+                     and all(_sha256(os.path.join(root, p)) == rendered[p] for p in paths)):
         return None
-    if set(paths) == set(rendered):
-        same = True
-        for p in paths:
-            try:
-                with open(os.path.join(root, p), "rb") as f:
-                    if hashlib.sha256(f.read()).hexdigest() != rendered[p]:
-                        same = False
-                        break
-            except OSError:
-                same = False
-                break
-        if same:
-            return None
     return [d for p in paths for d in docs_on_disk(root, p)]

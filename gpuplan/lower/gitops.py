@@ -285,28 +285,23 @@ def argo_project_application(rf: ResolvedFleet) -> dict[str, Any]:
 # --- Flux ------------------------------------------------------------------------
 
 
+def _flux_kustomization(rf: ResolvedFleet, name: str, path: str, *, timeout: str = "5m",
+                        depends_on: str | None = None, wait: bool = False) -> dict[str, Any]:
+    """A Flux Kustomization of ``path`` in this tree, from the GitRepository `flux bootstrap` made."""
+    spec: dict[str, Any] = {"interval": "10m", "retryInterval": "1m", "timeout": timeout}
+    if depends_on is not None:
+        spec["dependsOn"] = [{"name": depends_on}]
+    spec["path"] = "./" + _repo_path(rf, path)
+    spec["prune"] = True
+    if wait:
+        spec["wait"] = True  # Ready only when the HelmRelease (and so the CRDs) are
+    spec["sourceRef"] = {"kind": "GitRepository", "name": FLUX_BOOTSTRAP_SOURCE}
+    return obj(FLUX_KUSTOMIZE_API, "Kustomization", metadata(rf, name, namespace=gitops_namespace(rf)), spec=spec)
+
+
 def flux_kustomizations(rf: ResolvedFleet) -> list[dict[str, Any]]:
-    ns = gitops_namespace(rf)
-    source = {"kind": "GitRepository", "name": FLUX_BOOTSTRAP_SOURCE}
-    operator = obj(FLUX_KUSTOMIZE_API, "Kustomization", metadata(rf, operator_app_name(rf), namespace=ns), spec={
-        "interval": "10m",
-        "retryInterval": "1m",
-        "timeout": "10m",
-        "path": "./" + _repo_path(rf, FLUX_OPERATOR_DIR),
-        "prune": True,
-        "wait": True,  # Ready only when the HelmRelease (and so the CRDs) are
-        "sourceRef": dict(source),
-    })
-    tree = obj(FLUX_KUSTOMIZE_API, "Kustomization", metadata(rf, app_name(rf), namespace=ns), spec={
-        "interval": "10m",
-        "retryInterval": "1m",
-        "timeout": "5m",
-        "dependsOn": [{"name": operator_app_name(rf)}],
-        "path": "./" + _repo_path(rf),
-        "prune": True,
-        "sourceRef": dict(source),
-    })
-    return [operator, tree]
+    return [_flux_kustomization(rf, operator_app_name(rf), FLUX_OPERATOR_DIR, timeout="10m", wait=True),
+            _flux_kustomization(rf, app_name(rf), "", depends_on=operator_app_name(rf))]
 
 
 def flux_classes_kustomization(rf: ResolvedFleet) -> dict[str, Any]:
@@ -316,17 +311,7 @@ def flux_classes_kustomization(rf: ResolvedFleet) -> dict[str, Any]:
     last applied revision equal to the source's), so a new tier's class exists only after its
     policies and bindings. A removed tier's class goes after its rules; the namespace policy the
     root applied first already refuses it GPUs and the pools' taint (docs/transitions.md)."""
-    source = {"kind": "GitRepository", "name": FLUX_BOOTSTRAP_SOURCE}
-    return obj(FLUX_KUSTOMIZE_API, "Kustomization", metadata(rf, classes_app_name(rf), namespace=gitops_namespace(rf)),
-               spec={
-                   "interval": "10m",
-                   "retryInterval": "1m",
-                   "timeout": "5m",
-                   "dependsOn": [{"name": app_name(rf)}],
-                   "path": "./" + _repo_path(rf, FLUX_CLASSES_DIR),
-                   "prune": True,
-                   "sourceRef": source,
-               })
+    return _flux_kustomization(rf, classes_app_name(rf), FLUX_CLASSES_DIR, depends_on=app_name(rf))
 
 
 def flux_helm_objects(rf: ResolvedFleet, values: dict[str, Any]) -> list[dict[str, Any]]:

@@ -61,9 +61,6 @@ def collect(artifacts: Iterable["Artifact"]) -> list[dict[str, Any]]:
     return [d for a in artifacts for d in a.documents or () if isinstance(d, dict) and d.get("kind") in kinds]
 
 
-TENANTS_PATH = ("spec", "tenants")  # where the proof at every sync step reports (objchecks.placement)
-
-
 class TreeObjects:
     """What the tree checks read, kept as the build streams each file past
     (``keep``); everything else is dropped at once. Made before the build frees the
@@ -75,6 +72,8 @@ class TreeObjects:
 
         self._keep = keep_document
         self.docs: list[dict[str, Any]] = []
+        from gpuplan.objchecks.placement import TENANTS_PATH
+
         positions = {p: rf.doc.locate(p) for p in (*ANCHORS, TENANTS_PATH)}
         file = rf.doc.file
 

@@ -105,6 +105,9 @@ CODES = (E_OTHER_POOL, E_DENIED_GRANTED, W_ADMITTED_UNGRANTED, E_TWIN_POOLS, E_C
          E_BOUNDARY, E_SHARED_CLASS, E_STEP_BOUNDARY)
 
 
+TENANTS_PATH = ("spec", "tenants")  # where the proof at every sync step reports (TreeObjects keeps its position)
+
+
 def step_diagnostics(rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dict[str, Any]], tree: str,
                      diag: Any) -> list[Diagnostic]:
     """GP529 for each window a sync step from the existing tree (``old``) to ``new`` opens
@@ -116,13 +119,13 @@ def step_diagnostics(rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dic
     found = step_breaches(rf, old, new)
     eng = "Argo CD" if rf.fleet.spec.cluster.gitops.engine == "argocd" else "Flux"
     out = [diag(E_STEP_BOUNDARY, f"{eng} sync from {tree}, step {b.step}: in namespace {b.namespace!r}, a pod of "
-                   f"{b.pod} is admitted and {b.escape}", ("spec", "tenants"),
+                   f"{b.pod} is admitted and {b.escape}", TENANTS_PATH,
                    hint="keep gpuplan's sync waves and Kustomizations as generated (docs/transitions.md); "
                         "`gpuplan diff` shows what the change moves")
            for b in found[:MAX_BREACHES]]
     if len(found) > MAX_BREACHES:
         out.append(diag(E_STEP_BOUNDARY, f"and {len(found) - MAX_BREACHES} more pods at sync steps from {tree}",
-                           ("spec", "tenants")))
+                        TENANTS_PATH))
     return out
 
 

@@ -327,30 +327,25 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     for words, pod, req, kueue_held in attacks:
         admitted_pod = extended_resource_toleration(pod) if ert else pod
         pc = pod["spec"].get("priorityClassName", "")
-        if defined is not None and pc in gated and pc not in defined:  # no such PriorityClass yet (or any more)
-            out.checked += len(groups)
-            if record:
-                for group in groups:
-                    for ns_obj in group:
-                        out.cases.append(Case(words, pod, req, ns_obj["metadata"]["name"], False,
-                                              dict(ns_obj["metadata"].get("labels") or {})))
-            continue
-        all_requests = requests(admitted_pod)
-        want = gpu(all_requests)
-        landing: list[str] | None = None
-        verdicts = cluster.verdicts(admitted_pod, req, covering)
 
         def note(ns_obj: dict[str, Any], admitted: bool) -> None:
             if record:
                 out.cases.append(Case(words, pod, req, ns_obj["metadata"]["name"], admitted,
                                       dict(ns_obj["metadata"].get("labels") or {})))
-        if any(msgs for name, msgs in verdicts.items() if name in covering):
+        # refused in every namespace state: a class the cluster has no PriorityClass of (yet, or any
+        # more: the Priority admission plugin, before any policy), or a policy bound everywhere
+        unknown = defined is not None and pc in gated and pc not in defined
+        verdicts = {} if unknown else cluster.verdicts(admitted_pod, req, covering)
+        if unknown or any(msgs for name, msgs in verdicts.items() if name in covering):
             out.checked += len(groups)
             if record:
                 for group in groups:
                     for ns_obj in group:
                         note(ns_obj, False)
-            continue  # refused in every namespace state
+            continue
+        all_requests = requests(admitted_pod)
+        want = gpu(all_requests)
+        landing: list[str] | None = None
         for group, sel in zip(groups, selected):
             out.checked += 1
             if cluster.policy_denials(admitted_pod, group[0], sel, req, verdicts):

@@ -35,12 +35,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from gpuplan.identity import TIER_LABEL, priority_class_name
 from gpuplan.resolve import ResolvedFleet
 
 WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
-TIER_LABEL = "gpuplan.dev/tier"
 # what changes between the steps; the pools and the rest are the new tree's
 STEP_KINDS = frozenset({"Namespace", "ResourceQuota", "PriorityClass", "ValidatingAdmissionPolicy",
                         "ValidatingAdmissionPolicyBinding"})
@@ -71,11 +71,19 @@ def _annotations(d: dict[str, Any]) -> dict[str, Any]:
     return a if isinstance(a, dict) else {}
 
 
-def _wave(d: dict[str, Any]) -> int:
+def sync_wave(d: Any) -> int:
+    """An object's Argo CD sync wave (0 when absent or unreadable: a hand-edited tree)."""
     try:
-        return int(_annotations(d).get(WAVE, 0))
+        return int(_annotations(d).get(WAVE, 0)) if isinstance(d, dict) else 0
     except (TypeError, ValueError):
         return 0
+
+
+def prune_waves(waves: Iterable[int]) -> dict[int, int]:
+    """The wave each prune of a sync runs in, by its object's wave: gitops-engine swaps the
+    prune waves symmetrically, so the highest goes first (sync_context.go:1097-1125)."""
+    ws = sorted(set(waves))
+    return {w: ws[len(ws) - 1 - i] for i, w in enumerate(ws)}
 
 
 def _prunable(d: dict[str, Any]) -> bool:
@@ -100,12 +108,11 @@ def sync_states(old: Iterable[dict[str, Any]], new: Iterable[dict[str, Any]], en
     else:
         applies: dict[int, list[dict[str, Any]]] = {}
         for d in changed:
-            applies.setdefault(_wave(d), []).append(d)
-        waves = sorted({_wave(d) for d in gone})
-        swap = {w: waves[len(waves) - 1 - i] for i, w in enumerate(waves)}
+            applies.setdefault(sync_wave(d), []).append(d)
+        swap = prune_waves(sync_wave(d) for d in gone)
         prunes: dict[int, list[dict[str, Any]]] = {}
         for d in gone:
-            prunes.setdefault(swap[_wave(d)], []).append(d)
+            prunes.setdefault(swap[sync_wave(d)], []).append(d)
         plan = [(f"wave {w}", applies.get(w, []), prunes.get(w, [])) for w in sorted(set(applies) | set(prunes))]
     state = dict(was)
     out = []
@@ -141,7 +148,6 @@ def step_breaches(rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dict[s
         return []
     rest = [d for d in new if d.get("kind") not in STEP_KINDS]
     before = [d for d in old if d.get("kind") in STEP_KINDS]
-    from gpuplan.identity import priority_class_name
 
     ours = {priority_class_name(t) for t in rf.fleet.spec.tiers}
     extra = tuple(sorted(_tier_classes(old) - ours))

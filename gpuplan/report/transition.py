@@ -77,9 +77,10 @@ from gpuplan.identity import (
     ROOT_KUSTOMIZATION,
 )
 
+from gpuplan.placement.steps import prune_waves, sync_wave
+
 Parsed = Mapping[Any, tuple[str, Any]]  # gpuplan.output.objdiff.tree_objects
 
-SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 BEFORE = "before"
 OPERANDS = "nvidia.com/gpu.deploy.operands"
 DEPLOY_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"
@@ -154,12 +155,6 @@ def _meta(o: Any, *keys: str) -> Any:
     return cur
 
 
-def _wave(o: Any) -> int:
-    v = _meta(o, "annotations", SYNC_WAVE)
-    try:
-        return int(v) if v is not None else 0
-    except (TypeError, ValueError):
-        return 0
 
 
 def _dict(v: Any) -> dict:
@@ -388,18 +383,17 @@ def _schedule(engine: str, a: _Tree, b: _Tree) -> tuple[list[str], dict[Any, str
         steps = [s for s in ("gpu-operator", "apply", "prune") if s in set(applied.values()) | set(pruned.values())]
         return [BEFORE, *steps], applied, pruned
     for k in changed:
-        applied[k] = _wave(b.objs[k])
-    # prunes in the reverse order of their waves (gitops-engine sync_context.go:1097-1125)
-    waves = sorted({_wave(a.objs[k]) for k in gone})
-    swap = {w: waves[len(waves) - 1 - i] for i, w in enumerate(waves)}
+        applied[k] = sync_wave(b.objs[k])
+    # prunes in the reverse order of their waves
+    swap = prune_waves(sync_wave(a.objs[k]) for k in gone)
     for k in gone:
-        pruned[k] = swap[_wave(a.objs[k])]
+        pruned[k] = swap[sync_wave(a.objs[k])]
     # the operator's Application syncs its chart and values (gpu-operator/values.yaml) on its own;
     # a values change counts from the wave of that Application on
     if a.values != b.values:
         for k in b.root:
             if k[1] == "Application" and k[3].endswith("-gpu-operator"):
-                applied[k] = _wave(b.objs[k])
+                applied[k] = sync_wave(b.objs[k])
     order = sorted(set(applied.values()) | set(pruned.values()))
     name = {w: f"wave {w}" for w in order}
     return [BEFORE, *name.values()], {k: name[w] for k, w in applied.items()}, {k: name[w] for k, w in pruned.items()}
