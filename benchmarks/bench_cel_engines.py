@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from gpuplan.upstream import crd_kinds  # noqa: E402
+from gpuplan.upstream.pins import crd_kinds  # noqa: E402
 from gpuplan.verify import cel as gcel  # noqa: E402
 from gpuplan.verify.schemas import apply_defaults, crd_validator  # noqa: E402
 

@@ -84,7 +84,7 @@ def schema_for(api: str, kind: str, version: str, local: Path) -> str | None:
 
     import kubernetes_validate
 
-    from gpuplan.upstream import crd_groups, crd_schema_path
+    from gpuplan.upstream.pins import crd_groups, crd_schema_path
 
     group, _, v = api.rpartition("/")
     if group in crd_groups():

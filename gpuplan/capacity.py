@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.provisioning import autoscaled, platform
+from gpuplan.provisioning.pools import autoscaled, platform
 from gpuplan.spec.models import Mig
 from gpuplan.units import (
     HOURS_PER_MONTH, capacity_explanation, max_oversubscription, pool_capacity_types, pool_resources, preemptible_pool,
@@ -97,7 +97,7 @@ class PoolReport:
     spot_price_per_gpu_hour: float | None = None
     capacity_types: tuple[str, ...] = ()  # units.pool_capacity_types: () for static nodes
     floor_gpus: int = 0  # physical GPUs of its on-demand floor (karpenter.guaranteedGPUs), 0 without one
-    platform: str = "static"  # gpuplan.provisioning.platform: who makes its nodes
+    platform: str = "static"  # gpuplan.provisioning.pools.platform: who makes its nodes
 
     @property
     def idle_compute_slices(self) -> int:
@@ -194,7 +194,7 @@ class CapacityReport:
     hours_per_month: int = HOURS_PER_MONTH
     notes: tuple[str, ...] = field(default=())
     queues: "QueueLedger | None" = None  # Kueue's quotas, with spec.queueing (gpuplan.queues)
-    placement: Any = None  # gpuplan.placement.Proof, with tiers
+    placement: Any = None  # gpuplan.placement.simulate.Proof, with tiers
     boundary: Any = None  # gpuplan.placement.boundary.Boundary, with an admission policy
     stranded: tuple[Stranded, ...] = ()
 

@@ -77,7 +77,7 @@ E_MORE = Code(
 CODE_MODULES: tuple[str, ...] = (
     "gpuplan.spec.loader",
     "gpuplan.spec.validate",
-    "gpuplan.rules",
+    "gpuplan.rules.registry",
     "gpuplan.mig.codes",
     "gpuplan.rules.mig",
     "gpuplan.rules.sharing",
@@ -111,9 +111,9 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.verify.manifests",
     "gpuplan.verify.schemas",
     "gpuplan.verify.cel",
-    "gpuplan.verify",
+    "gpuplan.verify.verifier",
     "gpuplan.internal",
-    "gpuplan.reporters",
+    "gpuplan.reporters.formats",
     "gpuplan.importer.codes",
 )
 

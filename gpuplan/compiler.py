@@ -101,14 +101,14 @@ def check_fleet(path: Path | str, *, display: str | None = None, options: Option
     if fleet is None:
         return Checked(normalise(diags), sources=sources)
     from gpuplan.resolve import resolve
-    from gpuplan.rules import run_rules
+    from gpuplan.rules.registry import run_rules
 
     rf = resolve(fleet, doc)
     diags += _load_inventory(rf, Path(path), options.allow_inventory_outside, sources)
     if not has_errors(diags):
         diags += run_rules(rf)
         if not has_errors(diags):  # objects are lowered only from a spec the rules accept
-            from gpuplan.objchecks import check_objects
+            from gpuplan.objchecks.driver import check_objects
 
             diags += check_objects(rf, object_docs(rf))
     return Checked(normalise(diags), rf, sources)
@@ -117,11 +117,11 @@ def check_fleet(path: Path | str, *, display: str | None = None, options: Option
 def object_docs(rf: ResolvedFleet) -> dict[str, list[dict]]:
     """Per object-check family, the objects it reads (the placement proof's also feed
     the capacity report), lowered once per fleet by the targets that make them
-    (``gpuplan.objchecks.targets``)."""
+    (``gpuplan.objchecks.driver.targets``)."""
     docs = rf.__dict__.get("_object_docs")
     if docs is None:
-        from gpuplan.lower import iter_artifacts
-        from gpuplan.objchecks import collect, targets
+        from gpuplan.lower.driver import iter_artifacts
+        from gpuplan.objchecks.driver import collect, targets
 
         docs = rf.__dict__["_object_docs"] = {family: collect(iter_artifacts(rf, only=names))
                                               for family, names in targets(rf).items()}
@@ -131,7 +131,7 @@ def object_docs(rf: ResolvedFleet) -> dict[str, list[dict]]:
 def planned_objects(rf: ResolvedFleet, targets: tuple[str, ...], kinds: frozenset[str]) -> list[dict]:
     """The objects of ``kinds`` the tree's ``targets`` write (``gpuplan verify-cluster``
     compares the live ones)."""
-    from gpuplan.lower import iter_artifacts
+    from gpuplan.lower.driver import iter_artifacts
 
     return [d for a in iter_artifacts(rf, only=targets) for d in a.documents or () if d.get("kind") in kinds]
 
@@ -156,7 +156,7 @@ def render_files(rf: ResolvedFleet, spec_label: str, files: MutableMapping[str, 
     the bytes go to disk as they are made). ``each(path, documents, files)`` is
     called per artifact once its bytes are in ``files``, before its lowered
     objects are dropped."""
-    from gpuplan.lower import iter_artifacts
+    from gpuplan.lower.driver import iter_artifacts
     from gpuplan.render.yamlwriter import dump_documents_bytes
     from gpuplan.report.capacity_file import capacity_artifacts
 
@@ -196,7 +196,7 @@ def compile_fleet(
     if checked.failed(options.strict):
         return Compiled(checked.diagnostics, resolved=checked.resolved, sources=checked.sources)
     assert checked.resolved is not None
-    from gpuplan.objchecks import TreeObjects, check_tree
+    from gpuplan.objchecks.driver import TreeObjects, check_tree
 
     tree = TreeObjects(checked.resolved)
     if options.release_spec:
@@ -219,7 +219,7 @@ def compile_fleet(
     out = Path(out_dir).as_posix()
     v = None
     if options.verify:
-        from gpuplan.verify import Options as VerifyOptions, Verifier, verify_file
+        from gpuplan.verify.verifier import Options as VerifyOptions, Verifier, verify_file
 
         v = Verifier(VerifyOptions(kubernetes_version=rf.fleet.spec.cluster.kubernetes_version, nearest_version=True))
 
@@ -261,7 +261,7 @@ def compile_fleet(
         return Compiled(normalise(checked.diagnostics + tree_diags), resolved=rf, sources=checked.sources)
     if v is None:
         return Compiled(normalise(checked.diagnostics + tree_diags), files, rf, checked.sources)
-    from gpuplan.verify import E_BUILD_REJECTED, verify_result
+    from gpuplan.verify.verifier import E_BUILD_REJECTED, verify_result
 
     result = verify_result(v, files, out_dir=out)
     verified = [d for d in result.diagnostics if d.severity.value != "info"]

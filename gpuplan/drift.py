@@ -622,7 +622,7 @@ def _planned_taints(pv: PoolView) -> list[dict[str, str]]:
     """The taints gpuplan puts on the pool's nodes (not those a platform may add: GKE taints GPU
     nodes only in clusters that also have non-GPU pools)."""
     from gpuplan.identity import pool_node_taints
-    from gpuplan.provisioning import platform_taints
+    from gpuplan.provisioning.pools import platform_taints
 
     theirs = platform_taints(pv)
     return [t for t in pool_node_taints(pv) if t not in theirs]
@@ -650,7 +650,7 @@ def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[D
     out: list[Diagnostic] = []
     labels = node["metadata"].get("labels") or {}
     kept = _kept_names(rf, pv)
-    from gpuplan.provisioning import platform_gpu_stack, platform_labels
+    from gpuplan.provisioning.pools import platform_gpu_stack, platform_labels
 
     # gpuplan's labels, and those the platform sets itself (GKE: node pool, accelerator, partition size)
     for key, value in {**pool_node_labels(rf, pv), **platform_labels(pv)}.items():

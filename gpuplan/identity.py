@@ -20,11 +20,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, any_dra, is_dra
-from gpuplan.provisioning import (
-    POOL_LABEL, autoscaled, karpenter_pool, node_group_pool, operator_runs_driver, platform_gpu_stack, platform_taints,
-    static_nodes, template_labels, tier_node_selector,
-)
+from gpuplan.dra.claims import DEVICE_PLUGIN_DEPLOY_LABEL, any_dra, is_dra
+from gpuplan.provisioning.pools import (
+    POOL_LABEL, autoscaled, karpenter_pool, node_group_pool, operator_runs_driver, platform_gpu_stack,
+    platform_taints, static_nodes, template_labels, tier_node_selector)
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 from gpuplan.spec.models import Mig, Tier, Topology
 import gpuplan.units as _units

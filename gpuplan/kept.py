@@ -432,7 +432,7 @@ def previous_configs(rf, *, out_dir: Path | str | None = None,
         DEVICE_PLUGIN_CONFIG_LABEL, DEVICE_PLUGIN_CONFIGMAP, MIG_CONFIG_LABEL, MIG_PARTED_CONFIG_KEY,
         MIG_PARTED_CONFIGMAP, POOL_LABEL, PreviousConfigs,
     )
-    from gpuplan.provisioning import static_nodes
+    from gpuplan.provisioning.pools import static_nodes
 
     docs = docs_of(files, out_dir)
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpuplan.provisioning import static_nodes
+from gpuplan.provisioning.pools import static_nodes
 
 if TYPE_CHECKING:
     from gpuplan.capacity import CapacityReport

@@ -18,11 +18,9 @@ from typing import TYPE_CHECKING, Any
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.spec.loader import Document
-from gpuplan.provisioning import (
+from gpuplan.provisioning.pools import (
     ceiling_gpus, karpenter_node_toolkit, karpenter_pool, node_group_gpus_per_node, platform_gpu_stack,
-    platform_node_resources,
-    platform_tier_resource, static_nodes,
-)
+    platform_node_resources, platform_tier_resource, static_nodes)
 from gpuplan.spec.models import Fleet, Mig, Pool, Tier
 from gpuplan.spec.validate import format_path
 

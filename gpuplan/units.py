@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpuplan.provisioning import autoscaled, ceiling_gpus, karpenter_pool, node_group_pool, node_group_spot, platform_gpu_stack, title
+from gpuplan.provisioning.pools import (
+    autoscaled, ceiling_gpus, karpenter_pool, node_group_pool, node_group_spot, platform_gpu_stack, title)
 from gpuplan.spec.models import Mig
 
 if TYPE_CHECKING:

@@ -192,3 +192,23 @@ def test_each_module_says_its_stage():
         if want not in doc:
             wrong.append(f"{name}: docstring lacks {want!r}")
     assert not wrong, "\n".join(wrong)
+
+
+def _defines(node: ast.stmt) -> bool:
+    """Whether a top-level statement of an ``__init__`` does more than document or re-export."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        return False
+    if isinstance(node, ast.ImportFrom):
+        return False
+    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id in ("__all__", "__version__")
+                                            for t in node.targets):
+        return False
+    return True
+
+
+def test_package_inits_define_nothing():
+    """Code lives in named modules: a package's ``__init__`` holds its docstring and at most
+    re-exports, so no logic hides where a reader does not look."""
+    found = sorted(f"{path.relative_to(REPO)}:{node.lineno}" for path in ROOT.rglob("__init__.py")
+                   for node in ast.parse(path.read_text(encoding="utf-8")).body if _defines(node))
+    assert not found, "move these into a module of the package:\n" + "\n".join(found)

@@ -12,7 +12,7 @@ import click
 
 from gpuplan.diagnostics import Diagnostic, Severity, has_errors
 from gpuplan.exitcodes import ExitCode
-from gpuplan.reporters import FORMATS
+from gpuplan.reporters.formats import FORMATS
 
 format_option = click.option(
     "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
@@ -37,7 +37,7 @@ def emit(diags: Sequence[Diagnostic], fmt: str, *, verbose: bool = False,
     machine formats go to stdout, where CI tools read them. Informational notes
     show in text only with --verbose (machine formats always carry them).
     ``sources``: the texts whose lines the text format may quote."""
-    from gpuplan.reporters import render, summary
+    from gpuplan.reporters.formats import render, summary
 
     if fmt == "text":
         if not verbose:

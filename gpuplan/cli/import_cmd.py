@@ -37,7 +37,7 @@ def import_cmd(ctx: click.Context, inputs: tuple[str, ...], output: str | None, 
     the output exists, 2 on usage errors."""
     from pathlib import Path
 
-    from gpuplan.importer import import_cluster
+    from gpuplan.importer.pipeline import import_cluster
 
     display = output or "fleet.yaml"
     if output is not None:
@@ -48,7 +48,7 @@ def import_cmd(ctx: click.Context, inputs: tuple[str, ...], output: str | None, 
     result = import_cluster(inputs, name=name, display=display)
     if fmt != "text" and output is None:
         # the draft owns stdout: machine-format diagnostics go to stderr, so neither corrupts the other
-        from gpuplan.reporters import render
+        from gpuplan.reporters.formats import render
 
         click.echo(render(fmt, result.diagnostics), err=True, nl=False)
     else:

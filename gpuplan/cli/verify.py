@@ -38,7 +38,7 @@ def verify(ctx: click.Context, paths: tuple[str, ...], k8s_version: str | None, 
         ctx.exit(0 if not cov.left_out else 1)
     if not paths:
         raise click.UsageError("give at least one file or directory (or --cel-coverage)")
-    from gpuplan.verify import DEFAULT_KUBERNETES_VERSION, Options, verify_paths
+    from gpuplan.verify.verifier import DEFAULT_KUBERNETES_VERSION, Options, verify_paths
 
     result = verify_paths(list(paths), Options(kubernetes_version=k8s_version or DEFAULT_KUBERNETES_VERSION),
                           base=list(base) or None)

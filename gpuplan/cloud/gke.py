@@ -16,7 +16,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from gpuplan.cloud import Machine
+from gpuplan.cloud.machine import Machine
 
 DATA = Path(__file__).parent / "data" / "gke-gpu-machine-types.json"
 

@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.dra import CHART_CLASSES, DRIVER, PARENT_UUID, TierClaim, dra_pools, tier_claims
+from gpuplan.dra.claims import CHART_CLASSES, DRIVER, PARENT_UUID, TierClaim, dra_pools, tier_claims
 from gpuplan.dra.slices import Device, pool_devices
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.dra import DRIVER
+from gpuplan.dra.claims import DRIVER
 from gpuplan.k8s_features_dra import RESOURCE_API
 
 if TYPE_CHECKING:

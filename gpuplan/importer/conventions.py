@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, CHART_CLASSES as DRA_CHART_CLASSES  # noqa: F401
+from gpuplan.dra.claims import DEVICE_PLUGIN_DEPLOY_LABEL, CHART_CLASSES as DRA_CHART_CLASSES  # noqa: F401
 from gpuplan.identity import (  # noqa: F401 - the importer's vocabulary
     DEFAULT_TAINT as DEFAULT_KARPENTER_TAINT,
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -38,7 +38,7 @@ POOL_TAINT_EFFECT = "NoSchedule"  # identity.pool_binding_taint
 PART_OF_LABEL = "app.kubernetes.io/part-of"  # gpuplan.lower.common.labels
 TIER_QUOTA_PREFIX = "gpuplan-tier-"
 PRIORITY_CLASS_PREFIX = "gpuplan-"  # identity.priority_class_name
-CLAIM_TEMPLATE_PREFIX = "gpuplan-"  # gpuplan.dra.claim_template_name: gpuplan-<tier>, gpuplan-<tier>-x<N>
+CLAIM_TEMPLATE_PREFIX = "gpuplan-"  # gpuplan.dra.claims.claim_template_name: gpuplan-<tier>, gpuplan-<tier>-x<N>
 # gpuplan/lower/tenancy.py _tier_description() (the default text)
 DEFAULT_TIER_DESCRIPTION = re.compile(r"gpuplan tier (?P<tier>[a-z0-9-]+): (?P<resource>\S+) on pool (?P<pool>[a-z0-9-]+)\Z")
 # identity.content_name() -> "<prefix>-<8 hex of sha256>"

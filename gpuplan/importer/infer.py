@@ -1257,7 +1257,7 @@ def _allocation(pools: list[dict], tiers: list[dict], objs: list[Obj], chart: An
     draft.note(("spec", "cluster", "allocation"), None, "featureGates are not visible through the API: add the "
                "DRA gates the cluster sets away from its version's defaults")
     cluster["allocation"] = alloc
-    # gpuplan writes gpuplan-<tier>-x<N> for maxGPUsPerPod N > 1 (gpuplan.dra.claim_template_name)
+    # gpuplan writes gpuplan-<tier>-x<N> for maxGPUsPerPod N > 1 (gpuplan.dra.claims.claim_template_name)
     counts = claim_template_counts(objs, draft)
     for t in tiers:
         if t.get("pool") in names and counts.get(t["name"], (0, ""))[0] > 1 and "maxGPUsPerPod" not in t:
@@ -1275,7 +1275,7 @@ def managed_namespace(o: Obj | None) -> bool:
 
 
 def _claim_count(name: str, tier: str) -> int | None:
-    """Devices of gpuplan's claim template ``name`` for ``tier`` (gpuplan.dra.claim_template_name)."""
+    """Devices of gpuplan's claim template ``name`` for ``tier`` (gpuplan.dra.claims.claim_template_name)."""
     if name == f"{V.CLAIM_TEMPLATE_PREFIX}{tier}":
         return 1
     m = re.fullmatch(rf"{re.escape(V.CLAIM_TEMPLATE_PREFIX + tier)}-x([0-9]{{1,4}})", name)

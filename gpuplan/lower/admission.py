@@ -43,7 +43,7 @@ import re
 from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
-from gpuplan.dra import IMPLICIT_DRA_PREFIX
+from gpuplan.dra.claims import IMPLICIT_DRA_PREFIX
 from gpuplan.identity import exempt_namespaces as identity_exempt
 from gpuplan.identity import POOL_LABEL, POOL_TAINT_KEY, PRIORITY_LABEL, QUEUE_LABEL, content_name
 from gpuplan.lower.common import metadata, obj
@@ -416,7 +416,7 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
 
     pools = sorted({t.pool for t in tiers})
     allowed = sorted({rf.tier_resource(t) for t in tiers})
-    from gpuplan.dra import is_dra
+    from gpuplan.dra.claims import is_dra
 
     dra = any(is_dra(rf, rf.pool_by_name[t.pool]) for t in tiers)
     mine = f"variables.specs.filter(s, {_pc('s')} == {_lit(pc)})"
@@ -540,7 +540,7 @@ def _binding(rf: ResolvedFleet, policy: dict[str, Any], outside: list[str]) -> d
 def _claims_policy(rf: ResolvedFleet) -> list[dict[str, Any]]:
     """ResourceClaims and their templates name a GPU DeviceClass only in namespaces granted a
     DRA tier (there each class's quota key holds it to the grant: lower/dra.py quota_hard)."""
-    from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
+    from gpuplan.dra.claims import CHART_CLASSES, any_dra, tier_claims
     from gpuplan.k8s_features_dra import RESOURCE_API
 
     if not any_dra(rf):

@@ -47,7 +47,7 @@ from typing import Any, Sequence
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.lower.common import object_annotations
-from gpuplan.provisioning import platform_gpu_stack
+from gpuplan.provisioning.pools import platform_gpu_stack
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.identity import (
     DEFAULT_CONFIG, DEVICE_PLUGIN_CONFIGMAP, KEPT_CONFIGS_ANNOTATION, cluster_mig_strategy, kept_plugin_configs,

@@ -21,7 +21,7 @@ from gpuplan.identity import (
     project_name,
 )
 from gpuplan.lower.common import cell, engine
-from gpuplan.provisioning import karpenter_cloud, node_group_pool, operator_runs_driver, platform_gpu_stack, title
+from gpuplan.provisioning.pools import karpenter_cloud, node_group_pool, operator_runs_driver, platform_gpu_stack, title
 from gpuplan.lower.kubelet import EKS_AL2023
 from gpuplan.lower.gitops import admin_project_name, gitops_namespace, project_app_name
 from gpuplan.lower.kueue import BY_HAND_PATH as KUEUE_BY_HAND
@@ -226,7 +226,7 @@ def _karpenter_floor(rf: ResolvedFleet) -> str:
 
 def _dra_caveats(rf: ResolvedFleet) -> dict[str, Any]:
     """docs/dra.md "Not covered", for the DRA pools of this fleet."""
-    from gpuplan.dra import dra_pools, pool_extended_resources
+    from gpuplan.dra.claims import dra_pools, pool_extended_resources
 
     pools = dra_pools(rf)
     if not pools:

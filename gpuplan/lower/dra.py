@@ -23,7 +23,7 @@ at ``allocation.draDriverVersion``, values in ``dra-driver/values.yaml``:
   The chart's default affinity puts the kubelet plugin on *every* NVIDIA node
   (``values.yaml`` L319-345); the selector narrows it to the nodes where the
   operator's device plugin is switched off by the same label
-  (``gpuplan.dra.DEVICE_PLUGIN_DEPLOY_LABEL``), which gpuplan sets on the DRA
+  (``gpuplan.dra.claims.DEVICE_PLUGIN_DEPLOY_LABEL``), which gpuplan sets on the DRA
   pools' nodes and on no other: one label value, one back-end per node;
 - ``kubeletPlugin.tolerations``: the chart default plus every pool taint, as
   for the operator's DaemonSets;
@@ -36,7 +36,7 @@ chart from the OCI registry — ``repoURL`` without ``oci://``, argo-cd v3.5.1
 ``docs/user-guide/helm.md`` L28-43), or a Flux OCI HelmRepository + HelmRelease
 beside the operator's (``delivery/gpu-operator/dra-driver.yaml``).
 
-**Objects per tier** on a DRA pool (``gpuplan.dra.TierClaim``):
+**Objects per tier** on a DRA pool (``gpuplan.dra.claims.TierClaim``):
 
 - ``cluster/deviceclasses.yaml``: DeviceClass ``gpuplan-<tier>`` whose CEL
   selector picks the tier's devices (driver, ``type``, MIG ``profile``, GPU
@@ -56,10 +56,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.dra import (
+from gpuplan.dra.claims import (
     CHART_CLASSES, DEVICE_PLUGIN_DEPLOY_LABEL, PARENT_UUID, TierClaim, any_dra, claim_template_name,
-    tier_claims,
-)
+    tier_claims)
 from gpuplan.k8s_features_dra import RESOURCE_API
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
@@ -165,7 +164,7 @@ MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 
 
 def dra_mig_pools(rf: ResolvedFleet) -> list[str]:
-    from gpuplan.dra import is_dra
+    from gpuplan.dra.claims import is_dra
     from gpuplan.spec.models import Mig
 
     return [pv.name for pv in rf.pools if is_dra(rf, pv) and isinstance(pv.pool.sharing, Mig)]

@@ -1,5 +1,5 @@
 """Karpenter v1 objects for the pools whose nodes Karpenter launches, on AWS or on Azure (AKS
-Node Auto Provisioning, :func:`gpuplan.provisioning.karpenter_cloud`).
+Node Auto Provisioning, :func:`gpuplan.provisioning.pools.karpenter_cloud`).
 
 Per Karpenter pool, under ``pools/<pool>/``:
 
@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj, object_annotations
 from gpuplan.identity import POOL_LABEL, karpenter_pool_taints, nodepool_node_labels
-from gpuplan.provisioning import karpenter_cloud
+from gpuplan.provisioning.pools import karpenter_cloud
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 
 NODEPOOL_API = "karpenter.sh/v1"

@@ -338,7 +338,7 @@ def ec2nodeclass(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
 
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
-    from gpuplan.provisioning import karpenter_cloud
+    from gpuplan.provisioning.pools import karpenter_cloud
 
     pools = karpenter_pools(rf)
     if karpenter_cloud(rf.fleet.spec.cluster) != "aws":

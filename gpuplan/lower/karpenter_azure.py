@@ -29,7 +29,8 @@ from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import POOL_LABEL, kubelet_topology_fields
 from gpuplan.lower.common import metadata, obj, object_annotations
 from gpuplan.lower.karpenter import karpenter_pools
-from gpuplan.provisioning import karpenter_cloud, nap
+from gpuplan.provisioning import nap
+from gpuplan.provisioning.pools import karpenter_cloud
 from gpuplan.resolve import PoolView, ResolvedFleet
 
 GPU_OS_DISK_GB = 200  # as gpuplan.lower.karpenter_aws.GPU_VOLUME_SIZE (200Gi)

@@ -64,7 +64,7 @@ from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import OPERANDS_LABEL, POOL_LABEL, TENANT_LABEL
 from gpuplan.identity import mig_config_name
-from gpuplan.dra import is_dra
+from gpuplan.dra.claims import is_dra
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet, mig_resource
 from gpuplan.spec.models import Monitoring, Tier
 
@@ -263,7 +263,7 @@ def operand_deployed(rf: ResolvedFleet, pv: PoolView, operand: str) -> bool:
 def left_out(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
     """Alerts not generated for a pool, and why: what does not run there cannot be ready,
     and what is not scraped cannot fire."""
-    from gpuplan.provisioning import platform_gpu_stack, title
+    from gpuplan.provisioning.pools import platform_gpu_stack, title
 
     out: dict[str, str] = {}
     operands_off = pool_labels(rf, pv).get(OPERANDS_LABEL) == "false"

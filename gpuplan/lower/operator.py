@@ -40,8 +40,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from gpuplan.dra import is_dra
-from gpuplan.provisioning import operator_runs_driver
+from gpuplan.dra.claims import is_dra
+from gpuplan.provisioning.pools import operator_runs_driver
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as PLUGIN_CONFIGMAP

@@ -31,7 +31,7 @@ from typing import Any, Iterator, Sequence
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import POOL_LABEL, template_node_labels, template_taints
 from gpuplan.lower.common import folder_kustomization, metadata, obj
-from gpuplan.provisioning import machine, platform_gpu_stack
+from gpuplan.provisioning.pools import machine, platform_gpu_stack
 from gpuplan.provisioning.gke import SHARING_STRATEGY, partition_size
 from gpuplan.resolve import PoolView, ResolvedFleet
 

@@ -113,7 +113,7 @@ def _interruption(rf: ResolvedFleet, tier) -> str | None:
     Karpenter's drain would skip them (pkg/utils/pod/scheduling.go:58-62)."""
     from gpuplan.identity import DO_NOT_DISRUPT, capacity_pin, pod_annotations
     from gpuplan.lower.karpenter import termination_grace_period
-    from gpuplan.provisioning import RECLAIM_NOTICE, platform
+    from gpuplan.provisioning.pools import RECLAIM_NOTICE, platform
     from gpuplan.units import preemptible_pool, preemptible_tier
 
     pv = rf.pool_by_name[tier.pool]

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.dra import PARENT_UUID, any_dra, tier_claims
+from gpuplan.dra.claims import PARENT_UUID, any_dra, tier_claims
 from gpuplan.resolve import ResolvedFleet
 
 E_NO_PARENT = Code(

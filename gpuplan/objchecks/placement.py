@@ -132,7 +132,7 @@ def step_diagnostics(rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dic
 def proves(rf: ResolvedFleet) -> bool:
     """Whether the proof runs (and so reads the objects): within its size limit. A fleet
     without tiers is proved too: pools that cannot be told apart (GP523) need none."""
-    from gpuplan.placement import MAX_PAIRS, pairs
+    from gpuplan.placement.simulate import MAX_PAIRS, pairs
 
     return pairs(rf) <= MAX_PAIRS
 
@@ -141,7 +141,7 @@ def check(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Iterable[Diagnostic]
     yield from _classes(rf)
     if any(t.pool not in rf.pool_by_name for t in rf.fleet.spec.tiers):
         return  # reference errors are reported by the tenancy rules
-    from gpuplan.placement import MAX_PAIRS, pairs
+    from gpuplan.placement.simulate import MAX_PAIRS, pairs
 
     n = pairs(rf)
     if n > MAX_PAIRS:
@@ -187,7 +187,7 @@ def _shared_class_problem(rf: ResolvedFleet, a: Any, b: Any) -> str | None:
 
 
 def _proof(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Iterator[Diagnostic]:
-    from gpuplan.placement import proof as placement_proof
+    from gpuplan.placement.simulate import proof as placement_proof
 
     proof = placement_proof(rf, docs)
     idx = rf.tier_index

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuplan.dra import IMPLICIT_DRA_PREFIX
+from gpuplan.dra.claims import IMPLICIT_DRA_PREFIX
 from gpuplan.resolve import ResolvedFleet, is_gpu_name
 from gpuplan.units import class_scoped
 
@@ -131,15 +131,14 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     PriorityClasses the cluster holds at that step: a pod of a tier's class (or an extra
     one) that is not among them is refused at its creation by the Priority admission plugin
     (kubernetes v1.36.3 plugin/pkg/admission/priority/admission.go:168-172, 294-299)."""
-    from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
+    from gpuplan.dra.claims import CHART_CLASSES, any_dra, tier_claims
     from gpuplan.identity import (
         CAPACITY_TYPE_LABEL, PRIORITY_LABEL, QUEUE_LABEL, capacity_pin, pod_annotations, priority_class_name,
         quota_cap, workload_priority_class_name,
     )
-    from gpuplan.placement import (
-        Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, kubelet_admits, pools_from_objects,
-        quota_denials, requests,
-    )
+    from gpuplan.placement.simulate import (
+        Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, kubelet_admits,
+        pools_from_objects, quota_denials, requests)
     from gpuplan.queues import JOB_CONTROLLER, namespace_ceilings, namespace_grants, queue_controllers, queued_tiers
 
     pools = pools_from_objects(rf, docs)
@@ -426,7 +425,7 @@ def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas,
 def _claim_breaches(rf, cluster, states, exempt, tenant_of) -> list[Breach]:
     """A ResourceClaim of every GPU DeviceClass in every namespace state: admitted only where
     a DRA tier of that class is granted, and charged there to the class's quota key."""
-    from gpuplan.dra import CHART_CLASSES, any_dra, tier_claims
+    from gpuplan.dra.claims import CHART_CLASSES, any_dra, tier_claims
     from gpuplan.k8s_features_dra import RESOURCE_API
 
     if not any_dra(rf):
@@ -467,7 +466,7 @@ def boundary(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Boundary:
 def boundary_rows(b: Boundary) -> tuple[list[str], list[list[str]]]:
     """The table of `gpuplan plan`: per pool, which class can run there, from which
     namespaces, and how much the namespace's quotas let that class hold."""
-    from gpuplan.placement import SHOWN_NAMESPACES
+    from gpuplan.placement.simulate import SHOWN_NAMESPACES
 
     head = ["pool", "class", "resource", "namespaces (quota)"]
     rows = []

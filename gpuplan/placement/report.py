@@ -18,7 +18,7 @@ def with_placement(rf: ResolvedFleet, report: "CapacityReport", docs: list[dict[
     Not part of ``capacity``: the proofs read quotas that read the capacity."""
     from dataclasses import replace
 
-    from gpuplan.placement import MAX_PAIRS, pairs, proof
+    from gpuplan.placement.simulate import MAX_PAIRS, pairs, proof
     from gpuplan.placement.boundary import boundary
 
     if not rf.fleet.spec.tiers or pairs(rf) > MAX_PAIRS:

@@ -37,11 +37,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.provisioning import AZURE_SPOT_LABEL as SPOT_LABEL, GPU, POOL_LABEL
+from gpuplan.provisioning.pools import AZURE_SPOT_LABEL as SPOT_LABEL, GPU, POOL_LABEL
 from gpuplan.spec.models import Mig, Pool
 
 if TYPE_CHECKING:
-    from gpuplan.cloud import Machine
+    from gpuplan.cloud.machine import Machine
     from gpuplan.spec.models import Aks
 
 TITLE = "AKS agent pool"

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.provisioning import GPU, POOL_LABEL
+from gpuplan.provisioning.pools import GPU, POOL_LABEL
 from gpuplan.spec.models import Pool
 
 if TYPE_CHECKING:

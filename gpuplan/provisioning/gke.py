@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.provisioning import GPU, POOL_LABEL
+from gpuplan.provisioning.pools import GPU, POOL_LABEL
 from gpuplan.spec.models import Gke, Mig, Pool
 
 if TYPE_CHECKING:
-    from gpuplan.cloud import Machine
+    from gpuplan.cloud.machine import Machine
 
 TITLE = "GKE node pool"
 MACHINE_FIELD = "machineType"  # the spec key under ``gke`` (GP637-GP639 point at it)

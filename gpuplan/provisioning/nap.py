@@ -1,5 +1,5 @@
 """Karpenter on Azure: AKS Node Auto Provisioning (NAP) for ``karpenter`` pools on a cluster
-with ``cluster.azure`` and no ``cluster.aws`` (:func:`gpuplan.provisioning.karpenter_cloud`).
+with ``cluster.azure`` and no ``cluster.aws`` (:func:`gpuplan.provisioning.pools.karpenter_cloud`).
 
 The pool is a Karpenter pool like on AWS (one NodePool, ``limits.nodes`` as its ceiling, the same
 labels, taints, weights and disruption); only the node class differs: an ``AKSNodeClass``
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gpuplan.cloud import Machine
+    from gpuplan.cloud.machine import Machine
 
 NODECLASS_API = "karpenter.azure.com/v1beta1"
 NODECLASS_GROUP = "karpenter.azure.com"

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from gpuplan.identity import POOL_LABEL
-from gpuplan.provisioning import read_template, template_changes
+from gpuplan.provisioning.pools import read_template, template_changes
 from gpuplan.report.transition import transition, tree_configs as _configs, tree_values as _values
 
 # By risk (#27 Build 6): what a person must do, then what deletes, then nodes stranded (a

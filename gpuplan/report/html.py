@@ -188,7 +188,7 @@ def _queue_section(r: CapacityReport) -> str:
 def _placement_section(r: CapacityReport) -> str:
     if r.placement is None:
         return ""
-    from gpuplan.placement import matrix_rows
+    from gpuplan.placement.simulate import matrix_rows
 
     return ("<h2>Placement (tier × pool)</h2><p>Where each tier's contract pod can land (admitted in a "
             "namespace granted the tier), from the generated NodePools, NodeFeatureRules, quotas and "

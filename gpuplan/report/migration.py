@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.dra import DEVICE_PLUGIN_DEPLOY_LABEL, pool_backend, tier_claim
+from gpuplan.dra.claims import DEVICE_PLUGIN_DEPLOY_LABEL, pool_backend, tier_claim
 
 if TYPE_CHECKING:
     from gpuplan.resolve import PoolView, ResolvedFleet

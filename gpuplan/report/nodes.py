@@ -12,7 +12,7 @@ One Node per node a pool may have, as the API server would hold it once the GPU 
   autoscaled pool's ceiling (:func:`split_count` shares it out over a pool's NodePools). A
   ceiling of 0 is 0 nodes;
 - **labels and taints**: what the generated objects put on the node, read back by the placement
-  proof's :func:`gpuplan.placement.pools_from_objects` (NodePool template labels and ``In``
+  proof's :func:`gpuplan.placement.simulate.pools_from_objects` (NodePool template labels and ``In``
   requirements, NodeFeatureRule labels and taints, node-group templates plus the platform's own
   labels and taints), never recomputed; a requirement with several values gives each node one
   (:func:`_pick`). Then what Kubernetes, the platform and the GPU Operator's operands set
@@ -40,11 +40,10 @@ from gpuplan.identity import (
     pool_mig_strategy,
 )
 from gpuplan.k8snames import is_label_value
-from gpuplan.placement import PoolNodes, pools_from_objects
-from gpuplan.provisioning import (
+from gpuplan.placement.simulate import PoolNodes, pools_from_objects
+from gpuplan.provisioning.pools import (
     AZURE_SPOT_LABEL, karpenter_cloud, karpenter_pool, machine, platform_gpu_stack, settings, static_nodes,
-    template_kinds,
-)
+    template_kinds)
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -78,7 +77,7 @@ class NodeNameClash(ValueError):
 
 def kinds() -> frozenset[str]:
     """The generated objects :func:`fleet_nodes` reads: NodePools, NodeFeatureRules, the node-group
-    templates (``gpuplan.provisioning.template_kinds``), and EC2NodeClasses for the root volume."""
+    templates (``gpuplan.provisioning.pools.template_kinds``), and EC2NodeClasses for the root volume."""
     return frozenset({"NodePool", "NodeFeatureRule", "EC2NodeClass"}) | template_kinds()
 
 
@@ -306,7 +305,7 @@ def _stack_labels(rf: ResolvedFleet, pv: PoolView, labels: dict[str, str]) -> di
 def _capacity(rf: ResolvedFleet, pv: PoolView, itype: str | None, aws_it: Any,
               node_classes: dict[str, dict[str, Any]], inventory_cpus: int | None) -> dict[str, str]:
     """cpu, memory, pods, ephemeral-storage, then the extended resources, in that order."""
-    from gpuplan.dra import is_dra
+    from gpuplan.dra.claims import is_dra
 
     out = dict(DEFAULTS)
     if aws_it is not None:  # the EC2 instance type's vCPUs and memory

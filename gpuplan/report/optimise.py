@@ -298,7 +298,7 @@ def patch_spec(rf: "ResolvedFleet", text: str, proposals: list[PoolProposal]) ->
 def _check_text(text: str, file: str) -> list["Diagnostic"]:
     from gpuplan.diagnostics import normalise
     from gpuplan.resolve import resolve
-    from gpuplan.rules import run_rules
+    from gpuplan.rules.registry import run_rules
     from gpuplan.spec.loader import LoadError, load_text
     from gpuplan.spec.validate import parse_fleet
 

@@ -12,7 +12,7 @@ import math
 from typing import Any, Callable
 
 from gpuplan.capacity import CapacityReport, LayoutUsage, PoolReport
-from gpuplan.provisioning import RECLAIM_NOTICE
+from gpuplan.provisioning.pools import RECLAIM_NOTICE
 from gpuplan.report.tables import (
     _TENANT_HEAD, _md_table, _one_tenant_rows, _pool_rows, _summary, _tenant_rows, _text_table, _tier_rows, gpus,
     layout_text, money, stranded_rows,
@@ -157,7 +157,7 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
 
         parts += [heading(2, "Queues (Kueue)"), table(*queue_rows(r.queues))]
     if r.placement is not None:
-        from gpuplan.placement import matrix_rows
+        from gpuplan.placement.simulate import matrix_rows
 
         parts += [heading(2, "Placement (tier x pool)"), table(*matrix_rows(r.placement))]
     if r.boundary is not None:
@@ -199,7 +199,7 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
         notes.append(how + ", the ceiling that holds whatever the nodes advertise: " + "; ".join(
                          f"{esc(p.name)} ≤ {p.nodes} nodes = {p.physical_gpus} GPUs" for p in capped) + ".")
     if r.placement is not None:
-        from gpuplan.placement import karpenter_order
+        from gpuplan.placement.simulate import karpenter_order
 
         order = karpenter_order(r.placement.pools)
         if order:

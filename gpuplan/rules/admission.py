@@ -38,7 +38,7 @@ from typing import Iterable, Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.provisioning import karpenter_pool, static_nodes
+from gpuplan.provisioning.pools import karpenter_pool, static_nodes
 from gpuplan.resolve import PoolView, ResolvedFleet
 
 MAX_LABEL_VALUE = 63  # k8s.io/apimachinery validation.LabelValueMaxLength

@@ -30,10 +30,9 @@ from typing import Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.dra import (
-    CHART_CLASSES, DEVICE_PLUGIN_DEPLOY_LABEL, DRA, any_dra, is_dra, pool_backend,
-    pool_extended_resources, tier_claims,
-)
+from gpuplan.dra.claims import (
+    CHART_CLASSES, DEVICE_PLUGIN_DEPLOY_LABEL, DRA, any_dra, is_dra, pool_backend, pool_extended_resources,
+    tier_claims)
 from gpuplan.k8s_features_dra import DRA_EXTENDED_RESOURCE, DYNAMIC_RESOURCE_ALLOCATION, MIN_MINOR, minor
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 

@@ -29,7 +29,7 @@ from typing import Iterable, Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.provisioning import machine, platform_gpu_stack
+from gpuplan.provisioning.pools import machine, platform_gpu_stack
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 from gpuplan.spec.models import Mig
 
@@ -216,7 +216,7 @@ def _stack(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
                           f"pool uses {g.image_type}", pv.path + ("gke",), key=True,
                           hint="set imageType: UBUNTU_CONTAINERD")
     else:
-        from gpuplan.dra import is_dra
+        from gpuplan.dra.claims import is_dra
 
         if is_dra(rf, pv):
             yield rf.diag(E_GKE_STACK,

@@ -153,7 +153,7 @@ CODES = (
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
-    from gpuplan.provisioning import karpenter_cloud
+    from gpuplan.provisioning.pools import karpenter_cloud
 
     pools = [pv for pv in rf.pools if pv.pool.karpenter is not None]
     if karpenter_cloud(rf.fleet.spec.cluster) == "azure":

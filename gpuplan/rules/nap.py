@@ -18,7 +18,8 @@ from typing import Iterable, Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.provisioning import karpenter_cloud, karpenter_pool, nap
+from gpuplan.provisioning import nap
+from gpuplan.provisioning.pools import karpenter_cloud, karpenter_pool
 from gpuplan.resolve import PoolView, ResolvedFleet
 
 _DOCS = "MicrosoftDocs/azure-aks-docs@fb060abe articles/aks/"

@@ -15,7 +15,7 @@ from typing import Iterator
 
 from gpuplan.codes import Code
 from gpuplan.identity import CHART_DEFAULT_DRIVER
-from gpuplan.provisioning import karpenter_pool, operator_runs_driver, title
+from gpuplan.provisioning.pools import karpenter_pool, operator_runs_driver, title
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.resolve import ResolvedFleet
 
@@ -190,7 +190,7 @@ def _at(rf: ResolvedFleet, base: tuple, key: str) -> tuple[tuple, bool]:
 def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
     op = rf.fleet.spec.cluster.gpu_operator
     opath = ("spec", "cluster", "gpuOperator")
-    from gpuplan.provisioning import karpenter_cloud, karpenter_node_toolkit
+    from gpuplan.provisioning.pools import karpenter_cloud, karpenter_node_toolkit
 
     al2023 = [pv for pv in rf.pools if karpenter_node_toolkit(rf.fleet.spec.cluster, pv.pool)]
     if al2023 and rf.toolkit != "preinstalled":

@@ -2,7 +2,7 @@
 
 A node group's machine type (VM size) decides its GPU model and count, as an EC2 instance type
 does for a Karpenter pool (GP610-GP612): the back-end's table (``gpuplan.cloud.<back-end>``,
-reached through ``gpuplan.provisioning.machine``) says which GPU and how many. A back-end whose
+reached through ``gpuplan.provisioning.pools.machine``) says which GPU and how many. A back-end whose
 machines are not in a table (Cluster API on premises) gives no machine and declares
 ``gpusPerNode``; these rules then ask only for that.
 
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.provisioning import backend, machine, node_group_pool, title
+from gpuplan.provisioning.pools import backend, machine, node_group_pool, title
 from gpuplan.resolve import PoolView, ResolvedFleet
 
 if TYPE_CHECKING:
-    from gpuplan.cloud import Machine
+    from gpuplan.cloud.machine import Machine
 
 E_UNKNOWN_MACHINE = Code(
     "GP637", "node group's GPUs per node unknown", Severity.ERROR,

@@ -14,7 +14,7 @@ from typing import Iterator
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.provisioning import autoscaled, title
+from gpuplan.provisioning.pools import autoscaled, title
 from gpuplan.resolve import ResolvedFleet
 
 E_GANG_POOL = Code(

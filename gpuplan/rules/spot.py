@@ -152,7 +152,7 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
                           ("spec", "tiers", i, "gang"), key=True,
                           hint="put the tier on on-demand or reserved capacity, or checkpoint often")
     yield from _floors(rf, pinnable)
-    from gpuplan.provisioning import static_nodes
+    from gpuplan.provisioning.pools import static_nodes
 
     for pv in rf.pools:
         if static_nodes(pv.pool):

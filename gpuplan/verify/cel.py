@@ -381,7 +381,7 @@ def _tree(schema: dict, crd: str, path: str) -> Node:
 @lru_cache(maxsize=None)
 def rules_tree(group: str, kind: str, version: str) -> Node | None:
     """The compiled rules of a pinned CRD, or None when it has none."""
-    from gpuplan.upstream import crd_schema
+    from gpuplan.upstream.pins import crd_schema
 
     schema = crd_schema(group, kind, version)
     if schema is None or not _has_rules(schema):
@@ -667,7 +667,7 @@ class Coverage:
 
 
 def coverage() -> Coverage:
-    from gpuplan.upstream import crd_kinds
+    from gpuplan.upstream.pins import crd_kinds
 
     total = evaluated = transition = 0
     left: list[tuple[Rule, str]] = []

@@ -193,7 +193,7 @@ def _crd_validator_class() -> Any:
 
 @lru_cache(maxsize=None)
 def crd_validator(group: str, kind: str, version: str) -> Any | None:
-    from gpuplan.upstream import crd_schema
+    from gpuplan.upstream.pins import crd_schema
 
     schema = crd_schema(group, kind, version)
     return None if schema is None else _crd_validator_class()(schema)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-from gpuplan.upstream import ROOT as UPSTREAM
+from gpuplan.upstream.pins import ROOT as UPSTREAM
 
 CEL_FAILS = "GP840"
 
@@ -19,7 +19,7 @@ def cel_file(name: str) -> list[dict]:
 
 @lru_cache(maxsize=1)
 def _verifier():
-    from gpuplan.verify import Verifier
+    from gpuplan.verify.verifier import Verifier
 
     return Verifier()
 

@@ -35,7 +35,7 @@ NODECLASS = "ec2nodeclass-karpenter-v1.cel.json"
 
 def _unchecked_objects(path):
     """What gpuplan would emit with its checks skipped."""
-    from gpuplan.lower import lower_all
+    from gpuplan.lower.driver import lower_all
     from gpuplan.resolve import resolve
     from gpuplan.spec.loader import load_file
     from gpuplan.spec.validate import parse_fleet

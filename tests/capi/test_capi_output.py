@@ -152,7 +152,7 @@ def test_the_placement_proof_reads_the_bootstrap_config_back(built):
 
 
 def _errors(obj: dict) -> list:
-    from gpuplan.verify import Options, Verifier
+    from gpuplan.verify.verifier import Options, Verifier
 
     v = Verifier(Options(kubernetes_version="1.33"))
     v.add(obj, "obj.yaml", lambda p, k: (None, None), None)

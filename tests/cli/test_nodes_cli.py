@@ -7,7 +7,7 @@ import os
 import yaml
 
 from gpuplan.identity import POOL_LABEL
-from gpuplan.provisioning import autoscaled
+from gpuplan.provisioning.pools import autoscaled
 from tests.conftest import REPO, run_gpuplan
 from tests.report.helpers import resolved
 

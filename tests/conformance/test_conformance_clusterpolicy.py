@@ -14,8 +14,8 @@ import pytest
 import yaml
 from tests.outputkit import fleet, one
 
-from gpuplan.upstream import crd_schema
-from gpuplan.verify import Verifier
+from gpuplan.upstream.pins import crd_schema
+from gpuplan.verify.verifier import Verifier
 
 
 def schema() -> dict:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuplan.lower import lower_all
+from gpuplan.lower.driver import lower_all
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed: `kubectl kustomize` cannot run")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from tests.outputkit import REPO, all_objects
 
-from gpuplan.verify import Options, Verifier
+from gpuplan.verify.verifier import Options, Verifier
 
 K8S_VERSION = "1.33"
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from gpuplan.compiler import check_fleet, compile_fleet
-from gpuplan.dra import PARENT_UUID, tier_claims
+from gpuplan.dra.claims import PARENT_UUID, tier_claims
 from gpuplan.dra.proof import CHART_SELECTORS, SelectorError, allocatable, evaluate_class, matches, prove
 from gpuplan.dra.slices import pool_devices, resource_slice
 from gpuplan.k8s_features_dra import DRA_EXTENDED_RESOURCE, DYNAMIC_RESOURCE_ALLOCATION
@@ -99,7 +99,7 @@ def test_every_gpu_device_class_of_the_pinned_chart_is_closed():
     GPU class gpuplan closes (quota 0, claims policy) or one of the IMEX channel classes."""
     import json
 
-    from gpuplan.dra import CHART_CLASS_TEMPLATES, CHART_CLASSES, NOT_GPU_CLASS_TEMPLATES
+    from gpuplan.dra.claims import CHART_CLASS_TEMPLATES, CHART_CLASSES, NOT_GPU_CLASS_TEMPLATES
 
     chart = json.loads((REPO / "gpuplan/upstream/charts/dra-driver-nvidia-gpu-0.5.0.json").read_text(encoding="utf-8"))
     templates = {o["template"] for o in chart["objects"] if o["kind"] == "DeviceClass"}

@@ -22,7 +22,7 @@ import pytest
 from gpuplan.compiler import check_fleet, planned_quotas
 from gpuplan.diagnostics import normalise
 from gpuplan.drift import LiveInputError, parse_live, verify
-from gpuplan.reporters import FORMATS, render
+from gpuplan.reporters.formats import FORMATS, render
 from tests.conftest import HANG, REPO
 from tests.outputkit import EXAMPLES
 

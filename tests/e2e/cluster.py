@@ -175,7 +175,7 @@ def dra_slices(rf, pool_of: dict[str, str]) -> list[dict[str, Any]]:
     models them (gpuplan.dra.slices: the devices of the pool's MIG layout or whole GPUs), one
     pool per node: the real scheduler then allocates the tiers' claims (and the extended
     resources their DeviceClasses name) from them."""
-    from gpuplan.dra import is_dra
+    from gpuplan.dra.claims import is_dra
     from gpuplan.dra.slices import DRIVER, pool_devices, resource_slice
 
     out = []

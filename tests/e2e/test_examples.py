@@ -24,7 +24,7 @@ import pytest
 
 from gpuplan.compiler import check_fleet, placement_docs
 from gpuplan.identity import POOL_LABEL
-from gpuplan.placement import ert_enabled
+from gpuplan.placement.simulate import ert_enabled
 from gpuplan.placement.boundary import prove_boundary
 from gpuplan.queues import queued_tiers
 from tests.e2e.cluster import (

@@ -34,8 +34,8 @@ import pytest
 
 from gpuplan.compiler import check_fleet, placement_docs
 from gpuplan.identity import POOL_LABEL, contract_pod, contract_pod_spec
-from gpuplan.placement import ert_enabled
-from gpuplan.provisioning import karpenter_pool, static_nodes
+from gpuplan.placement.simulate import ert_enabled
+from gpuplan.provisioning.pools import karpenter_pool, static_nodes
 from gpuplan.queues import queued_tiers
 from tests.e2e.cluster import Deployed, deploy, deployed_outside_root, sleep_until, tenant_page_objects
 from tests.e2e.karpenter import (

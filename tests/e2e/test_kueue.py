@@ -14,7 +14,7 @@ import pytest
 
 from gpuplan.compiler import check_fleet, placement_docs
 from gpuplan.identity import POOL_LABEL
-from gpuplan.placement import ert_enabled
+from gpuplan.placement.simulate import ert_enabled
 from gpuplan.queues import queued_tiers
 from tests.e2e.cluster import deploy, deployed_outside_root, sleep_until, tenant_page_objects, wait_scheduled
 from tests.e2e.kueue import start_kueue
@@ -35,7 +35,7 @@ def queued(request, clusters):
         d = deploy(cp, tree)
         d.refusals += deployed_outside_root(d)
         assert not d.refusals, "\n".join(map(str, d.refusals))
-        from gpuplan.provisioning import static_nodes
+        from gpuplan.provisioning.pools import static_nodes
         from gpuplan.report.nodes import fleet_nodes
 
         # static pools' nodes are there from the start; an autoscaled pool's come up only once an

@@ -81,7 +81,7 @@ def test_transition_replayed_step_by_step(name, tmp_path, clusters):
     before, after = SCENARIOS[name]
     old, new = build_pair(tmp_path, before, after)
     model = transition(tree_objects(old.files), tree_objects(new.files), tier_needs(new.rf))
-    from gpuplan.placement import ert_enabled
+    from gpuplan.placement.simulate import ert_enabled
     from gpuplan.report.nodes import fleet_nodes
 
     cp = clusters.start(f"transition-{name}", ("ExtendedResourceToleration",) if ert_enabled(old.rf) else ())

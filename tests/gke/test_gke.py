@@ -84,7 +84,7 @@ def test_a_pool_takes_exactly_one_provisioning_field(run):
 
 def test_gpus_per_node_and_ceiling_come_from_the_machine_type(run):
     """a2-ultragpu-1g has one A100 80GB, a3-highgpu-8g eight H100s: maxGPUs in whole nodes."""
-    from gpuplan.provisioning import autoscaled, karpenter_pool, node_group_pool, static_nodes
+    from gpuplan.provisioning.pools import autoscaled, karpenter_pool, node_group_pool, static_nodes
 
     rf = run.resolved(BASE)
     infer, train, dev = rf.pools
@@ -258,7 +258,7 @@ def test_gp667_what_each_gke_path_can_do(run):
 
 
 def _tree(run, text):
-    from gpuplan.lower import iter_artifacts
+    from gpuplan.lower.driver import iter_artifacts
 
     return {a.path: a for a in iter_artifacts(run.resolved(text))}
 
@@ -308,7 +308,7 @@ def test_operator_path_node_pool_disables_gkes_driver(run):
 def test_generated_node_pools_pass_the_pinned_schema(run, tmp_path):
     """The ContainerNodePools verify against Config Connector v1.155.1's CRD (pinned), and a
     wrong taint effect would not (the check is not vacuous)."""
-    from gpuplan.verify import Options, verify_paths
+    from gpuplan.verify.verifier import Options, verify_paths
     from gpuplan.compiler import compile_fleet
 
     spec = tmp_path / "f.yaml"
@@ -333,7 +333,7 @@ def test_proof_shows_each_tier_on_its_partition_size(run):
     """The proof reads the ContainerNodePools (labels + what GKE sets: partition size, GPU taint):
     each tier's pod lands on its own pool only, selecting its partition size."""
     from gpuplan.compiler import object_docs
-    from gpuplan.placement import pools_from_objects, proof
+    from gpuplan.placement.simulate import pools_from_objects, proof
 
     rf = run.resolved(BASE)
     docs = object_docs(rf)["gpuplan.objchecks.placement"]
@@ -353,7 +353,7 @@ def test_the_partition_selector_is_modelled_not_assumed(run):
 
     from gpuplan.compiler import object_docs
     from gpuplan.identity import contract_pod
-    from gpuplan.placement import fits, pools_from_objects
+    from gpuplan.placement.simulate import fits, pools_from_objects
 
     rf = run.resolved(BASE)
     pools = {p.name: p for p in pools_from_objects(rf, object_docs(rf)["gpuplan.objchecks.placement"])}

@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 
-from gpuplan.importer import import_cluster
+from gpuplan.importer.pipeline import import_cluster
 from gpuplan.importer.read import MAX_FILE_BYTES, MAX_STDIN_BYTES
 from tests.importer.snapshot import REPO, dump, snapshot
 from tests.importer.test_import import CLUSTER_POLICY, MIG_PARTED, TS_CONFIG, _cm, _node, _ns, _quota, _run
@@ -313,7 +313,7 @@ def test_ambiguous_names_from_the_cluster_round_trip():
 def test_lone_surrogates_from_a_library_caller_are_written_escaped():
     # the readers refuse them (JSON escapes go to the YAML reader, which refuses them); objects a
     # caller builds may still hold one, and it reaches the draft's values and comments
-    from gpuplan.importer import import_objects
+    from gpuplan.importer.pipeline import import_objects
     from gpuplan.importer.read import Obj
 
     pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 10,

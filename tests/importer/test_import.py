@@ -12,7 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from gpuplan.importer import import_cluster
+from gpuplan.importer.pipeline import import_cluster
 from tests.importer.snapshot import REPO, dump, snapshot
 
 EXAMPLES = [("fleet.yaml", REPO / "generated"), ("aws-burst.yaml", REPO / "tests/golden/aws-burst"),

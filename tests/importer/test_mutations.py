@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuplan.exitcodes import ExitCode
-from gpuplan.importer import import_objects
+from gpuplan.importer.pipeline import import_objects
 from gpuplan.importer.read import Obj, read_inputs
 from tests.importer.snapshot import REPO, dump, snapshot
 

@@ -17,8 +17,8 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from gpuplan.compiler import compile_fleet
-from gpuplan.upstream import crd_schema
-from gpuplan.verify import Verifier
+from gpuplan.upstream.pins import crd_schema
+from gpuplan.verify.verifier import Verifier
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = {

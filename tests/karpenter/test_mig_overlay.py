@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from gpuplan.compiler import check_fleet, compile_fleet
-from gpuplan.importer import import_cluster
+from gpuplan.importer.pipeline import import_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 AWS = (REPO / "examples" / "aws-burst.yaml").read_text(encoding="utf-8")

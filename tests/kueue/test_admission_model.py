@@ -22,7 +22,7 @@ import re
 import pytest
 import yaml
 
-from gpuplan.placement import _selects, namespace_object
+from gpuplan.placement.simulate import _selects, namespace_object
 from tests.outputkit import REPO, all_objects, compile_ok
 
 RACKS = {"gpu-h100-01": "rack-a", "gpu-h100-02": "rack-a", "gpu-h100-03": "rack-b", "gpu-h100-04": "rack-b"}

@@ -135,7 +135,7 @@ def test_import_reads_the_capacity_type_flavors_back(compiled, tmp_path):
     to the tiers of their type, and the rebuilt tree matches the cluster with nothing unexplained."""
     import yaml
 
-    from gpuplan.importer import import_cluster
+    from gpuplan.importer.pipeline import import_cluster
     from tests.importer.snapshot import dump, snapshot
 
     spec = tmp_path / "kueue-spot.yaml"

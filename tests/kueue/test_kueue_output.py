@@ -239,7 +239,7 @@ def test_pinned_schemas_are_listed_with_their_source():
     """Every pinned Kueue schema and CEL file is listed in gpuplan/upstream/sources.json
     with its repository, tag and commit (the comparison with the reference copies is
     `python -m gpuplan.upstream.refresh_kueue`'s; tests never read that directory)."""
-    from gpuplan.upstream import sources
+    from gpuplan.upstream.pins import sources
 
     listed = {e["schema"]: e for e in sources()["crds"] if e["apiVersion"].startswith("kueue.x-k8s.io/")}
     pinned = REPO / "gpuplan" / "upstream"
@@ -275,7 +275,7 @@ def test_every_local_queue_is_in_its_cluster_queues_namespace_selector(trees):
     """Kueue admits from a LocalQueue only when its namespace matches the ClusterQueue's
     namespaceSelector: the tenant's namespaces by name (kubernetes.io/metadata.name, set by
     the API server), so a namespace that copies the tenant label joins no queue."""
-    from gpuplan.placement import _selects, namespace_object
+    from gpuplan.placement.simulate import _selects, namespace_object
 
     c = trees["argocd"]
     nss = {o["metadata"]["name"]: namespace_object(o) for o in _by_kind(c, "Namespace")}

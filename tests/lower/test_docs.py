@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.lower import lower_all
+from gpuplan.lower.driver import lower_all
 
 
 @pytest.mark.parametrize("example", ["argocd", "flux"])

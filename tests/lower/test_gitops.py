@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tests.outputkit import all_objects, docs, one
 
-from gpuplan.lower import lower_all
+from gpuplan.lower.driver import lower_all
 
 
 @pytest.mark.parametrize("example", ["argocd", "flux"])

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from ruamel.yaml import YAML
 
-from gpuplan.lower import lower_all
+from gpuplan.lower.driver import lower_all
 
 HOSTILE_VALUES = ["on", "off", "yes", "no", "y", "n", "012", "1e3", "0x1F", "true", "null", "1_000", "1.0"]
 

@@ -19,8 +19,8 @@ NAP = (REPO / "examples" / "aks-nap.yaml").read_text()
 
 def _verify(tmp_path, c):
     """The tree's objects as written, checked by `gpuplan verify` (pinned schemas + CEL)."""
-    from gpuplan.verify import Options as VOptions
-    from gpuplan.verify import verify_paths
+    from gpuplan.verify.verifier import Options as VOptions
+    from gpuplan.verify.verifier import verify_paths
 
     out = tmp_path / "tree"
     for path, text in c.files.items():

@@ -445,7 +445,7 @@ def test_nvidiadrivers_pass_the_pinned_crd_and_its_cel_rules(examples, tmp_path)
     (deployments/gpu-operator/crds/nvidia.com_nvidiadrivers.yaml) are pinned: the emitted
     objects pass, and the CEL rule that forbids a default NVIDIADriver with a nodeSelector
     is evaluated (not skipped)."""
-    from gpuplan.verify import verify_paths
+    from gpuplan.verify.verifier import verify_paths
 
     text = examples["argocd"].files["gpu-operator/nvidiadrivers.yaml"].decode()
     (tmp_path / "ok.yaml").write_text(text)

@@ -94,8 +94,8 @@ def test_fixed_size_pool_is_not_autoscaled(tmp_path):
 def test_schema_refuses_what_aso_refuses(tmp_path):
     """The pinned schema closes spec and checks the enums gpuplan writes: an unknown field, a
     gpuInstanceProfile AKS does not have, the lower-case driver value, a bad azureName are refused."""
-    from gpuplan.verify import Options as VOptions
-    from gpuplan.verify import verify_paths
+    from gpuplan.verify.verifier import Options as VOptions
+    from gpuplan.verify.verifier import verify_paths
 
     c = _build(tmp_path, AKS)
     path = "provisioning/aks/infer-a100/agentpool.yaml"
@@ -116,7 +116,7 @@ def test_schema_refuses_what_aso_refuses(tmp_path):
 
 
 def test_read_template_gives_the_proof_the_nodes_labels_and_taints(tmp_path):
-    from gpuplan.provisioning import read_template
+    from gpuplan.provisioning.pools import read_template
 
     c = _build(tmp_path, AKS)
     pool, labels, taints = read_template(_doc(c, "provisioning/aks/infer-a100/agentpool.yaml"))
@@ -128,7 +128,7 @@ def test_platform_labels_and_taints_of_a_spot_pool(tmp_path):
     """What AKS itself puts on a spot pool's nodes (use-labels.md:181,191,201; spot-node-pool.md:41),
     which the tiers' pods must tolerate: the notebooks contract pod does."""
     from gpuplan.identity import contract_pod
-    from gpuplan.provisioning import platform_labels, platform_taints
+    from gpuplan.provisioning.pools import platform_labels, platform_taints
 
     c = _build(tmp_path, AKS)
     rf = c.resolved
@@ -163,8 +163,8 @@ def test_aksnodeclass_is_verified_with_its_cel_rules(tmp_path):
     pkg/apis/crds/karpenter.azure.com_aksnodeclasses.yaml): `gpu.mode` is `Driver` or `None` (lines
     996-997; the lower-case `none` of node-auto-provisioning-aksnodeclass.md:385 is refused), and its CEL
     rule refuses FIPS on Ubuntu2204."""
-    from gpuplan.verify import Options as VOptions
-    from gpuplan.verify import verify_paths
+    from gpuplan.verify.verifier import Options as VOptions
+    from gpuplan.verify.verifier import verify_paths
 
     def verify(spec):
         doc = {"apiVersion": "karpenter.azure.com/v1beta1", "kind": "AKSNodeClass", "metadata": {"name": "infer"},

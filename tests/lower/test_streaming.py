@@ -9,7 +9,8 @@ import pytest
 from benchmarks.make_fleet import make
 from gpuplan.compiler import Options, check_fleet, compile_fleet, render_files
 from gpuplan.artifacts import Produced
-from gpuplan.lower import iter_artifacts, lower_all, tenancy
+from gpuplan.lower import tenancy
+from gpuplan.lower.driver import iter_artifacts, lower_all
 
 
 @pytest.fixture(scope="module")

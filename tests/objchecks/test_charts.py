@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from gpuplan.compiler import check_fleet, compile_fleet, render_files
-from gpuplan.objchecks import TreeObjects, charts, targets
+from gpuplan.objchecks import charts
+from gpuplan.objchecks.driver import TreeObjects, targets
 from gpuplan.upstream.refresh_charts import parse_condition, scan_template
 
 ROOT = Path(__file__).resolve().parents[2]

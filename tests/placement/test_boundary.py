@@ -11,7 +11,7 @@ import pytest
 
 from gpuplan.compiler import check_fleet, placement_docs
 from gpuplan.identity import POOL_LABEL, contract_pod
-from gpuplan.placement import Cluster, cluster_namespaces, namespace_object, requests
+from gpuplan.placement.simulate import Cluster, cluster_namespaces, namespace_object, requests
 from gpuplan.placement.boundary import COPIED_NAMESPACE, REMOVED_NAMESPACE, prove_boundary
 from tests.rules.helpers import BASE, edit
 
@@ -135,7 +135,7 @@ def test_quotas_give_the_borrow_ceiling_to_the_queued_class_only(kueue):
     # a plain pod of another class with a GPU is charged to 0 there
     pod = _contract(kueue, "training")
     pod["spec"]["priorityClassName"] = "gpuplan-inference"
-    from gpuplan.placement import quota_denials
+    from gpuplan.placement.simulate import quota_denials
 
     assert quota_denials(pod, [d for (ns, _), d in q.items() if ns == "vision-train"])
 
@@ -310,7 +310,7 @@ def test_workload_templates_are_held_to_the_same_rules(fleet, kind, wrap):
 
 
 def _weaken(monkeypatch, change):
-    import gpuplan.objchecks as objchecks
+    import gpuplan.objchecks.driver as objchecks
 
     real = objchecks.collect
 
@@ -385,7 +385,7 @@ def test_the_class_shortcut_agrees_with_full_evaluation(path):
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_every_other_pool_gets_the_same_verdict(path):
     """The proof tries a tier's pod on one pool outside its own: every other pool is refused alike."""
-    from gpuplan.placement import pools_from_objects
+    from gpuplan.placement.simulate import pools_from_objects
 
     w = World(_rf(path))
     pools = pools_from_objects(w.rf, w.docs)
@@ -644,7 +644,7 @@ def test_a_queued_job_takes_only_its_own_tiers_queue_priority(kueue):
             "spec": {"schedule": "@daily", "jobTemplate": {"metadata": job(workload_priority_class_name(high))["metadata"],
                                                            "spec": job(None)["spec"]}}}
     assert refused(kueue.denials(cron, ns_name))
-    from gpuplan.lower import iter_artifacts
+    from gpuplan.lower.driver import iter_artifacts
 
     names = {d["metadata"]["name"] for a in iter_artifacts(rf, only=("gpuplan.lower.kueue",)) for d in a.documents or ()
              if d.get("kind") == "WorkloadPriorityClass"}

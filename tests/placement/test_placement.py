@@ -15,9 +15,7 @@ from gpuplan.compiler import check_fleet, compile_fleet, placement_docs
 from gpuplan.lower import admission
 from gpuplan.identity import POOL_LABEL
 from gpuplan.identity import contract_pod
-from gpuplan.placement import (
-    admit, fits, karpenter_order, namespace_object, pools_from_objects, prove,
-)
+from gpuplan.placement.simulate import admit, fits, karpenter_order, namespace_object, pools_from_objects, prove
 from gpuplan.placement.cel import evaluate_policy, program
 from tests.rules.helpers import BASE, edit, only
 
@@ -43,7 +41,7 @@ def test_each_tier_lands_only_on_its_pool_and_is_admitted_exactly_where_granted(
     rf = _rf(path)
     proof = prove(rf, placement_docs(rf))
     assert proof.verdicts, "every example has tiers"
-    from gpuplan.dra import is_dra
+    from gpuplan.dra.claims import is_dra
 
     proved = {v.tier for v in proof.verdicts}
     for t in rf.fleet.spec.tiers:
@@ -230,7 +228,7 @@ def test_l40s_pod_no_longer_launches_a_p5(aws):
             d["spec"].pop("weight")
             t = d["spec"]["template"]
             t["spec"]["taints"] = [x for x in t["spec"]["taints"] if x["key"] == "nvidia.com/gpu"]
-    from gpuplan.placement import extended_resource_toleration
+    from gpuplan.placement.simulate import extended_resource_toleration
 
     old = extended_resource_toleration(old)
     pools_before = pools_from_objects(rf, before)
@@ -246,7 +244,7 @@ def test_l40s_pod_no_longer_launches_a_p5(aws):
 
 
 def test_karpenter_order_is_weight_then_name_descending():
-    from gpuplan.placement import PoolNodes
+    from gpuplan.placement.simulate import PoolNodes
 
     def p(n, w):
         return PoolNodes(n, {}, (), {}, True, w)
@@ -262,7 +260,7 @@ def test_weights_follow_node_price(aws):
 
 
 def test_extended_resource_toleration_is_a_cluster_fact(tmp_path):
-    from gpuplan.placement import ert_enabled
+    from gpuplan.placement.simulate import ert_enabled
 
     c = _rf_text(tmp_path, BASE)
     assert not ert_enabled(c.resolved)  # no aws
@@ -296,7 +294,7 @@ TWO_TRAIN = edit(BASE, "  tiers:\n", "    - name: train2\n      gpu: A100-SXM4-8
 
 
 def test_lost_binding_is_found(tmp_path, monkeypatch):
-    import gpuplan.objchecks as objchecks
+    import gpuplan.objchecks.driver as objchecks
 
     assert not [d for d in _rf_text(tmp_path, TWO_TRAIN).diagnostics if d.code.startswith("GP52")]
     real = objchecks.collect
@@ -318,7 +316,7 @@ def test_lost_binding_is_found(tmp_path, monkeypatch):
 
 
 def test_refused_in_granted_namespace_is_found(tmp_path, monkeypatch):
-    import gpuplan.objchecks as objchecks
+    import gpuplan.objchecks.driver as objchecks
 
     real = objchecks.collect
 

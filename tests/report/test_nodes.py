@@ -12,13 +12,13 @@ import pytest
 
 from gpuplan.cli.nodes import NODE_TARGETS
 from gpuplan.compiler import check_fleet, placement_docs, planned_objects
-from gpuplan.dra import is_dra
+from gpuplan.dra.claims import is_dra
 from gpuplan.identity import (
     CAPACITY_TYPE_LABEL, GUARANTEED_TAINT_KEY, POOL_LABEL, capacity_pin, contract_spec, guaranteed_nodepool_name,
 )
 from gpuplan.k8snames import is_dns_subdomain, is_label_key, is_label_value
-from gpuplan.placement import ert_enabled, extended_resource_toleration, tolerates
-from gpuplan.provisioning import autoscaled, karpenter_pool, node_group_pool, static_nodes
+from gpuplan.placement.simulate import ert_enabled, extended_resource_toleration, tolerates
+from gpuplan.provisioning.pools import autoscaled, karpenter_pool, node_group_pool, static_nodes
 from gpuplan.report.nodes import (
     DEFAULTS, KWOK_ANNOTATION, NODEPOOL_LABEL, NodeNameClash, binary_quantity, fleet_nodes, kinds, node_list, render,
     split_count,
@@ -278,7 +278,7 @@ def test_every_node_is_a_valid_v1_node(example):
 
 
 def test_the_list_passes_gpuplan_verify(example, tmp_path):
-    from gpuplan.verify import Options, verify_paths
+    from gpuplan.verify.verifier import Options, verify_paths
 
     rf, _, nodes = example
     f = tmp_path / "nodes.yaml"
@@ -293,7 +293,7 @@ def test_karpenter_and_machine_labels_and_sizes(example):
     """Karpenter nodes name their NodePool and carry one of its instance types, with that type's
     vCPUs and memory from the EC2 table; a node group names its machine type."""
     from gpuplan.cloud.aws import instance_type
-    from gpuplan.provisioning import machine
+    from gpuplan.provisioning.pools import machine
 
     rf, docs, nodes = example
     nodepools = {d["metadata"]["name"]: d for d in docs if d["kind"] == "NodePool"}
@@ -321,7 +321,7 @@ def test_karpenter_and_machine_labels_and_sizes(example):
 
 def test_gpu_feature_discovery_labels_where_the_operator_runs(example):
     from gpuplan.catalog import resolve_gpu
-    from gpuplan.provisioning import platform_gpu_stack
+    from gpuplan.provisioning.pools import platform_gpu_stack
 
     rf, _, nodes = example
     for n in nodes:

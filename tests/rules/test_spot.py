@@ -30,7 +30,7 @@ def test_on_a_pool_that_allows_spot_and_on_demand_serving_is_pinned_to_on_demand
     """aws-burst used to serve L40S inference from `capacityTypes: [spot, on-demand]`, where Karpenter
     takes spot first: now the serving tier's pods select on-demand, and the policy requires it."""
     from gpuplan.identity import CAPACITY_TYPE_LABEL, contract_pod
-    from gpuplan.placement import Cluster, cluster_namespaces
+    from gpuplan.placement.simulate import Cluster, cluster_namespaces
 
     text = BURST.replace("capacityTypes: [on-demand]   # serving", "capacityTypes: [spot, on-demand]   # serving")
     c = _check(tmp_path, text)
@@ -47,7 +47,7 @@ def test_on_a_pool_that_allows_spot_and_on_demand_serving_is_pinned_to_on_demand
 
 
 def test_the_boundary_finds_an_unpinned_tier_on_spot(tmp_path, monkeypatch):
-    import gpuplan.objchecks as objchecks
+    import gpuplan.objchecks.driver as objchecks
 
     real = objchecks.collect
 
@@ -117,7 +117,7 @@ def test_no_tier_that_must_not_be_interrupted_lands_on_spot(tmp_path):
     """The placement proof's pools, from the generated NodePools: a tier that is not
     preemptible fits only pools whose NodePool allows no spot."""
     from gpuplan.units import preemptible_tier
-    from gpuplan.placement import prove
+    from gpuplan.placement.simulate import prove
 
     rf = _check(tmp_path, SPOT).resolved
     docs = placement_docs(rf)
@@ -212,7 +212,7 @@ def test_the_floor_is_a_second_nodepool_that_only_pinned_tiers_use(tmp_path):
 
 
 def test_the_placement_proof_sends_serving_to_the_floor_first_and_batch_never(tmp_path):
-    from gpuplan.placement import fits, pools_from_objects
+    from gpuplan.placement.simulate import fits, pools_from_objects
     from gpuplan.identity import contract_pod
 
     rf = _check(tmp_path, SPOT).resolved
@@ -230,7 +230,7 @@ def test_a_preemptible_pod_that_tolerates_the_floor_is_refused(tmp_path):
     floor's taint, by key or keyless Exists (core/v1 toleration.go ToleratesTaint), evaluated by
     the CEL engine the placement proof uses."""
     from gpuplan.identity import contract_pod
-    from gpuplan.placement import Cluster, cluster_namespaces
+    from gpuplan.placement.simulate import Cluster, cluster_namespaces
 
     rf = _check(tmp_path, SPOT).resolved
     docs = placement_docs(rf)
@@ -246,7 +246,7 @@ def test_a_preemptible_pod_that_tolerates_the_floor_is_refused(tmp_path):
 
 
 def test_the_boundary_finds_a_preemptible_class_on_the_floor(tmp_path, monkeypatch):
-    import gpuplan.objchecks as objchecks
+    import gpuplan.objchecks.driver as objchecks
 
     real = objchecks.collect
 
@@ -327,7 +327,7 @@ def test_gang_pods_on_karpenter_must_carry_do_not_disrupt(tmp_path):
     terminator.go:112). One evicted pod restarts a gang, so the gang class's policy requires it;
     evaluated with the CEL engine of the placement proof."""
     from gpuplan.identity import DO_NOT_DISRUPT, contract_pod
-    from gpuplan.placement import Cluster, cluster_namespaces, contract_request
+    from gpuplan.placement.simulate import Cluster, cluster_namespaces, contract_request
 
     assert BURST_GANG != KUEUE
     c = _check(tmp_path, BURST_GANG)
@@ -443,7 +443,7 @@ def test_import_reads_the_floor_back_into_its_pool(tmp_path):
     rebuilds both NodePools with no unexplained difference."""
     import yaml
 
-    from gpuplan.importer import import_cluster
+    from gpuplan.importer.pipeline import import_cluster
     from tests.importer.snapshot import dump, snapshot
 
     from tests.outputkit import compile_ok
@@ -466,7 +466,7 @@ def test_the_placement_table_names_the_capacity_types_each_tier_can_get(tmp_path
     """`gpuplan plan`'s placement matrix, from the proof over the generated NodePools: on a pool
     that allows spot each cell names what the tier's pod can land on (Karpenter's order, reserved,
     spot, on-demand: karpenter-provider-aws v1.14.1 nodepools.md:276)."""
-    from gpuplan.placement import matrix_rows, prove
+    from gpuplan.placement.simulate import matrix_rows, prove
 
     rf = _check(tmp_path, SPOT).resolved
     head, rows = matrix_rows(prove(rf, placement_docs(rf)))

@@ -13,7 +13,7 @@ import pytest
 
 from gpuplan.compiler import Options, check_fleet
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.reporters import MAX_SHOWN, render
+from gpuplan.reporters.formats import MAX_SHOWN, render
 from tests.conftest import REPO, finishes, run_gpuplan
 
 MINIMAL = (REPO / "tests" / "spec" / "valid" / "minimal.yaml").read_text()

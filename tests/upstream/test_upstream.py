@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from tests.conftest import REPO
 
-from gpuplan import upstream
+from gpuplan.upstream import pins as upstream
 from gpuplan.upstream import refresh
 
 SRC = upstream.sources()

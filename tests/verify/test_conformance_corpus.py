@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpuplan.verify import Options, Verifier
+from gpuplan.verify.verifier import Options, Verifier
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 

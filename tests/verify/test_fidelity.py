@@ -11,7 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from gpuplan.verify import Options, Verifier, cel, verify_paths
+from gpuplan.verify import cel
+from gpuplan.verify.verifier import Options, Verifier, verify_paths
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
@@ -67,7 +68,7 @@ def test_a_null_with_a_default_is_defaulted_and_the_rules_see_the_default():
     np = copy.deepcopy(NODEPOOL)
     np["spec"]["disruption"] = None  # default {consolidateAfter: 0s} (required inside)
     assert codes(np) == set()
-    from gpuplan.upstream import crd_schema
+    from gpuplan.upstream.pins import crd_schema
     from gpuplan.verify.schemas import prepare
 
     out = prepare("karpenter.sh", "NodePool", crd_schema("karpenter.sh", "NodePool", "v1"), np)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import REPO, run_gpuplan
 
-from gpuplan.verify import Options, Verifier, verify_paths
+from gpuplan.verify.verifier import Options, Verifier, verify_paths
 
 NODEPOOL = """\
 # a hand-written NodePool (comments and all)
@@ -262,7 +262,7 @@ def test_transition_rules_run_against_a_base_tree(tmp_path):
 def test_cel_coverage_command():
     r = run_gpuplan("verify", "--cel-coverage")
     assert r.returncode == 0, r.stdout + r.stderr
-    from gpuplan.upstream import ROOT
+    from gpuplan.upstream.pins import ROOT
 
     total = sum(len(json.loads(p.read_text())) for p in (ROOT / "cel").glob("*.cel.json"))
     assert f"CEL coverage: {total}/{total} rules of the pinned CRDs evaluated (100%)" in r.stdout

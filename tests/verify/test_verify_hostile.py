@@ -222,7 +222,7 @@ def test_nesting_counts_only_ranges_that_multiply():
 
 OLD = """
 import sys
-from gpuplan.verify import read_old_objects
+from gpuplan.verify.verifier import read_old_objects
 docs = [{"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "gpu"}}]
 print(read_old_objects(sys.argv[1], "pools/gpu/nodepool.yaml", docs))
 """
