@@ -40,6 +40,9 @@ class Options:
     # namespaces the AppProject keeps as destinations after they left the tree that the
     # build retires (`gpuplan build --retire-namespace`; gpuplan.lower.gitops.kept_namespaces)
     retire_namespaces: frozenset[str] = frozenset()
+    # GPU resource names a change dropped that the quotas keep at 0 and the build retires
+    # (`gpuplan build --retire-resource`; gpuplan.identity.kept_gpu_resources)
+    retire_resources: frozenset[str] = frozenset()
     # read those names from the tree at out_dir (off: a fresh build, e.g. the golden trees)
     keep_previous: bool = True
 
@@ -214,7 +217,8 @@ def compile_fleet(
         from gpuplan.kept import discarded_diagnostics, previous_configs
 
         rf.previous = previous_configs(rf, out_dir=out_dir, retire=options.retire_configs,
-                                       retire_namespaces=options.retire_namespaces)
+                                       retire_namespaces=options.retire_namespaces,
+                                       retire_resources=options.retire_resources)
         kept_diags = discarded_diagnostics(rf.previous, Path(out_dir).as_posix())
     out = Path(out_dir).as_posix()
     v = None
@@ -247,7 +251,7 @@ def compile_fleet(
 
         current = {plugin_config_key(rf, pv) for pv in rf.pools} | {mig_config_name(pv) for pv in rf.pools}
         kept_diags += retire_diagnostics(rf.previous, options.retire_configs, options.retire_namespaces,
-                                         current, destinations)  # a retired name is never kept: current
+                                         current, destinations, options.retire_resources, rf.gpu_resources)  # a retired name is never kept: current
     tree_diags = kept_diags + check_tree(rf, tree)
     if options.keep_previous and not has_errors(tree_diags, strict=options.strict):
         from gpuplan.kept import previous_step_docs

@@ -181,9 +181,18 @@ I_RETIRE_NAMESPACE = Code(
     bad="# AppProject keeps beta-ns; kubectl get namespace beta-ns -> NotFound",
     good="gpuplan build fleet.yaml --retire-namespace beta-ns",
 )
+I_RETIRE_RESOURCE = Code(
+    "GP888", "kept GPU resource name that no node advertises", Severity.INFO,
+    "The namespaces' `gpuplan-gpus` quotas keep a GPU resource name the spec no longer advertises at 0 "
+    "(a MIG profile left a layout, a shared name went), so that no pod takes it uncharged while old nodes "
+    "still advertise it (docs/transitions.md). No node of the cluster advertises it any more "
+    "(`status.capacity`): retire it with the command in the hint and commit the tree.",
+    bad="# quotas keep requests.nvidia.com/mig-1g.10gb: \"0\"; no node's capacity lists nvidia.com/mig-1g.10gb",
+    good="gpuplan build fleet.yaml --retire-resource nvidia.com/mig-1g.10gb",
+)
 CODES = (E_POLICY_MISSING, E_POLICY_UNBOUND, E_TOPOLOGY_LABEL, E_LIVE_INPUT, E_NODE_MISSING, E_NODE_LABEL, E_NODE_TAINT, E_CAPACITY, E_MIG_STATE,
          E_QUOTA_MISSING, E_QUOTA_DIFFERS, W_UNPLANNED_NODE, W_UNPLANNED_RESOURCE,
-         E_DUPLICATE_KEY, E_NUMBER, E_WRONG_TYPE, I_RETIRE_CONFIG, I_RETIRE_NAMESPACE)
+         E_DUPLICATE_KEY, E_NUMBER, E_WRONG_TYPE, I_RETIRE_CONFIG, I_RETIRE_NAMESPACE, I_RETIRE_RESOURCE)
 
 # --- reading `--live`: every bound in one place (README "Hostile input") -------
 
@@ -811,11 +820,12 @@ def verify(rf: ResolvedFleet, live: Live, quotas: list[dict[str, Any]],
 
 
 def _retirable(rf: ResolvedFleet, live: Live) -> list[Diagnostic]:
-    """Kept config names no live node carries (GP886) and kept namespaces the cluster no
-    longer has (GP887), each with the command that retires it. Only what the input shows:
-    names when it holds nodes, namespaces when it holds Namespaces."""
+    """Kept config names no live node carries (GP886), kept namespaces the cluster no
+    longer has (GP887) and kept GPU resource names no live node advertises (GP888), each with the
+    command that retires it. Only what the input shows: names when it holds nodes, namespaces when
+    it holds Namespaces."""
     from gpuplan.identity import (
-        DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, kept_mig_configs, kept_plugin_configs,
+        DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL, kept_gpu_resources, kept_mig_configs, kept_plugin_configs,
     )
 
     prev = rf.previous
@@ -837,6 +847,13 @@ def _retirable(rf: ResolvedFleet, live: Live) -> list[Diagnostic]:
                 out.append(rf.diag(I_RETIRE_CONFIG, f"the tree keeps {label}={name} for pool {pool}'s old nodes, and "
                                    "no node carries it any more", pv.path, key=True,
                                    hint=f"gpuplan build {shlex.quote(rf.file)} --retire-config {name}"))
+        advertised = {r for node in live.nodes.values()
+                      for r, q in ((node.get("status") or {}).get("capacity") or {}).items() if str(q) not in ("0", "")}
+        for name in kept_gpu_resources(rf):
+            if name not in advertised:
+                out.append(rf.diag(I_RETIRE_RESOURCE, f"the namespaces' quotas keep {name} at 0 (the spec no longer "
+                                   "advertises it), and no node advertises it any more", ("spec", "pools"), key=True,
+                                   hint=f"gpuplan build {shlex.quote(rf.file)} --retire-resource {name}"))
     if live.saw_namespaces:
         for ns in sorted(getattr(prev, "kept_namespaces", ())):
             if ns not in live.namespaces:

@@ -618,6 +618,39 @@ class PreviousConfigs:
     # name -> the device-plugin config its old ConfigMap value states, parsed (None: not one
     # object): a kept name must be the content hash of it (_kept)
     plugin_bodies: dict[str, Any] = field(default_factory=dict)
+    # the GPU resource names the old tree's namespace quotas charge (`gpuplan-gpus`, read from one
+    # tenant's quotas: every namespace's lists them all), and those the person building retires
+    # (`gpuplan build --retire-resource`): kept_gpu_resources
+    resources: frozenset[str] = frozenset()
+    retire_resources: frozenset[str] = frozenset()
+
+
+def kept_gpu_resources(rf: ResolvedFleet) -> list[str]:
+    """GPU resource names the old tree charged that the new spec no longer advertises, held at 0
+    in every namespace's ``gpuplan-gpus`` quota until retired by hand.
+
+    A change that drops a name (a MIG profile leaves a layout, ``renameByDefault`` goes) does
+    not take it off the nodes: the device plugin advertises what the node's partitions and its
+    config give until mig-manager has repartitioned it, which it does only once the node's
+    ``nvidia.com/mig.config`` changes value (NVIDIA/mig-parted@v0.15.0
+    cmd/nvidia-mig-manager/main.go:572-577), and an old Karpenter node keeps its label until it
+    is replaced (:func:`kept_plugin_configs`). A
+    ResourceQuota charges only the names its ``hard`` lists (kubernetes@v1.36.3
+    plugin/pkg/admission/resourcequota/controller.go ``checkRequest``: a request of a resource no
+    quota of the namespace constrains is admitted), so without the key any pod takes the old name
+    uncharged; with ``"0"`` one unit is refused. Below Kubernetes 1.30 (no admission policy) the
+    quota is the only guard; above, the namespace policy refuses every ``nvidia.com/gpu.*`` and
+    ``nvidia.com/mig-*`` name a class is not pinned to, and the zero key is kept all the same.
+
+    The name is read back from the old quotas on every build, so it stays until ``gpuplan build
+    --retire-resource NAME`` once no node advertises it (``gpuplan verify-cluster`` names those,
+    GP888), or until the spec advertises it again."""
+    prev = rf.previous
+    if prev is None:
+        return []
+    current = set(rf.gpu_resources)
+    retired = getattr(prev, "retire_resources", frozenset())
+    return sorted(n for n in getattr(prev, "resources", ()) if n not in current and n not in retired)
 
 
 def kept_plugin_configs(rf: ResolvedFleet) -> dict[str, tuple[str, str]]:

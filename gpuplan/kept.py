@@ -75,8 +75,8 @@ E_NOT_IN_BASE = Code(
 )
 W_RETIRE_NOTHING = Code(
     "GP812", "retired name is not kept", Severity.WARNING,
-    "`--retire-config` and `--retire-namespace` drop a name the existing tree keeps for old nodes or "
-    "a pending prune. A name the tree does not keep (a typo, a name already retired, one still in "
+    "`--retire-config`, `--retire-namespace` and `--retire-resource` drop a name the existing tree keeps "
+    "for old nodes or a pending prune. A name the tree does not keep (a typo, a name already retired, one still in "
     "use by the spec) retires nothing.",
     bad="$ gpuplan build fleet.yaml --retire-namespace vison-train",
     good="$ gpuplan build fleet.yaml --retire-namespace vision-train",
@@ -252,23 +252,28 @@ def discarded_diagnostics(prev, tree: str) -> list[Diagnostic]:
 
 
 def retire_diagnostics(prev, options_retire: frozenset[str], options_retire_ns: frozenset[str],
-                       current_configs: set[str], current_namespaces: set[str]) -> list[Diagnostic]:
-    """GP812 for each retired name the old tree does not keep."""
+                       current_configs: set[str], current_namespaces: set[str],
+                       options_retire_resources: frozenset[str] = frozenset(),
+                       current_resources: Iterable[str] = ()) -> list[Diagnostic]:
+    """GP812 for each retired name the old tree does not keep, or that the spec still uses."""
+    kinds = (  # option, names retired, names the old tree keeps, names in use, why (in use / not kept), hint
+        ("--retire-resource", options_retire_resources, set(getattr(prev, "resources", ())), set(current_resources),
+         ("is a resource the spec advertises", "is no resource the tree's quotas charge"),
+         "list charged names: the requests.* keys of a gpuplan-gpus quota in tenants/<tenant>/resourcequotas.yaml"),
+        ("--retire-config", options_retire, set(getattr(prev, "data", {})) | set(getattr(prev, "mig_data", {})),
+         current_configs, ("is the current config of a pool", "is no config of the tree"),
+         "list kept names: the gpuplan.dev/kept-configs annotation of gpu-operator/device-plugin-config.yaml "
+         "and mig-parted-config.yaml"),
+        ("--retire-namespace", options_retire_ns, set(getattr(prev, "namespaces", ())), current_namespaces,
+         ("is a namespace of the spec", "is no destination the tree keeps"),
+         "list kept namespaces: the gpuplan.dev/kept-namespaces annotation of delivery/project/appproject.yaml"),
+    )
     out = []
-    old_configs = set(getattr(prev, "data", {})) | set(getattr(prev, "mig_data", {}))
-    for name in sorted(options_retire):
-        if name not in old_configs or name in current_configs:
-            why = "is the current config of a pool" if name in current_configs else "is no config of the tree"
-            out.append(W_RETIRE_NOTHING.diag(f"--retire-config {name}: retires nothing, the name {why}",
-                                             hint="list kept names: the gpuplan.dev/kept-configs annotation of "
-                                                  "gpu-operator/device-plugin-config.yaml and mig-parted-config.yaml"))
-    old_ns = getattr(prev, "namespaces", frozenset())
-    for ns in sorted(options_retire_ns):
-        if ns not in old_ns or ns in current_namespaces:
-            why = "is a namespace of the spec" if ns in current_namespaces else "is no destination the tree keeps"
-            out.append(W_RETIRE_NOTHING.diag(f"--retire-namespace {ns}: retires nothing, the name {why}",
-                                             hint="list kept namespaces: the gpuplan.dev/kept-namespaces "
-                                                  "annotation of delivery/project/appproject.yaml"))
+    for option, retired, kept, used, (in_use, not_kept), hint in kinds:
+        for name in sorted(retired):
+            if name not in kept or name in used:
+                why = in_use if name in used else not_kept
+                out.append(W_RETIRE_NOTHING.diag(f"{option} {name}: retires nothing, the name {why}", hint=hint))
     return out
 
 
@@ -412,9 +417,36 @@ def _configmap(docs: list[dict], name: str) -> tuple[dict, dict[str, str], str |
     return {}, {}, None
 
 
+def previous_resources(docs: Docs, files: Mapping[str, bytes] | None, out_dir: Path | str | None) -> frozenset[str]:
+    """The GPU resource names the old tree's namespace quotas charge: the ``requests.<name>`` keys of
+    ``gpuplan-gpus`` in the first tenant's quota file (every namespace's lists every name, at 0
+    where not granted: lower/tenancy.py), NVIDIA device-plugin names only
+    (:func:`gpuplan.resolve.is_gpu_name`). One file, whatever the fleet's size."""
+    from gpuplan.identity import QUOTA_NAME
+    from gpuplan.resolve import is_gpu_name
+
+    if files is not None:
+        tenants = sorted({p.split("/")[1] for p in files if p.startswith("tenants/") and p.count("/") == 2})
+    else:
+        tenants = sorted(_entries(os.path.join(str(out_dir), "tenants"), dirs=True)) if out_dir is not None else []
+    out: set[str] = set()
+    for tenant in tenants:
+        quotas = [d for d in docs(f"tenants/{tenant}/resourcequotas.yaml")
+                  if d.get("kind") == "ResourceQuota" and dig(d, "metadata", "name") == QUOTA_NAME]
+        for q in quotas:
+            hard = dig(q, "spec", "hard")
+            for key in hard if isinstance(hard, dict) else ():
+                if isinstance(key, str) and key.startswith("requests.") and is_gpu_name(key[len("requests."):]):
+                    out.add(key[len("requests."):])
+        if quotas:
+            break
+    return frozenset(out)
+
+
 def previous_configs(rf, *, out_dir: Path | str | None = None,
                      files: Mapping[str, bytes] | None = None, retire: frozenset[str] = frozenset(),
-                     retire_namespaces: frozenset[str] = frozenset()):
+                     retire_namespaces: frozenset[str] = frozenset(),
+                     retire_resources: frozenset[str] = frozenset()):
     """What the previous tree (on disk at ``out_dir``, or rendered into
     ``files``) says about the config names nodes may still carry: the old
     device-plugin and mig-parted ConfigMaps' configs and kept names, the
@@ -463,7 +495,8 @@ def previous_configs(rf, *, out_dir: Path | str | None = None,
         mig_data = {k: v for k, v in configs.items() if isinstance(k, str)} if isinstance(configs, dict) else {}
     namespaces, kept_ns, discarded_ns = project_namespaces(rf, docs, evidence)
     common = dict(retire=retire, namespaces=namespaces, retire_namespaces=retire_namespaces,
-                  kept_namespaces=kept_ns, discarded_namespaces=discarded_ns, discarded_configs=discarded_configs)
+                  kept_namespaces=kept_ns, discarded_namespaces=discarded_ns, discarded_configs=discarded_configs,
+                  resources=previous_resources(docs, files, out_dir), retire_resources=retire_resources)
     if not data and not mig_data:
         return PreviousConfigs(**common)
     static_owners: dict[str, str] = {}

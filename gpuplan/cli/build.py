@@ -23,7 +23,8 @@ output_option = click.option(
 
 def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, allow_outside: bool = False,
              verify: bool = False, files=None, retire: frozenset[str] = frozenset(),
-             retire_namespaces: frozenset[str] = frozenset(), extra: list | None = None):
+             retire_namespaces: frozenset[str] = frozenset(), extra: list | None = None,
+             retire_resources: frozenset[str] = frozenset()):
     """Compile (in memory, unless ``files`` takes the bytes: then the spec's
     positions are freed once checked, as nothing after reads them); print
     diagnostics (and ``extra``, in the same report); None when the spec is invalid."""
@@ -32,7 +33,8 @@ def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, al
     compiled = compile_fleet(fleet, out_dir=out_dir, files=files,
                              options=Options(strict=strict, allow_inventory_outside=allow_outside, verify=verify,
                                              release_spec=files is not None, retire_configs=retire,
-                                             retire_namespaces=retire_namespaces))
+                                             retire_namespaces=retire_namespaces,
+                                             retire_resources=retire_resources))
     from gpuplan.diagnostics import normalise
 
     emit(normalise(compiled.diagnostics + (extra or [])), fmt, verbose=verbose, sources=compiled.sources)
@@ -70,13 +72,16 @@ def _refuse_tree_path(ctx: click.Context, out_dir: str, fleet: str, fmt: str, op
               help="Drop a namespace the Argo CD AppProject keeps as a destination after it left the tree (the "
                    "project's gpuplan.dev/kept-namespaces annotation) once the root sync has pruned its objects "
                    "(or the namespace is deleted). Repeatable.")
+@click.option("--retire-resource", "retire_res", multiple=True, metavar="RESOURCE",
+              help="Drop a GPU resource name (e.g. nvidia.com/mig-1g.10gb) the namespaces' gpuplan-gpus quotas "
+                   "keep at 0 after the spec stopped advertising it, once no node advertises it. Repeatable.")
 @format_option
 @strict_option
 @verbose_option
 @outside_option
 @click.pass_context
 def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, retire: tuple[str, ...],
-          retire_ns: tuple[str, ...], fmt: str, strict: bool, verbose: bool, allow_outside: bool) -> None:
+          retire_ns: tuple[str, ...], retire_res: tuple[str, ...], fmt: str, strict: bool, verbose: bool, allow_outside: bool) -> None:
     """Compile FLEET into the generated tree (default: generated/).
 
     The tree is written to a temporary directory and swapped in whole; files
@@ -91,7 +96,8 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, retire: tup
     # the output); the tree is swapped in only by commit, after verification.
     with TreeWriter(Path(out_dir), force=force) as tree:
         compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside, verify=True, files=tree,
-                            retire=frozenset(retire), retire_namespaces=frozenset(retire_ns))
+                            retire=frozenset(retire), retire_namespaces=frozenset(retire_ns),
+                            retire_resources=frozenset(retire_res))
         if compiled is None:
             ctx.exit(int(ExitCode.INVALID))
         if compiled.rejected:

@@ -38,7 +38,7 @@ from gpuplan.resolve import ResolvedFleet
 from gpuplan.spec.models import Tenant, Tier
 from gpuplan.units import class_scoped
 from gpuplan.identity import FLUX_CLASSES_DIR, PRIORITY_CLASSES_PATH, classes_app_name
-from gpuplan.identity import OTHER_PRIORITIES_QUOTA, QUOTA_NAME, priority_class_name, quota_key, tier_namespace_label
+from gpuplan.identity import OTHER_PRIORITIES_QUOTA, QUOTA_NAME, priority_class_name, kept_gpu_resources, quota_key, tier_namespace_label
 
 SCHEDULING_API = "scheduling.k8s.io/v1"
 POD_SECURITY_LABEL = "pod-security.kubernetes.io/enforce"
@@ -118,7 +118,8 @@ def namespace_quotas(rf: ResolvedFleet, tenant: Tenant, ns: str) -> list[dict[st
         tier = rf.tier_by_name[name]  # a tier the namespace's queue may borrow, granted no units
         grants.append((tier, rf.tier_resource(tier), 0))
     held: list[tuple[Tier, str, int]] = []  # (tier, resource, what its class quota allows)
-    totals = {r: 0 for r in rf.gpu_resources}
+    # names a change dropped stay at 0 until retired (identity.kept_gpu_resources)
+    totals = {r: 0 for r in (*rf.gpu_resources, *kept_gpu_resources(rf))}
     flavors: set[tuple[str, str]] = set()
     for tier, res, units in grants:
         if tier.name in queued and tier.name in allowed and (tier.pool, res) in ceilings:

@@ -133,7 +133,8 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     (kubernetes v1.36.3 plugin/pkg/admission/priority/admission.go:168-172, 294-299)."""
     from gpuplan.dra.claims import CHART_CLASSES, any_dra, tier_claims
     from gpuplan.identity import (
-        CAPACITY_TYPE_LABEL, PRIORITY_LABEL, QUEUE_LABEL, capacity_pin, pod_annotations, priority_class_name,
+        CAPACITY_TYPE_LABEL, PRIORITY_LABEL, QUEUE_LABEL, capacity_pin, kept_gpu_resources, pod_annotations,
+        priority_class_name,
         quota_cap, workload_priority_class_name,
     )
     from gpuplan.placement.simulate import (
@@ -213,7 +214,8 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     # --- the pods ------------------------------------------------------------------------
     implicit = [f"{IMPLICIT_DRA_PREFIX}{c}" for c in
                 sorted({*CHART_CLASSES, *(c.class_name for c in tier_claims(rf))} if any_dra(rf) else {"gpu.nvidia.com"})]
-    resources = [*rf.gpu_resources, *implicit]
+    # and the names a change dropped that the quotas keep at 0 (identity.kept_gpu_resources)
+    resources = [*rf.gpu_resources, *kept_gpu_resources(rf), *implicit]
     # a device-plugin name this tree does not advertise: one a change dropped (a MIG profile, a
     # renamed share) stays on the pool's nodes until they are repartitioned, charged by no quota
     dropped = next(n for n in ("nvidia.com/mig-1g.5gb", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared")

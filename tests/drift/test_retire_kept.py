@@ -83,3 +83,35 @@ def test_a_kept_namespace_the_cluster_no_longer_has_is_named_with_its_retire_com
                                  "--retire-namespace", "beta-ns"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert _verify(tmp_path, [_namespace("alpha-ns")])[1] == []
+
+
+def test_a_kept_gpu_resource_no_node_advertises_is_named_with_its_retire_command(tmp_path):
+    from tests.e2e.transitions import STATIC_MIG
+
+    spec = tmp_path / "fleet.yaml"
+    for text in (BASE, STATIC_MIG):  # 1g.10gb leaves pool infer's layout: the quotas keep it at 0
+        spec.write_text(text, encoding="utf-8")
+        r = CliRunner().invoke(cli, ["build", str(spec), "-o", str(tmp_path / "generated")], catch_exceptions=False)
+        assert r.exit_code == 0, r.output
+
+    def node(resource: str) -> dict:
+        n = _node("n3", "infer", "x")
+        n["status"] = {"capacity": {resource: "7"}, "allocatable": {resource: "7"}}
+        return n
+
+    def found(items):
+        live = tmp_path / "live.json"
+        live.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), encoding="utf-8")
+        r = CliRunner().invoke(cli, ["verify-cluster", str(spec), "--live", str(live), "--tree",
+                                     str(tmp_path / "generated"), "--format", "json"], catch_exceptions=False)
+        return [d for d in json.loads(r.stdout)["diagnostics"] if d["code"] == "GP888"]
+
+    # node n3 is not repartitioned yet: it still advertises the old name
+    assert found([node("nvidia.com/mig-1g.10gb")]) == []
+    [d] = found([node("nvidia.com/mig-3g.40gb")])
+    assert d["severity"] == "info" and "nvidia.com/mig-1g.10gb" in d["message"]
+    assert d["hint"] == f"gpuplan build {spec} --retire-resource nvidia.com/mig-1g.10gb"
+    r = CliRunner().invoke(cli, ["build", str(spec), "-o", str(tmp_path / "generated"),
+                                 "--retire-resource", "nvidia.com/mig-1g.10gb"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert found([node("nvidia.com/mig-3g.40gb")]) == []
