@@ -26,7 +26,10 @@ PriorityClasses, the policies and their bindings); the pools are the new tree's;
 waves are those of the admission objects pruned (the swap keeps their order whatever
 other objects a sync prunes); the objects of one step are taken as applied at once (the
 engine applies them one by one within a wave, a fraction of a second; the real control
-plane replays them one by one in tests/e2e/test_transitions.py).
+plane replays them one by one in tests/e2e/test_transitions.py). DeviceClasses are not
+stepped: one that does not exist yet (or any more) only leaves claims of it unallocated
+(kubernetes/dynamic-resource-allocation v0.36.3
+structured/internal/stable/allocator_stable.go:429-432), which narrows the boundary.
 
 Stage: check-objects (docs/architecture.md)."""
 
