@@ -306,13 +306,7 @@ def namespace_validations(rf: ResolvedFleet) -> list[dict[str, str]]:
          "message": "GPU resources only under the PriorityClass of a gpuplan tier granted to this namespace "
                     "(see the tenant page of the namespace's tenant)",
          "reason": "Forbidden"},
-        # a DaemonSet's pods are created by its controller: the DaemonSet itself was held to this rule when
-        # it was created or changed (its template), so a DaemonSet that predates the policy keeps working
-        {"expression": f"request.userInfo.username == {_lit(DAEMONSET_CONTROLLER)} || "
-                       f"variables.specs.all(s, !{tolerates_pool('s')} || {_pc('s')} in {classes})",
-         "message": f"only pods of a gpuplan tier may tolerate the GPU pools' taint {POOL_TAINT_KEY} "
-                    "(a toleration with that key, or a keyless Exists)",
-         "reason": "Forbidden"},
+        pool_toleration(rf),
         # the kubelet admits a pod bound by name whatever the node's NoSchedule taints ("Kubelet is only
         # interested in the NoExecute taint": kubernetes/kubernetes v1.36.3 pkg/kubelet/lifecycle/
         # predicate.go:454 generalFilter), so a pod that names its node would pass every pool's binding taint;
@@ -328,6 +322,23 @@ def namespace_validations(rf: ResolvedFleet) -> list[dict[str, str]]:
          "message": f"{VISIBLE_DEVICES_ENV} is set by the device plugin, not by a pod",
          "reason": "Forbidden"},
     ] + _priority_validations(rf)
+
+
+def pool_toleration(rf: ResolvedFleet, daemonsets: bool = False) -> dict[str, str]:
+    """Only pods of a tier tolerate the pools' taint. A DaemonSet's pods are created by its
+    controller: the DaemonSet itself was held to this rule when it was created or changed (its
+    template), so a DaemonSet that predates the policy keeps working. ``daemonsets``: the rule of
+    the node agents' namespaces (``admission.nodeAgentNamespaces``), where a DaemonSet may
+    tolerate every taint (logging, monitoring and security agents run on every node) and every
+    other rule holds: no GPU resource, no tier class, no node by name."""
+    classes = _lit(sorted(class_tiers(rf)))
+    agents = "object.kind == 'DaemonSet' || " if daemonsets else ""
+    return {"expression": f"{agents}request.userInfo.username == {_lit(DAEMONSET_CONTROLLER)} || "
+                          f"variables.specs.all(s, !{tolerates_pool('s')} || {_pc('s')} in {classes})",
+            "message": f"only pods of a gpuplan tier may tolerate the GPU pools' taint {POOL_TAINT_KEY} "
+                       "(a toleration with that key, or a keyless Exists)"
+                       + ("; in a node agents' namespace, DaemonSets too" if daemonsets else ""),
+            "reason": "Forbidden"}
 
 
 def _priority_validations(rf: ResolvedFleet) -> list[dict[str, str]]:
@@ -483,6 +494,7 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
                                f"{GUARANTEED_TAINT_KEY} of the on-demand floor, held for tiers that must not be "
                                "interrupted",
                     "reason": "Forbidden"})
+    out += _tier_claim_validations(rf, pc, tiers, mine)
     for t in tiers:
         if t.max_gpus_per_pod is None:
             continue
@@ -494,6 +506,51 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
             "reason": "Invalid"})
     if any(t.name in set(queued_tiers(rf)) for t in tiers):
         out += _queued_validations(rf, pc)
+    return out
+
+
+def claim_name_pattern(tiers: list) -> str:
+    """RE2 of the claim and template names a DRA tier's devices may be claimed through: gpuplan's
+    own templates (``gpuplan-<tier>``, ``gpuplan-<tier>-x<N>``: dra.claims.claim_template_name)."""
+    import re
+
+    names = "|".join(re.escape(f"gpuplan-{t.name}") for t in tiers)
+    return f"^({names})(-x[0-9]+)?$"
+
+
+def _claim_ref(c: str) -> str:
+    """The claim a pod's ``resourceClaims`` entry names: its template's, or the claim's own."""
+    return (f"(has({c}.resourceClaimTemplateName) ? {c}.resourceClaimTemplateName : "
+            f"(has({c}.resourceClaimName) ? {c}.resourceClaimName : ''))")
+
+
+def _tier_claim_validations(rf: ResolvedFleet, pc: str, tiers: list, mine: str) -> list[dict[str, str]]:
+    """Pods of a DRA tier's class claim its devices only through the tier's own templates, and
+    at most one of them where the tier bounds GPUs per pod. A tier class's devices can be claimed
+    only through claims named for the tier (:func:`_claim_shape_policy`), so every claim whose
+    name starts ``gpuplan-`` is one of some tier's: a pod of class A that names tier B's template
+    would take B's grant at A's priority, and two of its own templates would hold twice
+    ``maxGPUsPerPod``. A pod can only name claims of its own namespace, and the claim's spec is
+    immutable once made (kubernetes v1.36.3 pkg/apis/resource/validation/validation.go
+    ValidateResourceClaimUpdate / ValidateResourceClaimTemplateUpdate)."""
+    from gpuplan.dra.claims import tier_claim
+
+    dra = [t for t in tiers if tier_claim(rf, t) is not None]
+    if not dra:
+        return []
+    ref = _claim_ref("c")
+    tiered = f"{ref}.startsWith('gpuplan-')"
+    out = [{"expression": f"{mine}.all(s, !has(s.resourceClaims) || s.resourceClaims.all(c, !{tiered} || "
+                          f"{ref}.matches({_lit(claim_name_pattern(dra))})))",
+            "message": f"pods of PriorityClass {pc} claim GPUs only through the claim templates of their tier "
+                       f"({', '.join('gpuplan-' + t.name for t in dra)}…), not another tier's",
+            "reason": "Forbidden"}]
+    if all(t.max_gpus_per_pod is not None for t in dra):
+        out.append({"expression": f"{mine}.all(s, !has(s.resourceClaims) || "
+                                  f"s.resourceClaims.filter(c, {tiered}).size() <= 1)",
+                    "message": f"pods of PriorityClass {pc} name at most one of their tier's claim templates "
+                               "(maxGPUsPerPod: the template's count is the pod's GPUs)",
+                    "reason": "Invalid"})
     return out
 
 
@@ -522,8 +579,10 @@ def _policy(rf: ResolvedFleet, name: str, spec: dict[str, Any], rules: list[dict
     })
 
 
-def _binding(rf: ResolvedFleet, policy: dict[str, Any], outside: list[str]) -> dict[str, Any]:
-    """The policy's binding: every namespace whose name is not in ``outside``."""
+def _binding(rf: ResolvedFleet, policy: dict[str, Any], outside: list[str], *, within: bool = False
+             ) -> dict[str, Any]:
+    """The policy's binding: every namespace whose name is not in ``outside`` (``within``: only
+    the namespaces named there)."""
     from gpuplan.lower.common import object_annotations
 
     name = policy["metadata"]["name"]
@@ -532,7 +591,7 @@ def _binding(rf: ResolvedFleet, policy: dict[str, Any], outside: list[str]) -> d
         "policyName": name,
         "validationActions": ["Deny"],
         "matchResources": {"namespaceSelector": {"matchExpressions": [
-            {"key": NAME_LABEL, "operator": "NotIn", "values": sorted(set(outside))},
+            {"key": NAME_LABEL, "operator": "In" if within else "NotIn", "values": sorted(set(outside))},
         ]}},
     })
 
@@ -563,19 +622,94 @@ def _claims_policy(rf: ResolvedFleet) -> list[dict[str, Any]]:
             "reason": "Forbidden"}],
     }, rules=[{"apiGroups": [RESOURCE_API.split("/")[0]], "apiVersions": ["*"], "operations": ["CREATE"],
                "resources": ["resourceclaims", "resourceclaimtemplates"]}])
-    return [p, _binding(rf, p, [*granted, *exempt_namespaces(rf)])]
+    return [p, _binding(rf, p, [*granted, *exempt_namespaces(rf)]), *_claim_shape_policy(rf)]
+
+
+# who makes claims for pods: the resource claim controller, from a pod's templates (kubernetes v1.36.3
+# cmd/kube-controller-manager/app/resource.go:72-81: client "resource-claim-controller", a service
+# account of its own with --use-service-account-credentials, the controller manager's user without),
+# and the scheduler, for a pod's extended resources backed by a DeviceClass (KEP-5004:
+# pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresources.go:182-190, 534-551, named
+# <pod>-extended-resources-*; the pod's count is bounded by its class policy's maxGPUsPerPod)
+CLAIM_CONTROLLERS = ("system:serviceaccount:kube-system:resource-claim-controller", "system:kube-controller-manager",
+                     "system:kube-scheduler")
+
+
+def _claim_shape_policy(rf: ResolvedFleet) -> list[dict[str, Any]]:
+    """A DRA tier's DeviceClass is claimed only through claims and templates named for the tier
+    (:func:`claim_name_pattern`), one request of it per claim, ``ExactCount`` and, where the tier
+    sets ``maxGPUsPerPod``, at most that many devices: with :func:`_tier_claim_validations` a pod
+    holds its tier's devices only through one of its tier's templates. In every namespace but the
+    exempt ones; the claims the resource claim controller makes from a template are the template's
+    (already checked) and pass."""
+    from gpuplan.dra.claims import tier_claims
+    from gpuplan.k8s_features_dra import RESOURCE_API
+
+    claims = tier_claims(rf)
+    if not claims:
+        return []
+    users = _lit(list(CLAIM_CONTROLLERS))
+    names = ("(has(r.exactly) ? [r.exactly.deviceClassName] : []) + "
+             "(has(r.firstAvailable) ? r.firstAvailable.map(x, x.deviceClassName) : []) + "
+             "(has(r.deviceClassName) ? [r.deviceClassName] : [])")
+
+    def shaped(x: str, cls: str, n: int | None) -> str:  # a request (or subrequest) of class cls is bounded
+        bound = f" && (!has({x}.count) || {x}.count <= {n})" if n is not None else ""
+        return (f"(!has({x}.deviceClassName) || {x}.deviceClassName != {_lit(cls)} || "
+                f"((!has({x}.allocationMode) || {x}.allocationMode == 'ExactCount'){bound}))")
+
+    validations = []
+    for c in claims:
+        tier = rf.tier_by_name[c.tier]
+        cls, n = c.class_name, tier.max_gpus_per_pod
+        mine = f"variables.requests.filter(r, ({names}).exists(n, n == {_lit(cls)}))"
+        validations += [
+            {"expression": f"{mine}.size() == 0 || object.metadata.name.matches({_lit(claim_name_pattern([tier]))})",
+             "message": f"DeviceClass {cls} is claimed only through claims and templates named gpuplan-{c.tier} "
+                        f"or gpuplan-{c.tier}-x<N> (tier {c.tier}'s; its pods name no other)",
+             "reason": "Forbidden"},
+            {"expression": f"{mine}.size() <= 1 && {mine}.all(r, (!has(r.exactly) || {shaped('r.exactly', cls, n)}) && "
+                           f"(!has(r.firstAvailable) || r.firstAvailable.all(x, {shaped('x', cls, n)})) && "
+                           f"{shaped('r', cls, n)})",
+             "message": f"a claim of DeviceClass {cls} makes one request of it, of an exact count"
+                        + (f" of at most {n} devices (tier {c.tier} maxGPUsPerPod)" if n is not None else ""),
+             "reason": "Invalid"},
+        ]
+    p = _policy(rf, class_policy_name(rf, "claim-shapes"), {
+        "matchConditions": [{"name": "not-the-claim-controller",
+                             "expression": f"!(request.userInfo.username in {users})"}],
+        "variables": [{"name": "requests", "expression": "object.kind == 'ResourceClaimTemplate' ? "
+                       "(has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) "
+                       "? object.spec.spec.devices.requests : []) : (has(object.spec.devices) && "
+                       "has(object.spec.devices.requests) ? object.spec.devices.requests : [])"}],
+        "validations": validations,
+    }, rules=[{"apiGroups": [RESOURCE_API.split("/")[0]], "apiVersions": ["*"], "operations": ["CREATE"],
+               "resources": ["resourceclaims", "resourceclaimtemplates"]}])
+    return [p, _binding(rf, p, exempt_namespaces(rf))]
 
 
 def objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
     """The namespace policy, then per tier PriorityClass its rules and its grant (bound to the
     namespaces not granted), then the claims policy; each followed by its binding."""
     exempt = exempt_namespaces(rf)
+    agents = sorted(set(rf.fleet.spec.cluster.admission.node_agent_namespaces) - set(exempt))
+    validations = namespace_validations(rf)
+    if agents:  # the pools' toleration rule in a policy of its own, with the node agents' own binding
+        validations = [v for v in validations if v != pool_toleration(rf)]
     first = _policy(rf, policy_name(rf), {
         "matchConditions": [changed(rf)],
         "variables": [_specs(rf)],
-        "validations": namespace_validations(rf),
+        "validations": validations,
     })
     out = [first, _binding(rf, first, exempt)]
+    if agents:
+        for suffix, daemonsets in (("pool-tolerations", False), ("node-agents", True)):
+            p = _policy(rf, class_policy_name(rf, suffix), {
+                "matchConditions": [changed(rf)],
+                "variables": [_specs(rf)],
+                "validations": [pool_toleration(rf, daemonsets)],
+            })
+            out += [p, _binding(rf, p, [*exempt, *agents]) if not daemonsets else _binding(rf, p, agents, within=True)]
     for pc, tiers in sorted(class_tiers(rf).items()):
         cond = {"name": "tier-class", "expression": class_condition(rf, pc)}
         rules = _policy(rf, class_policy_name(rf, pc), {

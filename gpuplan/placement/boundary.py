@@ -131,7 +131,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     PriorityClasses the cluster holds at that step: a pod of a tier's class (or an extra
     one) that is not among them is refused at its creation by the Priority admission plugin
     (kubernetes v1.36.3 plugin/pkg/admission/priority/admission.go:168-172, 294-299)."""
-    from gpuplan.dra.claims import CHART_CLASSES, any_dra, tier_claims
+    from gpuplan.dra.claims import CHART_CLASSES, any_dra, claim_template_name, tier_claims
     from gpuplan.identity import (
         CAPACITY_TYPE_LABEL, PRIORITY_LABEL, QUEUE_LABEL, capacity_pin, kept_gpu_resources, pod_annotations,
         priority_class_name,
@@ -151,6 +151,12 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     generated = cluster_namespaces(docs)
     managed = [n for n in generated if n["metadata"]["name"] != "default"]
     states = list(generated)
+    # the node agents' namespaces: a DaemonSet there may tolerate every pool (trusted, as the exempt
+    # namespaces are); every other pod shape is tried there like anywhere
+    for name in rf.fleet.spec.cluster.admission.node_agent_namespaces:
+        if name not in {n["metadata"]["name"] for n in states}:
+            states.append({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}})
     if managed:
         labels = {k: v for k, v in managed[0]["metadata"].get("labels", {}).items() if k != "kubernetes.io/metadata.name"}
         for name in (COPIED_NAMESPACE, REMOVED_NAMESPACE):
@@ -212,8 +218,9 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                 if v > 0 and (k in gpu_names or is_gpu_name(k) or k.startswith(IMPLICIT_DRA_PREFIX))}
 
     # --- the pods ------------------------------------------------------------------------
+    claim_of = {c.tier: c for c in tier_claims(rf)} if any_dra(rf) else {}
     implicit = [f"{IMPLICIT_DRA_PREFIX}{c}" for c in
-                sorted({*CHART_CLASSES, *(c.class_name for c in tier_claims(rf))} if any_dra(rf) else {"gpu.nvidia.com"})]
+                sorted({*CHART_CLASSES, *(c.class_name for c in claim_of.values())} if any_dra(rf) else {"gpu.nvidia.com"})]
     # and the names a change dropped that the quotas keep at 0 (identity.kept_gpu_resources)
     resources = [*rf.gpu_resources, *kept_gpu_resources(rf), *implicit]
     # a device-plugin name this tree does not advertise: one a change dropped (a MIG profile, a
@@ -233,9 +240,13 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     attacks: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = []  # (words, pod, request, kueue-held)
     node_pool: dict[str, str] = {}  # spec.nodeName of the shapes bound by name -> its pool
 
+    forbidden: dict[int, str] = {}  # id(pod) -> the escape of a shape no namespace may admit
+
     def add(words: str, spec: dict[str, Any], req: dict[str, Any] = tenant_req, kueue_held: bool = False,
-            labels: dict[str, str] | None = None) -> None:
+            labels: dict[str, str] | None = None, escape: str | None = None) -> None:
         pod = _pod(spec)
+        if escape is not None:
+            forbidden[id(pod)] = escape
         if labels:
             pod["metadata"]["labels"] = labels
         tiers_ = tiers_of.get(spec.get("priorityClassName", ""), ())
@@ -311,6 +322,20 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                 if tiers:
                     add(f"{kw}: 1 {rf.tier_resource(tiers[0])}, spec.nodeName of a node of pool {p.name}",
                         {**_spec(klass, (None, []), {rf.tier_resource(tiers[0]): 1}), "nodeName": node})
+        template_tiers = [t for t in tiers if t.name in claim_of]
+        if template_tiers and own:
+            t = template_tiers[0]
+
+            def claiming(*templates: str) -> dict[str, Any]:
+                return {**_spec(pc, own[0], {}), "resourceClaims": [
+                    {"name": f"gpu{i}", "resourceClaimTemplateName": n} for i, n in enumerate(templates)]}
+            for other in [o for o in claim_of.values() if o.tier not in {x.name for x in tiers}][:1]:
+                add(f"{who}: the claim template of tier {other.tier}", claiming(f"gpuplan-{other.tier}"),
+                    escape=f"claims tier {other.tier}'s devices under class {pc}")
+            if t.max_gpus_per_pod is not None:
+                many = claim_template_name(t.name, t.max_gpus_per_pod)
+                add(f"{who}: two of its tier's claim templates", claiming(many, claim_template_name(t.name, 1)),
+                    escape=f"claims more than maxGPUsPerPod {t.max_gpus_per_pod} devices")
         if tiers:
             # the tier's resource on another pool: the class policy compares the pool selector
             # with a list of its pools, so one pool outside it stands for all (tests hold every
@@ -364,6 +389,8 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                     note(ns_obj, False)
                     continue
                 note(ns_obj, True)
+                if id(pod) in forbidden:
+                    out.breaches.append(Breach(ns, words, forbidden[id(pod)]))
                 label = (pod["metadata"].get("labels") or {}).get(PRIORITY_LABEL)
                 if label and label not in own_priority.get(pc, ()):
                     out.breaches.append(Breach(ns, words, f"takes Kueue priority {label}, not its own tier's"))
@@ -426,7 +453,9 @@ def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas,
 
 def _claim_breaches(rf, cluster, states, exempt, tenant_of) -> list[Breach]:
     """A ResourceClaim of every GPU DeviceClass in every namespace state: admitted only where
-    a DRA tier of that class is granted, and charged there to the class's quota key."""
+    a DRA tier of that class is granted, and charged there to the class's quota key; and the
+    shapes of a tier's class no namespace admits (not named for the tier, every device of a
+    node, above ``maxGPUsPerPod``: lower/admission.py ``_claim_shape_policy``)."""
     from gpuplan.dra.claims import CHART_CLASSES, any_dra, tier_claims
     from gpuplan.k8s_features_dra import RESOURCE_API
 
@@ -434,13 +463,38 @@ def _claim_breaches(rf, cluster, states, exempt, tenant_of) -> list[Breach]:
         return []
     claims = {c.class_name: c for c in tier_claims(rf)}
     out = []
+
+    def claim(cls: str, name: str, **exactly: Any) -> dict[str, Any]:
+        return {"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": name},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": cls, **exactly}}]}}}
+
+    # the shapes a tier's class is claimed in only through its own templates, bounded: refused in
+    # every namespace a tenant writes to (lower/admission.py _claim_shape_policy)
+    for cls, c in sorted(claims.items()):
+        n = rf.tier_by_name[c.tier].max_gpus_per_pod
+        shapes = [(f"a ResourceClaim of DeviceClass {cls} not named for tier {c.tier}", claim(cls, "probe"),
+                   "claims a tier's devices outside its templates"),
+                  (f"a ResourceClaim gpuplan-{c.tier} of all the devices of DeviceClass {cls}",
+                   claim(cls, f"gpuplan-{c.tier}", allocationMode="All"), "claims every device of a node")]
+        if n is not None:
+            shapes.append((f"a ResourceClaim gpuplan-{c.tier} of {n + 1} devices of DeviceClass {cls}",
+                           claim(cls, f"gpuplan-{c.tier}", allocationMode="ExactCount", count=n + 1),
+                           f"claims {n + 1} devices, above maxGPUsPerPod {n}"))
+        for words, obj, escape in shapes:
+            verdicts = cluster.verdicts(obj)
+            for ns_obj in states:
+                ns = ns_obj["metadata"]["name"]
+                if ns not in exempt and not cluster.policy_denials(obj, ns_obj, cluster.selected(ns_obj), None,
+                                                                   verdicts):
+                    out.append(Breach(ns, words, escape))
     for cls in sorted({*CHART_CLASSES, *claims}):
-        claim = {"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": "probe"},
-                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": cls}}]}}}
-        verdicts = cluster.verdicts(claim)
+        # a tier's class named as its templates are (gpuplan-<tier>): what the quota then holds
+        name = f"gpuplan-{claims[cls].tier}" if cls in claims else "probe"
+        claim_ = claim(cls, name)
+        verdicts = cluster.verdicts(claim_)
         for ns_obj in states:
             ns = ns_obj["metadata"]["name"]
-            if ns in exempt or cluster.policy_denials(claim, ns_obj, cluster.selected(ns_obj), None, verdicts):
+            if ns in exempt or cluster.policy_denials(claim_, ns_obj, cluster.selected(ns_obj), None, verdicts):
                 continue
             tn = tenant_of.get(ns)
             grant = (tn.quotas.get(ns, {}).get(claims[cls].tier, 0) if tn is not None and cls in claims else 0)

@@ -100,9 +100,18 @@ W_UNTRUSTED_CONTROLLER = Code(
     bad="queueing: {controllers: [system:serviceaccount:vision:default]}",
     good="queueing: {controllers: [system:serviceaccount:kube-system:job-controller]}",
 )
+E_AGENT_NAMESPACE = Code(
+    "GP509", "tenant namespace is a node agents' namespace", Severity.ERROR,
+    "In `admission.nodeAgentNamespaces` a DaemonSet may tolerate every taint, the GPU pools' binding "
+    "taint included (docs/placement.md). A tenant namespace there lets the tenant run a pod on every GPU "
+    "node of the cluster, outside every grant: its CPU, memory and node-local devices. Node agents are "
+    "the platform's, never a tenant's.",
+    bad="cluster: {admission: {nodeAgentNamespaces: [vision]}}\ntenants:\n  - {name: vision, namespaces: [vision]}",
+    good="cluster: {admission: {nodeAgentNamespaces: [logging]}}\ntenants:\n  - {name: vision, namespaces: [vision]}",
+)
 
 CODES = (E_SYSTEM_NAMESPACE, I_PREEMPTS_NOTHING, W_PRIORITY_INVERSION, W_EMPTY_TENANT, E_OPERATOR_NAMESPACE,
-         E_EXEMPT_NAMESPACE, W_PRIVILEGED_TENANT, W_UNTRUSTED_CONTROLLER)
+         E_EXEMPT_NAMESPACE, W_PRIVILEGED_TENANT, W_UNTRUSTED_CONTROLLER, E_AGENT_NAMESPACE)
 
 
 def reserved_namespaces(rf: ResolvedFleet) -> dict[str, str]:
@@ -143,6 +152,7 @@ def _trust(rf: ResolvedFleet) -> Iterator[Diagnostic]:
     pods, a controller user the tenant can act as."""
     reserved = reserved_namespaces(rf)
     exempt = exempt_namespaces(rf)
+    agents = set(rf.fleet.spec.cluster.admission.node_agent_namespaces)
     tenant_ns: dict[str, str] = {}
     for i, tn in enumerate(rf.fleet.spec.tenants):
         for j, ns in enumerate(tn.namespaces):
@@ -153,6 +163,12 @@ def _trust(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                               f"tenant {tn.name!r} claims namespace {ns!r}, which no admission policy binds: "
                               f"it is {why}", ("spec", "tenants", i, "namespaces", j),
                               hint="give the tenant a namespace of its own, or drop it from the exempt list")
+            elif ns in agents:
+                yield rf.diag(E_AGENT_NAMESPACE,
+                              f"tenant {tn.name!r} claims namespace {ns!r}, a node agents' namespace: its "
+                              "DaemonSets may tolerate every GPU pool", ("spec", "tenants", i, "namespaces", j),
+                              hint="give the tenant a namespace of its own, or drop it from "
+                                   "cluster.admission.nodeAgentNamespaces")
         if tn.pod_security == "privileged":
             yield rf.diag(W_PRIVILEGED_TENANT,
                           f"tenant {tn.name!r} runs with podSecurity: privileged: its containers may be "

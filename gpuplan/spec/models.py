@@ -465,6 +465,13 @@ class Admission(Model):
         "security). The GPU Operator's, Kueue's, the DRA driver's, the GitOps engine's and the monitoring "
         "namespace always are, and so are `systemNamespaces`.",
     )
+    node_agent_namespaces: list[Name] = Field(
+        default=[],
+        description="Namespaces of node agents (logging, monitoring, security DaemonSets that tolerate every "
+        "taint): there a DaemonSet may tolerate the GPU pools' taint, and every other rule of the policies "
+        "holds (no GPU resource, no tier class, no node by name, no NVIDIA_VISIBLE_DEVICES). Prefer it to "
+        "`unmanagedNamespaces`, which switches every rule off.",
+    )
     system_namespaces: list[Name] = Field(
         default=["kube-system", "kube-public", "kube-node-lease"],
         description="The cluster's own namespaces, left alone by the admission policies like "

@@ -63,6 +63,10 @@ COMPONENTS: dict[str, tuple[str, list[str]]] = {
 CORE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 ADMIN_TOKEN = "gpuplan-test-admin"
+# the scheduler acts as itself, as on a real cluster (kubeadm's scheduler.conf: user system:kube-scheduler,
+# bound by the API server's bootstrap RBAC, kubernetes v1.36.3
+# plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go): admission policies see its user
+SCHEDULER_TOKEN = "gpuplan-test-scheduler"
 
 
 class ControlPlaneError(RuntimeError):
@@ -220,7 +224,8 @@ def _pki(root: Path) -> None:
     write_key(sa, root / "sa.key")
     (root / "sa.pub").write_bytes(sa.public_key().public_bytes(serialization.Encoding.PEM,
                                                                serialization.PublicFormat.SubjectPublicKeyInfo))
-    (root / "tokens.csv").write_text(f'{ADMIN_TOKEN},admin,admin,"system:masters"\n')
+    (root / "tokens.csv").write_text(f'{ADMIN_TOKEN},admin,admin,"system:masters"\n'
+                                     f'{SCHEDULER_TOKEN},system:kube-scheduler,system:kube-scheduler\n')
 
 
 def _free_port() -> int:
@@ -302,7 +307,9 @@ class ControlPlane:
             "--use-service-account-credentials=true", "--controllers=*,-nodeipam,-cloud-node-lifecycle",
             "--concurrent-namespace-syncs=10", "--v=0",
         ])
-        self._spawn("kube-scheduler", [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", "--secure-port=0", "--v=0"])
+        scheduler = self.dir / "scheduler.kubeconfig"
+        self.write_kubeconfig(scheduler, SCHEDULER_TOKEN)
+        self._spawn("kube-scheduler", [f"--kubeconfig={scheduler}", "--leader-elect=false", "--secure-port=0", "--v=0"])
         self._spawn("kwok", [
             f"--kubeconfig={self.kubeconfig}", "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
@@ -315,15 +322,15 @@ class ControlPlane:
         self.wait(lambda: self.get("/api/v1/namespaces/default/serviceaccounts/default") is not None, timeout,
                   "the default ServiceAccount (kube-controller-manager)")
 
-    def write_kubeconfig(self) -> None:
+    def write_kubeconfig(self, path: Path | None = None, token: str = ADMIN_TOKEN) -> None:
         ca = self.dir / "pki" / "ca.crt"
         cfg = {
             "apiVersion": "v1", "kind": "Config", "current-context": "test",
             "clusters": [{"name": "test", "cluster": {"server": self.server, "certificate-authority": str(ca)}}],
-            "users": [{"name": "admin", "user": {"token": ADMIN_TOKEN}}],
-            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}],
+            "users": [{"name": "user", "user": {"token": token}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "user"}}],
         }
-        self.kubeconfig.write_text(json.dumps(cfg, indent=1))
+        (path or self.kubeconfig).write_text(json.dumps(cfg, indent=1))
 
     # --- REST -------------------------------------------------------------------------------
 
