@@ -192,7 +192,8 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str, old_dir: str | 
     changed objects with their changed fields), fit for a pull-request comment.
     Disruptive changes come first: namespaces that leave the tree, nodes that
     are repartitioned or reconfigured, pools whose nodes are replaced,
-    PriorityClasses that are recreated, driver upgrades."""
+    PriorityClasses that are recreated, driver upgrades, and namespaces whose running pods
+    keep GPUs a tier's revoked grant no longer covers."""
     # -o too when --old is read: the pull-request report derives --old from -o
     _refuse_tree_path(ctx, out_dir, fleet, "text")
     if old_dir is not None:
@@ -214,10 +215,11 @@ def diff(ctx: click.Context, fleet: str, out_dir: str, fmt: str, old_dir: str | 
     from gpuplan.report import disruption
 
     a, b = tree_objects(old), tree_objects(compiled.files)  # parsed once for both reports
-    from gpuplan.report.transition import tier_needs
+    from gpuplan.report.transition import tier_needs, tier_resources
 
     try:
-        ds = disruption.disruptions_of(a, b, tier_needs(compiled.resolved), old_tree=old_dir or out_dir)
+        ds = disruption.disruptions_of(a, b, tier_needs(compiled.resolved), old_tree=old_dir or out_dir,
+                                       tiers=tier_resources(compiled.resolved))
     except TreeError as exc:  # objects of the old tree no report can read (GP839)
         emit([exc.diagnostic], "text")
         ctx.exit(int(ExitCode.INVALID))

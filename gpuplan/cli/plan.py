@@ -74,9 +74,10 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
         # the base's nodes may still carry are kept (gpuplan.identity.kept_plugin_configs)
         rf.previous = previous_configs(rf, files=old_tree)
         trees = (old_tree, render_files(rf, base))
-        from gpuplan.report.transition import tier_needs
+        from gpuplan.report.transition import tier_needs, tier_resources
 
-        disruptive = disruptions(*trees, needs=tier_needs(rf))
+        # a tier's running pods hold what the base spec gave them
+        disruptive = disruptions(*trees, needs=tier_needs(rf), tiers={**tier_resources(rf), **tier_resources(old_rf)})
 
     opt = None
     if optimise:

@@ -81,6 +81,7 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
         pc = priority_class_name(tier)
         row["enforced"] = [(n, quota_cap(_quotas(rf, tenant, n, specs), pc, res)) for n, _ in grants
                            if n in tenant.namespaces]
+        row["dra"] = _dra_enforced(rf, tenant, tier, [n for n, _ in grants if n in tenant.namespaces], specs)
         row["refused"] = _refusals(rf, pc, specs)
         row["interruption"] = _interruption(rf, tier)
         row.update(node_selector=spec["nodeSelector"], tolerations=spec["tolerations"],
@@ -132,6 +133,24 @@ def _interruption(rf: ResolvedFleet, tier) -> str | None:
                 + (f": its pods get at most {grace} (the NodePool's terminationGracePeriod)" if grace else "")
                 + ". Checkpoint within that.")
     return None
+
+
+def _dra_enforced(rf: ResolvedFleet, tenant, tier, namespaces: list[str], cache: dict) -> dict[str, Any] | None:
+    """A DRA tier's enforced grant, read from the quotas gpuplan emits: the quota key that charges
+    its DeviceClass's claims, each namespace's number, and the most devices one claim template asks."""
+    from gpuplan.dra.claims import claim_template_name, tier_claim
+
+    claim = tier_claim(rf, tier)
+    if claim is None:
+        return None
+    per_ns = []
+    for ns in namespaces:
+        hards = [int(q["spec"]["hard"][claim.quota_key]) for q in _quotas(rf, tenant, ns, cache)
+                 if claim.quota_key in q["spec"].get("hard", {})]
+        per_ns.append((ns, min(hards) if hards else None))
+    counts = claim.template_counts()
+    return {"device_class": claim.class_name, "key": claim.quota_key, "enforced": per_ns,
+            "max_per_claim": max(counts), "templates": [claim_template_name(claim.tier, n) for n in counts]}
 
 
 def _quotas(rf: ResolvedFleet, tenant, ns: str, cache: dict) -> list[dict[str, Any]]:

@@ -81,6 +81,8 @@ class Boundary:
     breaches: list[Breach] = field(default_factory=list)
     access: list[Access] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)  # only with prove_boundary(record=True)
+    tried: dict[str, int] = field(default_factory=dict)  # shape enumerated (words) -> pods of it, first seen first
+    not_covered: tuple[str, ...] = ()  # what no enumerated shape stands for
 
 
 def _pod(spec: dict[str, Any]) -> dict[str, Any]:
@@ -243,7 +245,12 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     forbidden: dict[int, str] = {}  # id(pod) -> the escape of a shape no namespace may admit
 
     def add(words: str, spec: dict[str, Any], req: dict[str, Any] = tenant_req, kueue_held: bool = False,
-            labels: dict[str, str] | None = None, escape: str | None = None) -> None:
+            labels: dict[str, str] | None = None, *, shape: str, escape: str | None = None) -> None:
+        out.tried[shape] = out.tried.get(shape, 0) + 1
+        if req is not tenant_req:
+            out.tried[CONTROLLER_SHAPE] = out.tried.get(CONTROLLER_SHAPE, 0) + 1
+        if (spec.get("schedulingGates") or []):
+            out.tried[GATE_SHAPE] = out.tried.get(GATE_SHAPE, 0) + 1
         pod = _pod(spec)
         if escape is not None:
             forbidden[id(pod)] = escape
@@ -262,10 +269,10 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
         if own and pin is not None:  # its pods select the pool's guaranteed capacity type
             own = [({"gpuplan.dev/pool": own[0][0], CAPACITY_TYPE_LABEL: pin}, own[0][1])]
             add(f"{who}: 1 {rf.tier_resource(tiers[0])} without {CAPACITY_TYPE_LABEL}",
-                _spec(pc, pool_place[tiers[0].pool], {rf.tier_resource(tiers[0]): 1}))
+                _spec(pc, pool_place[tiers[0].pool], {rf.tier_resource(tiers[0]): 1}), shape="its tier's pod without its capacity-type pin")
         elif tiers and tiers[0].pool in floor_place:  # a preemptible class tolerating the floor's taint
             add(f"{who}: 1 {rf.tier_resource(tiers[0])} tolerating the on-demand floor of pool {tiers[0].pool}",
-                _spec(pc, floor_place[tiers[0].pool], {rf.tier_resource(tiers[0]): 1}))
+                _spec(pc, floor_place[tiers[0].pool], {rf.tier_resource(tiers[0]): 1}), shape="a preemptible tier's pod on the on-demand floor")
         places = own or [keyless]
         reqs: list[tuple[str, dict[str, Any], bool, dict[str, str] | None, bool]] = [("", tenant_req, False, None, False)]
         if any(t.name in queued for t in tiers):
@@ -282,28 +289,35 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
             rw, req, kh, labels, gated = reqs[-1]
             add(f"{who}{rw}: 1 {rf.tier_resource(tiers[0])}, {PRIORITY_LABEL}: {foreign}",
                 _spec(pc, places[0], {rf.tier_resource(tiers[0]): 1}, gated=gated), req, kh,
-                {**(labels or {QUEUE_LABEL: "default"}), PRIORITY_LABEL: foreign})
+                {**(labels or {QUEUE_LABEL: "default"}), PRIORITY_LABEL: foreign}, shape="another queued tier's Kueue priority label")
         for rw, req, kh, labels, gated in reqs:
             for place in places:
                 for res in resources:
-                    add(f"{who}{rw}: 1 {res}", _spec(pc, place, {res: 1}, gated=gated), req, kh, labels)
+                    add(f"{who}{rw}: 1 {res}", _spec(pc, place, {res: 1}, gated=gated), req, kh, labels,
+                        shape="one unit of every GPU resource and implicit DRA name")
                 if tiers:  # a request of 0 units: charged nothing, placed by the class on its pool
                     r = rf.tier_resource(tiers[0])
-                    add(f"{who}{rw}: 0 {r}", _spec(pc, place, {r: 0}, gated=gated), req, kh, labels)
+                    add(f"{who}{rw}: 0 {r}", _spec(pc, place, {r: 0}, gated=gated), req, kh, labels,
+                        shape="zero units of its tier's resource")
                     add(f"{who}{rw}: 1 {r} and 1 {dropped} (a name this tree does not advertise)",
-                        _spec(pc, place, {r: 1, dropped: 1}, gated=gated), req, kh, labels)
+                        _spec(pc, place, {r: 1, dropped: 1}, gated=gated), req, kh, labels,
+                        shape="a GPU name the tree does not advertise")
                 for t in tiers:
                     if t.max_gpus_per_pod is not None:
                         r = rf.tier_resource(t)
                         n = t.max_gpus_per_pod
-                        add(f"{who}{rw}: {n + 1} {r}", _spec(pc, place, {r: n + 1}, gated=gated), req, kh, labels)
+                        add(f"{who}{rw}: {n + 1} {r}", _spec(pc, place, {r: n + 1}, gated=gated), req, kh, labels,
+                            shape="more than maxGPUsPerPod, in containers and in a sidecar")
                         add(f"{who}{rw}: {n} {r} and 1 in a sidecar",
-                            _spec(pc, place, {r: n}, sidecar={r: 1}, gated=gated), req, kh, labels)
+                            _spec(pc, place, {r: n}, sidecar={r: 1}, gated=gated), req, kh, labels,
+                            shape="more than maxGPUsPerPod, in containers and in a sidecar")
         for place in [*(pool_place.values() if not tiers else places), keyless]:
             where = f"pool {place[0]}" if place[0] else "any node (keyless Exists)"
-            add(f"{who}: no GPU, on {where}", _spec(pc, place, {}))
+            add(f"{who}: no GPU, on {where}", _spec(pc, place, {}),
+                shape="no GPU, on each pool and with a keyless Exists toleration")
             if pc == "" and place[0]:
-                add(f"{who}: no GPU, NVIDIA_VISIBLE_DEVICES=all, on {where}", _spec(pc, place, {}, env=True))
+                add(f"{who}: no GPU, NVIDIA_VISIBLE_DEVICES=all, on {where}", _spec(pc, place, {}, env=True),
+                    shape="NVIDIA_VISIBLE_DEVICES set in the pod")
         # bound by name to a node of a pool, past the scheduler: the kubelet ignores NoSchedule taints.
         # Classes of no tier on every pool; a tier's class on its own pool and one other (the
         # policies read only whether a pod names a node, never which: one stands for all, and a
@@ -318,10 +332,11 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
             for klass in ([pc] if pc != SYSTEM_CLASS else [pc, NODE_CRITICAL_CLASS]):
                 kw = f"class {klass or '(none)'}"
                 add(f"{kw}: no GPU, spec.nodeName of a node of pool {p.name}",
-                    {**_spec(klass, (None, []), {}), "nodeName": node})
+                    {**_spec(klass, (None, []), {}), "nodeName": node}, shape="spec.nodeName to a node of each pool")
                 if tiers:
                     add(f"{kw}: 1 {rf.tier_resource(tiers[0])}, spec.nodeName of a node of pool {p.name}",
-                        {**_spec(klass, (None, []), {rf.tier_resource(tiers[0]): 1}), "nodeName": node})
+                        {**_spec(klass, (None, []), {rf.tier_resource(tiers[0]): 1}), "nodeName": node},
+                        shape="spec.nodeName to a node of each pool")
         template_tiers = [t for t in tiers if t.name in claim_of]
         if template_tiers and own:
             t = template_tiers[0]
@@ -331,11 +346,11 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                     {"name": f"gpu{i}", "resourceClaimTemplateName": n} for i, n in enumerate(templates)]}
             for other in [o for o in claim_of.values() if o.tier not in {x.name for x in tiers}][:1]:
                 add(f"{who}: the claim template of tier {other.tier}", claiming(f"gpuplan-{other.tier}"),
-                    escape=f"claims tier {other.tier}'s devices under class {pc}")
+                    shape=DRA_TEMPLATE_SHAPE, escape=f"claims tier {other.tier}'s devices under class {pc}")
             if t.max_gpus_per_pod is not None:
                 many = claim_template_name(t.name, t.max_gpus_per_pod)
                 add(f"{who}: two of its tier's claim templates", claiming(many, claim_template_name(t.name, 1)),
-                    escape=f"claims more than maxGPUsPerPod {t.max_gpus_per_pod} devices")
+                    shape=DRA_TEMPLATE_SHAPE, escape=f"claims more than maxGPUsPerPod {t.max_gpus_per_pod} devices")
         if tiers:
             # the tier's resource on another pool: the class policy compares the pool selector
             # with a list of its pools, so one pool outside it stands for all (tests hold every
@@ -343,8 +358,22 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
             other = next((p for p in pools if p.owner not in {t.pool for t in tiers}), None)
             if other is not None:
                 add(f"{who}: 1 {rf.tier_resource(tiers[0])} on pool {other.owner}",
-                    _spec(pc, pool_place[other.owner], {rf.tier_resource(tiers[0]): 1}))
+                    _spec(pc, pool_place[other.owner], {rf.tier_resource(tiers[0]): 1}),
+                    shape="its tier's resource on another pool")
     out.pods = len(attacks)
+    classes = [*sorted(tiers_of), *sorted(set(extra_classes) - set(tiers_of))]
+    out.tried = {f"under {len(classes)} tier class{'es' if len(classes) != 1 else ''}, no class, "
+                 f"{SYSTEM_CLASS} and {NODE_CRITICAL_CLASS}": out.pods,
+                 f"in {len(states)} namespace states" + (" (the generated namespaces, one that copied a tenant's labels, "
+                                                         "one of a removed tenant)" if managed else ""): len(groups),
+                 **out.tried}
+    from gpuplan.identity import exempt_namespaces
+
+    trusted = sorted({*exempt_namespaces(rf), *exempt})
+    out.not_covered = (*NOT_COVERED, *(() if not trusted else
+                                       (f"pods of the {len(trusted)} exempt namespaces ({', '.join(trusted[:SHOWN])}"
+                                        + (", ..." if len(trusted) > SHOWN else "") + ")",)),
+                       *((DRA_NOT_COVERED,) if any_dra(rf) else ()))
 
     # --- admission and fit -----------------------------------------------------------------
     ert = ert_enabled(rf)
@@ -405,6 +434,10 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                                 key = (by_pool[pool].owner, pc, res)
                                 access.setdefault(key, {})[ns] = max(access.get(key, {}).get(ns, 0), c)
     out.breaches += _claim_breaches(rf, cluster, states, exempt, tenant_of)
+    if any_dra(rf):
+        out.tried["a ResourceClaim of every GPU DeviceClass"] = len({*CHART_CLASSES, *(c.class_name for c in tier_claims(rf))})
+        out.tried["ResourceClaims of a tier's DeviceClass not named for it, of every device, above maxGPUsPerPod"] = \
+            len(tier_claims(rf))
     out.access = [Access(pool, pc, tuple(sorted(nss.items())), res) for (pool, pc, res), nss in sorted(access.items())]
     return out
 
@@ -534,13 +567,27 @@ def boundary_rows(b: Boundary) -> tuple[list[str], list[list[str]]]:
 
 
 def summary(b: Boundary) -> str:
+    """The proof's verdict in one sentence; :func:`coverage` lists what it tried and what not."""
     found = f"{len(b.breaches)} break the boundary" if b.breaches else "none breaks the boundary"
     squat = any("without requesting a GPU" in x.escape for x in b.breaches)
     return (f"{b.pods} pod shapes a tenant or a stranger could write, in {b.namespace_shapes} namespace shapes "
-            f"({b.checked} checked): {found}." + ("" if squat else " Pods of no tier run on no GPU pool.")
-            + f" {NOT_COVERED}")
+            f"({b.checked} checked): {found}." + ("" if squat else " Pods of no tier run on no GPU pool."))
 
 
-# What the proof does not try (docs/placement.md "Threat model", out of scope), said where its verdict is
-NOT_COVERED = ("Not covered: cluster-admin, node access, impersonating a controller, envFrom ConfigMaps, "
-               "other admission webhooks, and the moments between sync steps while a change is applied.")
+def coverage(b: Boundary) -> list[str]:
+    """What the verdict covers, from the shapes the proof enumerated, and what it does not."""
+    return ["Tried: " + "; ".join(b.tried) + ".", "Not covered: " + "; ".join(b.not_covered) + "."]
+
+
+SHOWN = 6  # exempt namespaces named in the headline
+CONTROLLER_SHAPE = "a queued tier's pod created by its Kueue-managed controller"
+GATE_SHAPE = "a pod held by Kueue's scheduling gate"
+DRA_TEMPLATE_SHAPE = "a DRA tier's pod naming another tier's claim template, or two of its own"
+# What no enumerated shape stands for (docs/placement.md "Threat model", out of scope): said with the verdict
+NOT_COVERED = ("cluster-admin", "a tenant with node or kubelet access", "impersonation or RBAC that creates pods "
+               "as a controller", "NVIDIA_VISIBLE_DEVICES from envFrom or env of a ConfigMap",
+               "updates of running pods and controllers (scale, rollout): pods are created, never updated",
+               "other admission webhooks, LimitRanges, PodNodeSelector",
+               "the moments between sync steps (proved by build from the existing tree: GP529)")
+DRA_NOT_COVERED = ("DRA device selection beyond which DeviceClass a claim names and the quota that charges it "
+                   "(selectors: the DRA proof, docs/dra.md)")

@@ -25,6 +25,16 @@ objects — what the controllers will actually see — not from the specs:
   mig-parted config the new ConfigMaps lack (its GPUs are not allocatable once its
   device plugin or mig-manager restarts), or advertises none of what the pool's tiers
   now request: the wave-by-wave model (``gpuplan.report.transition``) finds it;
+- **revoked**: a namespace keeps a tier's running pods after the change takes their grant
+  back (the tier removed, the namespace no longer granted it, or its quota lowered): a
+  ResourceQuota is judged only when a pod is created or updated, and the quota controller
+  only recounts ``status.used`` (kubernetes/kubernetes@v1.36.3
+  staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/admission.go
+  ``NewResourceQuota``: ``admission.NewHandler(admission.Create, admission.Update)``); a
+  ValidatingAdmissionPolicy judges only the requests it matches, never objects already
+  stored. So those pods keep their GPUs, up to the old grant, until someone deletes them:
+  GPUs the new plan hands to nobody. Read from the two trees: the namespaces' tier labels
+  (``tier.gpuplan.dev/<tier>``), the tiers' PriorityClasses and the quotas that select them;
 - **drain**: a node's ``nvidia.com/mig.config`` changes: mig-manager
   repartitions its GPUs (NVIDIA/mig-parted@v0.15.0 cmd/nvidia-mig-manager/
   main.go:572-577) and cannot while GPU pods use them; a new NoExecute taint
@@ -40,7 +50,7 @@ objects — what the controllers will actually see — not from the specs:
   rolls it onto every node it manages, evicting GPU pods.
 
 Entries are listed by risk (``SEVERITY_ORDER``: hand-step, destructive, stranded,
-replace, drain, upgrade, reconfigure), and the renderers open with one line per pool
+revoked, replace, drain, upgrade, reconfigure), and the renderers open with one line per pool
 (:func:`by_pool`: its nodes replaced, drained or reconfigured, with counts).
 
 Stage: report (docs/architecture.md)."""
@@ -58,7 +68,13 @@ from gpuplan.report.transition import transition, tree_configs as _configs, tree
 # config they name is gone, or they advertise nothing their tiers request: the wave-by-wave
 # model, gpuplan.report.transition), then nodes replaced, then drains, then the rolling
 # upgrades, then reconfigurations that keep running pods.
-SEVERITY_ORDER = ("hand-step", "destructive", "stranded", "replace", "drain", "upgrade", "reconfigure")
+SEVERITY_ORDER = ("hand-step", "destructive", "stranded", "revoked", "replace", "drain", "upgrade", "reconfigure")
+# What a change without entries of each kind does not do: the all-clear line says every one
+NONE_OF: dict[str, str] = {
+    "hand-step": "no hand step", "destructive": "no namespace deleted", "stranded": "no node left without its config",
+    "revoked": "no grant taken back from pods that may be running", "replace": "no node or PriorityClass replaced",
+    "drain": "no node drained", "upgrade": "no driver or runtime rolled", "reconfigure": "no node reconfigured",
+}
 # The Karpenter node classes whose change drifts every node of the NodePool of the same name:
 # the spec fields that do (None: all of them).
 NODE_CLASS_DRIFT: dict[str, tuple[str, ...] | None] = {
@@ -128,18 +144,20 @@ def _drift_note(nodepool: dict) -> str:
 
 
 def disruptions(old: Mapping[str, bytes], new: Mapping[str, bytes],
-                needs: Mapping[str, Any] | None = None, *, old_tree: str | None = None) -> list[Disruption]:
+                needs: Mapping[str, Any] | None = None, *, old_tree: str | None = None,
+                tiers: Mapping[str, str] | None = None) -> list[Disruption]:
     """The disruptive effects of going from tree ``old`` to tree ``new``, most severe first.
-    ``needs``: pool -> the resources its tiers request (``transition.tier_needs``), when known.
+    ``needs``: pool -> the resources its tiers request (``transition.tier_needs``), when known;
+    ``tiers``: tier -> the resource its pods request (``transition.tier_resources``), when known.
     Raises ``gpuplan.report.treeshape.TreeShapeError`` (GP839) when ``old`` has objects of a
     shape no API server admits (``old_tree``: its directory, for the diagnostics)."""
     from gpuplan.output.objdiff import tree_objects
 
-    return disruptions_of(tree_objects(old), tree_objects(new), needs, old_tree=old_tree)
+    return disruptions_of(tree_objects(old), tree_objects(new), needs, old_tree=old_tree, tiers=tiers)
 
 
 def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = None, *,
-                   old_tree: str | None = None) -> list[Disruption]:
+                   old_tree: str | None = None, tiers: Mapping[str, str] | None = None) -> list[Disruption]:
     """:func:`disruptions` of two trees already parsed by ``objdiff.tree_objects``
     (``gpuplan diff`` parses each tree once for both reports)."""
     from gpuplan.report.treeshape import require
@@ -153,6 +171,7 @@ def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = N
     d = _delivery(old, new)
     out += _delivery_steps(d)
     out += _stranded(transition(old, new, needs))
+    out += revoked(a, b, tiers)
     held, kept_by_argo = set(), set()
     if d.engine == "argocd":
         held = {r[3] for r in d.held if r[1] == "Namespace"}
@@ -372,7 +391,142 @@ def _stranded(t) -> list[Disruption]:
     return out
 
 
+# --- grants taken back from running pods --------------------------------------------------
+
+
+DRA_QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+
+
+def _labels(obj: Any) -> dict[str, Any]:
+    labels = ((obj.get("metadata") or {}).get("labels") if isinstance(obj, dict) else None) or {}
+    return labels if isinstance(labels, dict) else {}
+
+
+def _units(value: Any) -> int | None:
+    """A quota's whole units (GPU quantities are counts); None for what is not one."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def _gpu_key(key: str) -> bool:
+    from gpuplan.resolve import is_gpu_name
+
+    return key.endswith(DRA_QUOTA_SUFFIX) or (key.startswith("requests.") and is_gpu_name(key[len("requests."):]))
+
+
+def _caps(quotas: list[dict[str, Any]], pc: str, keys: set[str]) -> dict[str, int | None]:
+    """key -> the most pods of ``pc`` may hold under ``quotas`` (None: no quota charges it)."""
+    from gpuplan.identity import scope_matches
+
+    out: dict[str, int | None] = {}
+    for key in sorted(keys):
+        caps = []
+        for q in quotas:
+            spec = q.get("spec") or {}
+            scope = (spec.get("scopeSelector") or {}).get("matchExpressions") or []
+            hard = _units((spec.get("hard") or {}).get(key))
+            if hard is not None and all(isinstance(e, dict) and "scopeName" in e and scope_matches(e, pc)
+                                        for e in scope):
+                caps.append(hard)
+        out[key] = min(caps) if caps else None
+    return out
+
+
+def _tier_keys(objs: dict, ns: str, tier: str, tiers: Mapping[str, str] | None) -> set[str]:
+    """The quota keys that charge the tier's pods in ``ns`` in tree ``objs``: its resource (the
+    spec's, when known), its DRA DeviceClass's key, its class-scoped quota's keys. Empty when
+    neither the spec nor the tree tells."""
+    from gpuplan.identity import TIER_LABEL, quota_key
+
+    keys = {quota_key(tiers[tier])} if tiers and tier in tiers else set()
+    for (kind, qns, name), obj in objs.items():
+        if _labels(obj).get(TIER_LABEL) != tier:
+            continue
+        if kind == "DeviceClass":
+            keys.add(f"{name}{DRA_QUOTA_SUFFIX}")
+        elif kind == "ResourceQuota" and qns == ns:
+            keys |= {k for k in (obj.get("spec") or {}).get("hard") or {} if _gpu_key(k)}
+    return keys
+
+
+def _ns_quotas(objs: dict, ns: str) -> list[dict[str, Any]]:
+    return [o for (kind, qns, _), o in sorted(objs.items()) if kind == "ResourceQuota" and qns == ns]
+
+
+def _tier_classes(objs: dict) -> dict[str, str]:
+    """tier -> its PriorityClass, from the PriorityClasses' tier label."""
+    from gpuplan.identity import TIER_LABEL
+
+    return {str(_labels(o)[TIER_LABEL]): name for (kind, _, name), o in sorted(objs.items())
+            if kind == "PriorityClass" and isinstance(_labels(o).get(TIER_LABEL), str)}
+
+
+def _granted(ns_obj: Any) -> list[str]:
+    from gpuplan.identity import TIER_NS_LABEL_PREFIX
+
+    return sorted(k[len(TIER_NS_LABEL_PREFIX):] for k, v in _labels(ns_obj).items()
+                  if isinstance(k, str) and k.startswith(TIER_NS_LABEL_PREFIX) and v == "true")
+
+
+def find_pods_command(ns: str, pc: str) -> str:
+    """The pods of class ``pc`` in ``ns`` that hold what they were admitted with (scheduled or
+    still to be): a pod's ``priorityClassName`` is no field selector, so JSONPath filters it."""
+    return (f"kubectl get pods -n {ns} --field-selector=status.phase!=Succeeded,status.phase!=Failed -o "
+            f"jsonpath='{{range .items[?(@.spec.priorityClassName==\"{pc}\")]}}{{.metadata.name}}{{\"\\n\"}}{{end}}'")
+
+
+def revoked(a: dict, b: dict, tiers: Mapping[str, str] | None = None) -> list[Disruption]:
+    """For each namespace of both trees, each tier the old tree grants it whose grant the new
+    tree takes back or lowers (module docstring, **revoked**): what its running pods keep."""
+    from gpuplan.k8snames import is_dns_label, is_dns_subdomain
+
+    out = []
+    old_classes, new_classes = _tier_classes(a), _tier_classes(b)
+    for (kind, _, ns), ns_obj in sorted(a.items()):
+        new_ns = b.get(("Namespace", "", ns))
+        if kind != "Namespace" or new_ns is None or not is_dns_label(ns):
+            continue  # a namespace leaving the tree is a destructive entry of its own
+        still = set(_granted(new_ns))
+        for tier in _granted(ns_obj):
+            pc = old_classes.get(tier)
+            if pc is None or not is_dns_subdomain(pc):
+                continue
+            keys = _tier_keys(a, ns, tier, tiers)
+            gone = new_classes.get(tier) != pc or tier not in still
+            bound = not keys and gone
+            if bound:  # the tier's resource is unknown: what its class could hold, at most
+                keys = {k for q in _ns_quotas(a, ns) for k in (q.get("spec") or {}).get("hard") or {} if _gpu_key(k)}
+            held = {k: c for k, c in _caps(_ns_quotas(a, ns), pc, keys).items() if c is None or c > 0}
+            if new_classes.get(tier) != pc:
+                why, now = f"tier {tier} leaves the tree (PriorityClass {pc} with it)", {k: 0 for k in held}
+            elif tier not in still:
+                why, now = f"the namespace is no longer granted tier {tier}", {k: 0 for k in held}
+            else:
+                why, now = "its quota is lowered", _caps(_ns_quotas(b, ns), pc, set(held))
+            lost = [(k, c, now.get(k)) for k, c in held.items()
+                    if now.get(k) is not None and (c is None or now[k] < c)]  # type: ignore[operator]
+            if not lost:
+                continue
+            was = ("at most one of: " if bound else "") + ", ".join(
+                f"{k} {'uncharged' if c is None else c} -> {n}" for k, c, n in lost)
+            out.append(Disruption(
+                "revoked", f"Namespace {ns} (tier {tier})",
+                f"{why} ({was}), and nothing evicts the pods it admitted: ResourceQuota and the admission "
+                "policies judge a pod only when it is created or updated, so running pods of PriorityClass "
+                f"{pc} here keep their GPUs (up to the old grant) until deleted, GPUs the new plan hands to "
+                f"nobody. Find them: `{find_pods_command(ns, pc)}`"))
+    return out
+
+
 # --- rendering ---------------------------------------------------------------------------
+
+
+def all_clear() -> str:
+    """What a change with no entry does not do: one phrase per kind of entry."""
+    return ", ".join(NONE_OF[s] for s in SEVERITY_ORDER)
+
 
 
 _VERB = {"stranded": "stranded", "replace": "replaced", "drain": "drained", "reconfigure": "reconfigured"}
@@ -425,7 +579,7 @@ def render_text(ds: list[Disruption]) -> str:
     from gpuplan.diagnostics import escape
 
     if not ds:
-        return "No disruptive changes (no namespace deleted, no node reconfigured or replaced)\n"
+        return f"No disruptive changes ({all_clear()})\n"
     lines = [f"DISRUPTIVE CHANGES ({len(ds)}): review before merging"]
     lines += [f"  {escape(row)}" for row in by_pool(ds)]
     for d in ds:
@@ -440,7 +594,7 @@ def render_markdown(ds: list[Disruption]) -> str:
     from gpuplan.report.markdown import md_text
 
     if not ds:
-        return "**No disruptive changes** (no namespace deleted, no node reconfigured or replaced).\n"
+        return f"**No disruptive changes** ({md_text(all_clear())}).\n"
     destructive = sum(d.severity == "destructive" for d in ds)
     head = f"### :warning: Disruptive changes ({len(ds)})"
     lines = [head, ""]
@@ -469,7 +623,7 @@ def render_html(ds: list[Disruption]) -> str:
     from html import escape
 
     if not ds:
-        return "<p><strong>No disruptive changes</strong> (no namespace deleted, no node reconfigured or replaced).</p>"
+        return f"<p><strong>No disruptive changes</strong> ({escape(all_clear())}).</p>"
     rows = "".join(f"<tr><td><strong>{escape(d.severity)}</strong></td><td>{escape(d.subject)}</td>"
                    f"<td>{escape(d.message)}</td></tr>" for d in ds)
     return (f'<section class="disruptive"><h2>&#9888; Disruptive changes ({len(ds)})</h2>'

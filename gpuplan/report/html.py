@@ -209,9 +209,10 @@ def _boundary_section(r: CapacityReport) -> str:
         return ""
     from html import escape
 
-    from gpuplan.placement.boundary import boundary_rows, summary
+    from gpuplan.placement.boundary import boundary_rows, coverage, summary
 
-    out = "<h2>Tenancy boundary (who can run where)</h2><p>" + escape(summary(r.boundary)) + "</p>"
+    out = ("<h2>Tenancy boundary (who can run where)</h2><p>" + escape(summary(r.boundary)) + "</p><ul>"
+           + "".join(f"<li>{escape(line)}</li>" for line in coverage(r.boundary)) + "</ul>")
     out += _table(*boundary_rows(r.boundary))
     if r.boundary.breaches:
         out += _table(["namespace", "pod", "gets"], [[x.namespace, x.pod, x.escape] for x in r.boundary.breaches])

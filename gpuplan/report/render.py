@@ -161,10 +161,10 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
 
         parts += [heading(2, "Placement (tier x pool)"), table(*matrix_rows(r.placement))]
     if r.boundary is not None:
-        from gpuplan.placement.boundary import boundary_rows, summary
+        from gpuplan.placement.boundary import boundary_rows, coverage, summary
 
         parts += [heading(2, "Tenancy boundary (who can run where)"), esc(summary(r.boundary)),
-                  table(*boundary_rows(r.boundary))]
+                  "\n".join(f"- {esc(line)}" for line in coverage(r.boundary)), table(*boundary_rows(r.boundary))]
         if r.boundary.breaches:
             parts.append(table(["namespace", "pod", "gets"], [[x.namespace, x.pod, x.escape]
                                                               for x in r.boundary.breaches]))

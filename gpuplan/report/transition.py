@@ -269,6 +269,11 @@ def tier_needs(rf: Any) -> dict[str, tuple[str, ...]]:
     return {p: tuple(sorted(v)) for p, v in out.items()}
 
 
+def tier_resources(rf: Any) -> dict[str, str]:
+    """tier -> the resource its pods request (the resolved fleet's view)."""
+    return {t.name: r for t in rf.fleet.spec.tiers if (r := rf.tier_resource(t)) is not None}
+
+
 # --- the configs of a tree ------------------------------------------------------------------
 
 

@@ -713,3 +713,30 @@ def test_a_gpu_name_the_tree_does_not_advertise_is_still_a_gpu(fleet, tmp_path, 
     monkeypatch.setattr(admission, "_gpu_key", old_gpu_key)
     found = [d for d in _rf_text(tmp_path, BASE).diagnostics if d.code == "GP527"]
     assert any("nvidia.com/mig-1g.5gb" in d.message for d in found), [d.message for d in found]
+
+
+# --- the headline: what the proof tried, from the shapes it enumerated -------------------------
+
+
+@pytest.mark.parametrize("name", ["fleet.yaml", "dra.yaml", "kueue.yaml"])
+def test_headline_lists_the_shapes_it_enumerated(name):
+    from gpuplan.dra.claims import any_dra
+    from gpuplan.identity import exempt_namespaces
+    from gpuplan.placement.boundary import CONTROLLER_SHAPE, DRA_NOT_COVERED, coverage
+    from gpuplan.queues import queued_tiers
+
+    rf = _rf(REPO / "examples" / name)
+    b = prove_boundary(rf, placement_docs(rf), record=True)
+    tried, not_covered = coverage(b)
+    assert all(k in tried for k in b.tried) and all(x in not_covered for x in b.not_covered)
+    # a shape is listed exactly when pods of it were enumerated
+    nodename = sum("spec.nodeName" in c.words for c in b.cases) // max(1, b.namespace_shapes)
+    assert ("spec.nodeName to a node of each pool" in b.tried) == (nodename > 0)
+    capped = any(t.max_gpus_per_pod is not None for t in rf.fleet.spec.tiers)
+    assert ("more than maxGPUsPerPod, in containers and in a sidecar" in b.tried) == capped
+    assert (CONTROLLER_SHAPE in b.tried) == bool(queued_tiers(rf))
+    assert ("a ResourceClaim of every GPU DeviceClass" in b.tried) == any_dra(rf)
+    assert (DRA_NOT_COVERED in b.not_covered) == any_dra(rf)
+    assert all(ns in not_covered for ns in sorted(exempt_namespaces(rf))[:6])
+    assert "updates of running pods" in not_covered  # every enumerated request is a CREATE
+    assert {c.request["operation"] for c in b.cases} == {"CREATE"}

@@ -47,9 +47,56 @@ def test_namespace_removal_is_destructive_and_first(tmp_path):
 
 
 def test_no_disruption_says_so(tmp_path):
-    old, new = write(tmp_path, BASE, "old.yaml"), write(tmp_path, edit(BASE, "serve: 8,", "serve: 6,"), "new.yaml")
+    from gpuplan.report.disruption import NONE_OF, SEVERITY_ORDER
+
+    old, new = write(tmp_path, BASE, "old.yaml"), write(tmp_path, edit(BASE, "serve: 8,", "serve: 10,"), "new.yaml")
     r = plan(new, "--base", old)
     assert r.stdout.startswith("No disruptive changes")
+    head = r.stdout.splitlines()[0]
+    assert set(NONE_OF) == set(SEVERITY_ORDER) and all(NONE_OF[s] in head for s in SEVERITY_ORDER)
+
+
+WITHOUT_NOTEBOOKS = edit(edit(BASE, "    - {name: notebooks, pool: dev, workload: interactive, priority: 10, preemption: Never}\n",
+                              ""), ", notebooks: 16", "")
+
+
+def test_removed_tier_names_the_namespace_its_pods_keep(tmp_path):
+    old, new = tree(tmp_path, BASE, "old.yaml"), tree(tmp_path, WITHOUT_NOTEBOOKS, "new.yaml")
+    rf = check_fleet(write(tmp_path, BASE, "res.yaml")).resolved
+    from gpuplan.report.transition import tier_resources
+
+    ds = [d for d in disruptions(old, new, tiers=tier_resources(rf)) if d.severity == "revoked"]
+    assert [d.subject for d in ds] == ["Namespace alpha-ns (tier notebooks)"]
+    assert "requests.nvidia.com/gpu.shared 16 -> 0" in ds[0].message
+    assert "kubectl get pods -n alpha-ns" in ds[0].message and '=="gpuplan-notebooks"' in ds[0].message
+    # without the spec's resources, the tree's quotas bound what the class could hold
+    (bound,) = [d for d in disruptions(old, new) if d.severity == "revoked"]
+    assert "at most one of:" in bound.message and "requests.nvidia.com/gpu.shared 16 -> 0" in bound.message
+
+
+def test_lowered_quota_is_revoked_raised_is_not(tmp_path):
+    old = tree(tmp_path, BASE, "old.yaml")
+    lowered = tree(tmp_path, edit(BASE, "serve: 8,", "serve: 6,"), "low.yaml")
+    rf = check_fleet(write(tmp_path, BASE, "res.yaml")).resolved
+    from gpuplan.report.transition import tier_resources
+
+    ds = [d for d in disruptions(old, lowered, tiers=tier_resources(rf)) if d.severity == "revoked"]
+    assert [d.subject for d in ds] == ["Namespace alpha-ns (tier serve)"]
+    assert "requests.nvidia.com/mig-1g.10gb 8 -> 6" in ds[0].message
+    raised = tree(tmp_path, edit(BASE, "serve: 8,", "serve: 10,"), "high.yaml")
+    assert not [d for d in disruptions(old, raised, tiers=tier_resources(rf)) if d.severity == "revoked"]
+
+
+def test_diff_and_plan_base_show_the_revoked_tier(tmp_path, gpuplan_cli):
+    old, new = write(tmp_path, BASE, "old.yaml"), write(tmp_path, WITHOUT_NOTEBOOKS, "new.yaml")
+    r = plan(new, "--base", old)
+    assert "[REVOKED] Namespace alpha-ns (tier notebooks)" in r.stdout.split("Capacity: small")[0]
+    out = tmp_path / "generated"
+    assert gpuplan_cli("build", str(old), "-o", str(out)).returncode == 0
+    d = gpuplan_cli("diff", str(new), "-o", str(out))
+    assert "No disruptive changes" not in d.stdout
+    assert "[REVOKED] Namespace alpha-ns (tier notebooks)" in d.stdout
+    assert "--field-selector=status.phase!=Succeeded,status.phase!=Failed" in d.stdout
 
 
 def test_mig_layout_change_drains_the_pool_nodes_only(tmp_path):
