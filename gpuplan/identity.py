@@ -54,6 +54,12 @@ ROOT_KUSTOMIZATION = "kustomization.yaml"
 # (lower/gitops.py flux_classes_kustomization), and the file of that Kustomization in the root
 FLUX_CLASSES_DIR = "delivery/priorityclasses"
 FLUX_CLASSES_PATH = "delivery/priorityclasses.yaml"
+# Flux: the tenancy objects (Namespaces, quotas, admission policies and bindings, and the classes'
+# Kustomization), synced by a Kustomization of their own with no dependsOn; its object lives in the
+# operator's Kustomization path (delivery/gpu-operator/), which bootstrap.yaml applies
+# (lower/gitops.py flux_tenancy_kustomization)
+FLUX_TENANCY_DIR = "delivery/tenancy"
+FLUX_TENANCY_OBJECT = "tenancy.yaml"  # in the operator's Kustomization path
 PRIORITY_CLASSES_PATH = "cluster/priorityclasses.yaml"
 ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
@@ -148,6 +154,11 @@ def app_name(rf: ResolvedFleet) -> str:
 def classes_app_name(rf: ResolvedFleet) -> str:
     """Flux: the Kustomization of the tiers' PriorityClasses (``FLUX_CLASSES_DIR``)."""
     return f"gpuplan-{rf.fleet.metadata.name}-classes"
+
+
+def tenancy_app_name(rf: ResolvedFleet) -> str:
+    """Flux: the Kustomization of the tenancy objects (``FLUX_TENANCY_DIR``)."""
+    return f"gpuplan-{rf.fleet.metadata.name}-tenancy"
 
 
 def operator_app_name(rf: ResolvedFleet) -> str:

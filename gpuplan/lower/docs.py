@@ -318,8 +318,13 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
     from gpuplan.render.text import render
 
     g = rf.fleet.spec.cluster.gitops
+    # under Flux the tenancy files are listed by delivery/tenancy/kustomization.yaml, not the root's
+    from gpuplan.lower.gitops import flux_tenancy_files
+
+    tenancy = set(flux_tenancy_files(produced)) if g.engine == "flux" else set()
     files = [
-        {"path": cell(a.path), "kustomize": "yes" if a.applied else "no", "description": cell(a.description or "-")}
+        {"path": cell(a.path), "kustomize": "no" if not a.applied else ("delivery/tenancy" if a.path in tenancy else "yes"),
+         "description": cell(a.description or "-")}
         for a in sorted((*produced, Produced(README, kustomize=False, description="this file", yaml=False)),
                         key=lambda a: a.path)
     ]
@@ -343,7 +348,7 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
             d = f["path"].split("/", 1)[0] if "/" in f["path"] else "."
             n = per.setdefault(d, [0, 0])
             n[0] += 1
-            n[1] += f["kustomize"] == "yes"
+            n[1] += f["kustomize"] != "no"
         file_dirs = [{"path": d + ("/" if d != "." else ""), "files": n, "kustomize": k}
                      for d, (n, k) in sorted(per.items())]
     return render(

@@ -25,8 +25,13 @@ Shape (reference/k8s/facts.md §j; docs/output-reference.md explains the choices
   hand; ``delivery/gpu-operator/``: HelmRepository + HelmRelease (+ the
   operator namespace), synced by the first Kustomization. The GitRepository
   they reference is the one ``flux bootstrap`` created (``flux-system``).
-  ``delivery/priorityclasses.yaml`` (in the tree): the Kustomization of the
-  tiers' PriorityClasses (``delivery/priorityclasses/``), ``dependsOn`` the tree,
+  ``delivery/gpu-operator/tenancy.yaml``: the Kustomization ``gpuplan-<fleet>-tenancy``
+  of the tenancy objects (``delivery/tenancy/``: the files of :data:`TENANCY_KINDS` only, and
+  the classes' Kustomization), with no ``dependsOn``: applied by the operator's Kustomization,
+  which applies before it waits for the HelmRelease, so revoking a grant never waits for the
+  operator's health, while the root (NodeFeatureRules, the operator's ConfigMaps, DeviceClasses)
+  still does; bootstrap.yaml is unchanged. ``delivery/priorityclasses.yaml``: the Kustomization
+  of the tiers' PriorityClasses (``delivery/priorityclasses/``), ``dependsOn`` the tenancy one,
   so a class exists only after its admission rules.
 
 Per-object annotations (sync waves, replace-on-immutable-change) come from
@@ -42,6 +47,7 @@ from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import KUSTOMIZE_API, metadata, obj, FLUX_OPERATOR_DIR, VALUES_PATH, engine, object_annotations
 from gpuplan.resolve import ResolvedFleet
 from gpuplan.identity import FLUX_CLASSES_DIR, FLUX_CLASSES_PATH, classes_app_name
+from gpuplan.identity import FLUX_TENANCY_DIR, FLUX_TENANCY_OBJECT, tenancy_app_name
 from gpuplan.identity import BOOTSTRAP_PATH, PROJECT_DIR, PROJECT_PATH, ROOT_KUSTOMIZATION, app_name, operator_app_name, project_name
 
 ARGO_API = "argoproj.io/v1alpha1"
@@ -299,19 +305,47 @@ def _flux_kustomization(rf: ResolvedFleet, name: str, path: str, *, timeout: str
     return obj(FLUX_KUSTOMIZE_API, "Kustomization", metadata(rf, name, namespace=gitops_namespace(rf)), spec=spec)
 
 
+# the kinds of the tenancy boundary (gpuplan.placement.steps.STEP_KINDS but the classes, which have
+# a Kustomization of their own, and the RBAC a boundary may carry): a file of these kinds only is
+# synced by the tenancy Kustomization; none of them needs a CRD of the GPU Operator chart
+TENANCY_KINDS = frozenset({"Namespace", "ResourceQuota", "LimitRange", "ValidatingAdmissionPolicy",
+                           "ValidatingAdmissionPolicyBinding", "Role", "RoleBinding", "ClusterRole",
+                           "ClusterRoleBinding"})
+
+
+def flux_tenancy_files(produced: Sequence[Produced]) -> list[str]:
+    """The applied files of the tree that the tenancy Kustomization syncs (Flux)."""
+    return sorted(p.path for p in produced
+                  if p.applied and p.kinds and p.kinds <= TENANCY_KINDS and not p.path.startswith("delivery/"))
+
+
+def flux_tenancy_kustomization(rf: ResolvedFleet) -> dict[str, Any]:
+    """The Kustomization of the tenancy objects: no ``dependsOn``. Its object is in the operator's
+    Kustomization path, so it exists once the operator's Kustomization has applied, whatever the
+    HelmRelease's health: the controller applies (kustomization_controller.go:473) and prunes
+    (:504) before it checks health (:513, fluxcd/kustomize-controller@v1.9.4). With ``wait`` the
+    operator's Kustomization is Ready only once this one is (checkHealth waits on every object it
+    applied, :997-1045), so the root, which ``dependsOn`` the operator, applies and prunes only
+    after this one has applied the same revision: an object moved from the root to here is
+    relabelled before the root's prune, which then skips it (fluxcd/pkg ssa/v0.76.1
+    ssa/manager_delete.go:77-84, the owner labels in ``Inclusions``, kustomization_controller.go
+    :1409) — the move deletes nothing."""
+    return _flux_kustomization(rf, tenancy_app_name(rf), FLUX_TENANCY_DIR)
+
+
 def flux_kustomizations(rf: ResolvedFleet) -> list[dict[str, Any]]:
     return [_flux_kustomization(rf, operator_app_name(rf), FLUX_OPERATOR_DIR, timeout="10m", wait=True),
             _flux_kustomization(rf, app_name(rf), "", depends_on=operator_app_name(rf))]
 
 
 def flux_classes_kustomization(rf: ResolvedFleet) -> dict[str, Any]:
-    """The Kustomization of the tiers' PriorityClasses, in the tree: it applies only once the
-    root has applied and pruned the same revision (fluxcd/kustomize-controller@v1.9.4
+    """The Kustomization of the tiers' PriorityClasses, synced by the tenancy Kustomization: it
+    applies only once that one has applied and pruned the same revision (fluxcd/kustomize-controller@v1.9.4
     internal/controller/kustomization_controller.go:551-628 checkDependencies: Ready, and the
     last applied revision equal to the source's), so a new tier's class exists only after its
     policies and bindings. A removed tier's class goes after its rules; the namespace policy the
     root applied first already refuses it GPUs and the pools' taint (docs/transitions.md)."""
-    return _flux_kustomization(rf, classes_app_name(rf), FLUX_CLASSES_DIR, depends_on=app_name(rf))
+    return _flux_kustomization(rf, classes_app_name(rf), FLUX_CLASSES_DIR, depends_on=tenancy_app_name(rf))
 
 
 def flux_helm_objects(rf: ResolvedFleet, values: dict[str, Any]) -> list[dict[str, Any]]:
@@ -386,7 +420,14 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
             kustomize=False,
             description="Flux HelmRepository (NGC) + HelmRelease of the GPU Operator, values = gpu-operator/values.yaml",
         ))
-        local = sorted({p[len(FLUX_OPERATOR_DIR) + 1:] for p in sub} | {"helmrelease.yaml"})
+        local = sorted({p[len(FLUX_OPERATOR_DIR) + 1:] for p in sub} | {"helmrelease.yaml", FLUX_TENANCY_OBJECT})
+        out.append(Artifact(
+            path=f"{FLUX_OPERATOR_DIR}/{FLUX_TENANCY_OBJECT}",
+            documents=(flux_tenancy_kustomization(rf),),
+            kustomize=False,
+            description=f"Flux Kustomization of the tenancy objects ({FLUX_TENANCY_DIR}/), applied by the operator's "
+                        "whatever its health",
+        ))
         out.append(Artifact(
             path=f"{FLUX_OPERATOR_DIR}/kustomization.yaml",
             documents=(kustomization(local),),
@@ -394,12 +435,16 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
             description="kustomization of the GPU Operator delivery (synced by the operator Flux Kustomization)",
         ))
         classes = [p for p in (a.path for a in produced) if p.startswith(FLUX_CLASSES_DIR + "/")]
+        tenancy = flux_tenancy_files(produced)
         if classes:
             out.append(Artifact(
                 path=FLUX_CLASSES_PATH,
                 documents=(flux_classes_kustomization(rf),),
-                description=f"Flux Kustomization of the tiers' PriorityClasses ({FLUX_CLASSES_DIR}/), after this tree",
+                kustomize=False,
+                description=f"Flux Kustomization of the tiers' PriorityClasses ({FLUX_CLASSES_DIR}/), after the "
+                            f"tenancy objects (synced by Flux Kustomization {tenancy_app_name(rf)})",
             ))
+            tenancy.append(FLUX_CLASSES_PATH)
             out.append(Artifact(
                 path=f"{FLUX_CLASSES_DIR}/kustomization.yaml",
                 documents=(kustomization([p[len(FLUX_CLASSES_DIR) + 1:] for p in classes]),),
@@ -408,12 +453,20 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
                             f"{classes_app_name(rf)})",
             ))
         out.append(Artifact(
+            path=f"{FLUX_TENANCY_DIR}/kustomization.yaml",
+            documents=(kustomization(["../../" + p for p in tenancy]),),
+            kustomize=False,
+            description=f"kustomization of the tenancy objects (synced by Flux Kustomization {tenancy_app_name(rf)}, "
+                        "not by this tree's)",
+        ))
+        out.append(Artifact(
             path=BOOTSTRAP_PATH,
             documents=tuple(flux_kustomizations(rf)),
             kustomize=False,
             description="Flux Kustomizations (operator, then this tree); apply once by hand",
         ))
-    resources = [a.path for a in (*produced, *map(Produced.of, out)) if a.applied]
+    away = set(flux_tenancy_files(produced)) if engine(rf) == "flux" else set()
+    resources = [a.path for a in (*produced, *map(Produced.of, out)) if a.applied and a.path not in away]
     out.append(Artifact(
         path=ROOT_KUSTOMIZATION,
         documents=(kustomization(resources),),

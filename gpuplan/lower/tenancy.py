@@ -208,7 +208,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
             documents=tuple(priority_class(rf, t) for t in first.values()),
             kustomize=not flux,
             description=f"PriorityClasses, one per tier ({len(first)})"
-                        + (f" (synced by Flux Kustomization {classes_app_name(rf)}, after the tree)" if flux else ""),
+                        + (f" (synced by Flux Kustomization {classes_app_name(rf)}, after the tenancy objects)" if flux else ""),
         )
     for tenant in rf.fleet.spec.tenants:  # one tenant's files at a time: a large fleet's objects never all live at once
         yield Artifact(

@@ -8,9 +8,11 @@ The engine does not apply a tree at once. What the API server holds after each s
   the objects of a wave applied together; prunes in the reverse order of their waves, the
   prune waves swapped symmetrically (gitops-engine/pkg/sync/sync_context.go:1097-1125);
   ``Prune=false`` objects stay.
-- **Flux** (fluxcd/kustomize-controller@v1.9.4): the root's apply as one step
-  (kustomization_controller.go:960), its prunes (:1416), then the Kustomization of the
-  tiers' PriorityClasses, which ``dependsOn`` the root (:551-628), its apply and prunes.
+- **Flux** (fluxcd/kustomize-controller@v1.9.4): the apply of the Kustomization that holds
+  these objects (the tenancy one, ``delivery/tenancy/``, which depends on nothing, so the
+  operator's health never holds it) as one step (kustomization_controller.go:960), its prunes
+  (:1416), then the Kustomization of the tiers' PriorityClasses, which ``dependsOn`` it
+  (:551-628), its apply and prunes.
 
 For each state that is neither the old tree's nor the new one's, the boundary proof
 (:mod:`gpuplan.placement.boundary`) runs on the objects held then: the classes of both trees

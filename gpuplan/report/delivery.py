@@ -28,7 +28,8 @@ The model, and the upstream behaviour it stands on:
   (sync_context.go:458-475,1616-1624; appcontroller.go:2336-2338);
   ``Prune=false`` skips it and counts as a success (sync_context.go:1454-1458,
   1568-1573): the object is *kept*.
-- **Flux** applies the root Kustomization's objects with the controller's
+- **Flux** applies the root Kustomization's objects (and the tenancy
+  Kustomization's, from the same revision) with the controller's
   service account (no project), prunes what left the tree, and skips objects
   marked ``kustomize.toolkit.fluxcd.io/prune: disabled``
   (fluxcd/kustomize-controller@v1.9.4 docs/spec/v1/kustomizations.md:1686-1693):
@@ -44,11 +45,16 @@ Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 
+import posixpath
+
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Mapping
 
 from gpuplan.identity import ARGO_SYNC_OPTIONS, BOOTSTRAP_PATH as BOOTSTRAP, FLUX_PRUNE, PROJECT_DIR, ROOT_KUSTOMIZATION
+from gpuplan.identity import FLUX_TENANCY_DIR
+
+TENANCY_KUSTOMIZATION = f"{FLUX_TENANCY_DIR}/kustomization.yaml"
 
 
 Parsed = Mapping[Any, tuple[str, Any]]  # gpuplan.output.objdiff.tree_objects
@@ -92,11 +98,19 @@ def _meta(o: Any, *keys: str) -> Any:
 
 
 def _root_files(parsed: Parsed) -> set[str]:
+    """The files the root syncs, and (Flux) those of the tenancy Kustomization, which Flux applies
+    from the same revision (lower/gitops.py flux_tenancy_kustomization): an object moving between
+    the two is neither pruned nor applied anew (the moved object is relabelled before the root's
+    prune, which skips it)."""
+    out: set[str] = set()
     for key, (path, value) in parsed.items():
-        if path == ROOT_KUSTOMIZATION and isinstance(value, dict) and value.get("kind") == "Kustomization":
+        if path in (ROOT_KUSTOMIZATION, TENANCY_KUSTOMIZATION) and isinstance(value, dict) \
+                and value.get("kind") == "Kustomization":
             res = value.get("resources")
-            return {r for r in res if isinstance(r, str)} if isinstance(res, list) else set()
-    return set()
+            base = posixpath.dirname(path)
+            out |= {posixpath.normpath(posixpath.join(base, r)) for r in res if isinstance(r, str)} \
+                if isinstance(res, list) else set()
+    return out
 
 
 def _root(parsed: Parsed) -> dict[Ref, Any]:

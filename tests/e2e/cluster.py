@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.engine import Step, Tree, key, load_tree, steps
+from tests.e2e.engine import Step, Tree, _flux_units, key, load_tree, steps
 
 TENANT_USER = "tenant"  # who the proof's tenant_req is: any authenticated user of a namespace
 ADMIN_BINDING = {
@@ -118,7 +118,8 @@ def deployed_outside_root(d: Deployed) -> list[Refusal]:
     """The objects outside the root sync (delivery bootstrap, provisioning back-ends),
     applied after it, each into its namespace (created as its controller's install does)."""
     out = []
-    done = {key(o) for o in [*d.tree.flux_operator(), *d.tree.flux_classes()]} if d.tree.engine == "flux" else set()
+    done = ({k for o, ks in _flux_units(d.tree).values() for k in (key(o), *ks)} if d.tree.engine == "flux"
+            else set())
     for o in sorted((o for o in d.tree.outside_root() if key(o) not in done),
                     key=lambda o: (o["kind"] != "Namespace", show(o))):
         ns = (o.get("metadata") or {}).get("namespace")

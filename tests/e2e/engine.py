@@ -6,18 +6,22 @@
   name (``pkg/sync/sync_tasks.go`` ``kindOrder`` and ``syncTasks.Less``); one step per wave;
   prunes in the reverse order of their waves (``pkg/sync/sync_context.go:1097-1125``): the
   objects of the highest old wave are pruned in the step of the lowest new wave, and so on.
-- **Flux** (fluxcd/kustomize-controller v1.9.4): the operator's Kustomization first (the root
-  ``dependsOn`` it), then the root's objects in one server-side apply, CRDs and Namespaces
-  first, then kinds named ``*Class``, then the rest (fluxcd/pkg ssa v0.76.1
-  ``ResourceManager.ApplyAllStaged``, manager_apply.go:347-420), then its prunes; then the
-  tiers' PriorityClasses' Kustomization (it ``dependsOn`` the root: kustomization_controller.go
-  ``checkDependencies``), its apply and its prunes.
+- **Flux** (fluxcd/kustomize-controller v1.9.4): read from the tree's Kustomizations (bootstrap.yaml's
+  and those the tree holds): a Kustomization runs once its object exists (bootstrap, or applied
+  by another) and each it ``dependsOn`` is Ready (kustomization_controller.go ``checkDependencies``
+  :551-628); it applies its objects in one server-side apply, CRDs and Namespaces first, then
+  kinds named ``*Class``, then the rest (fluxcd/pkg ssa v0.76.1 ``ResourceManager.ApplyAllStaged``,
+  manager_apply.go:347-420), then prunes what its last revision held and this one does not,
+  skipping an object another Kustomization has applied since (its owner labels no longer match,
+  ssa/manager_delete.go:77-84); it is Ready unless marked broken (a HelmRelease that fails), and
+  with ``wait`` only once every Kustomization it applied is (checkHealth, :997-1045).
 
 Both apply server-side (Argo CD ``ServerSideApply=true``; Flux always)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import os
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -131,6 +135,77 @@ def _flux_stage(o: dict[str, Any]) -> int:
     return 1 if o["kind"].endswith("Class") else 2
 
 
+FLUX_KUSTOMIZATION = ("kustomize.toolkit.fluxcd.io", "Kustomization")
+
+
+def _flux_units(tree: Tree) -> dict[str, tuple[dict[str, Any], list[tuple[str, str, str, str]]]]:
+    """Each Flux Kustomization of the tree: its object and the keys of the objects its path's
+    kustomization.yaml lists (files relative to it, ``../`` resolved)."""
+    ks = {k: o for k, o in tree.objects.items() if k[:2] == FLUX_KUSTOMIZATION}
+    paths = {k: str((o.get("spec") or {}).get("path", "")).removeprefix("./").rstrip("/") for k, o in ks.items()}
+    prefix = min(paths.values(), key=len)  # the root Kustomization syncs the tree itself
+    by_file: dict[str, list[tuple[str, str, str, str]]] = {}
+    for k, f in tree.files.items():
+        by_file.setdefault(f, []).append(k)
+    out = {}
+    for k, o in ks.items():
+        rel = paths[k][len(prefix):].lstrip("/")
+        kust = tree.root / rel / "kustomization.yaml"
+        res = (yaml.safe_load(kust.read_text(encoding="utf-8")) or {}).get("resources") or [] if kust.exists() else []
+        files = [os.path.normpath(os.path.join(rel, r)) for r in res]
+        out[k[3]] = (o, [x for f in files for x in by_file.get(f, [])])
+    return out
+
+
+def _flux_step_name(units: dict[str, tuple[dict[str, Any], list[Any]]], n: str) -> str:
+    """The operator's Kustomization is step "gpu-operator", the root's "apply" (its prunes "prune"),
+    as gpuplan.report.transition names them; any other by its own name."""
+    path = str((units[n][0].get("spec") or {}).get("path", "")).rstrip("/")
+    if path.endswith("/" + FLUX_OPERATOR_DIR.rstrip("/")):
+        return "gpu-operator"
+    return "apply" if len(path) == min(len(str((o.get("spec") or {}).get("path", "")).rstrip("/"))
+                                       for o, _ in units.values()) else n
+
+
+def flux_steps(old: Tree | None, new: Tree, broken: frozenset[str] = frozenset()) -> list[Step]:
+    """Flux's steps, each named by its Kustomization (``<name> prune`` for its prunes);
+    ``broken``: Kustomizations that apply but never become Ready (the operator's, its
+    HelmRelease failing)."""
+    units = _flux_units(new)
+    was = _flux_units(old) if old is not None else {}
+    held = {k for _, ks in units.values() for k in ks}
+    owner = {k: n for n, (_, ks) in was.items() for k in ks}  # the live owner labels
+    exists = {n for n, (o, _) in units.items() if key(o) not in held}  # bootstrap.yaml's, by hand
+    ran: set[str] = set()
+
+    def children(n: str) -> list[str]:
+        return [c for c, (o, _) in units.items() if key(o) in units[n][1]]
+
+    def ready(n: str) -> bool:
+        wait = bool((units[n][0].get("spec") or {}).get("wait"))
+        return n in ran and n not in broken and (not wait or all(ready(c) for c in children(n)))
+
+    out: list[Step] = []
+    while True:
+        todo = [n for n in sorted(exists - ran)
+                if all(ready(d["name"]) for d in (units[n][0].get("spec") or {}).get("dependsOn") or [])]
+        if not todo:
+            return out
+        n = todo[0]
+        objs = [new.objects[k] for k in units[n][1]]
+        name = _flux_step_name(units, n)
+        out.append(Step(name, tuple(sorted(objs, key=_flux_stage))))
+        for k in units[n][1]:
+            owner[k] = n
+        mine = set(units[n][1])
+        gone = [] if old is None or n not in was else [
+            old.objects[k] for k in was[n][1] if k not in mine and owner.get(k) == n and prunable(old.objects[k])]
+        if gone:
+            out.append(Step("prune" if name == "apply" else f"{name} prune", (), tuple(gone)))
+        ran.add(n)
+        exists |= set(children(n))
+
+
 def steps(old: Tree | None, new: Tree) -> list[Step]:
     """The engine's steps from ``old`` (live; None: an empty cluster) to ``new``: what each
     applies and prunes. An object whose YAML did not change is applied again (a no-op
@@ -140,13 +215,7 @@ def steps(old: Tree | None, new: Tree) -> list[Step]:
     kept = {key(n) for n in new_objs}
     gone = [] if old is None else [o for o in old.in_root() if key(o) not in kept and prunable(o)]
     if new.engine == "flux":
-        op = tuple(sorted(new.flux_operator(), key=_flux_stage))
-        classes = tuple(new.flux_classes())
-        kept_classes = {key(o) for o in classes}
-        gone_classes = [] if old is None else [o for o in old.flux_classes() if key(o) not in kept_classes]
-        return [*([Step("gpu-operator", op)] if op else []), Step("apply", tuple(sorted(new_objs, key=_flux_stage))),
-                *([Step("prune", tuple(gone))] if gone else []),
-                *([Step("priority classes", classes, tuple(gone_classes))] if classes or gone_classes else [])]
+        return flux_steps(old, new)
     applies: dict[int, list[dict[str, Any]]] = {}
     for o in argo_order(new_objs):
         applies.setdefault(wave(o), []).append(o)

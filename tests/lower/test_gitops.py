@@ -15,6 +15,10 @@ def test_root_kustomization_lists_every_applied_file(examples, example):
     assert k == {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
                  "resources": sorted(k["resources"])}
     expected = sorted(a.path for a in lower_all(c.resolved) if a.kustomize and a.documents is not None)
+    if example == "flux":  # the tenancy files are the tenancy Kustomization's
+        away = {p.removeprefix("../../") for p in one(c, "delivery/tenancy/kustomization.yaml")["resources"]}
+        assert away - {"delivery/priorityclasses.yaml"} <= set(expected) and "cluster/admission-policy.yaml" in away
+        expected = [p for p in expected if p not in away]
     assert k["resources"] == expected
     assert all(p in c.files for p in k["resources"])
     assert "delivery/bootstrap.yaml" not in k["resources"], "the syncing object must not sync itself"
@@ -192,7 +196,7 @@ def test_flux_objects(examples):
         assert ks["spec"]["sourceRef"] == {"kind": "GitRepository", "name": "flux-system"}
         assert ks["spec"]["prune"] is True
     sub = one(c, "delivery/gpu-operator/kustomization.yaml")
-    assert sub["resources"] == ["helmrelease.yaml", "namespace.yaml"]
+    assert sub["resources"] == ["helmrelease.yaml", "namespace.yaml", "tenancy.yaml"]
     repo, release = docs(c.files["delivery/gpu-operator/helmrelease.yaml"])
     assert repo["kind"] == "HelmRepository" and repo["spec"]["url"] == "https://helm.ngc.nvidia.com/nvidia"
     assert "type" not in repo["spec"], "NGC is an HTTPS index repository, not OCI"
@@ -230,3 +234,47 @@ def test_named_project_is_used_and_not_emitted(build):
     [root] = docs(c.files["delivery/bootstrap.yaml"])
     assert root["kind"] == "Application" and root["spec"]["project"] == "platform"
     assert one(c, "delivery/gpu-operator.yaml")["spec"]["project"] == "platform"
+
+
+def _flux_kustomizations(c) -> dict[str, dict]:
+    return {o["metadata"]["name"]: o for _, o in all_objects(c)
+            if o["kind"] == "Kustomization" and o["apiVersion"].startswith("kustomize.toolkit.fluxcd.io/")}
+
+
+def _synced_kinds(c, path: str) -> set[str]:
+    """The kinds of the objects the kustomization.yaml at ``path`` lists."""
+    import posixpath
+    base = posixpath.dirname(path)
+    return {o["kind"] for r in one(c, path)["resources"]
+            for o in docs(c.files[posixpath.normpath(posixpath.join(base, r))]) if o}
+
+
+def test_flux_tenancy_never_waits_for_the_operator(examples):
+    """The tenancy objects are synced by a Kustomization that depends on nothing, applied by the
+    operator's (which applies before its health check); the objects of the operator chart's CRDs
+    (NodeFeatureRule) and the operator's ConfigMaps stay in the root, which dependsOn it."""
+    c = examples["flux"]
+    ks = _flux_kustomizations(c)
+    op, root = ks["gpuplan-research-lab-gpu-operator"], ks["gpuplan-research-lab"]
+    tenancy, classes = ks["gpuplan-research-lab-tenancy"], ks["gpuplan-research-lab-classes"]
+    assert "dependsOn" not in tenancy["spec"]
+    assert tenancy["spec"]["path"] == "./clusters/lab/generated/delivery/tenancy"
+    assert classes["spec"]["dependsOn"] == [{"name": "gpuplan-research-lab-tenancy"}]
+    assert root["spec"]["dependsOn"] == [{"name": op["metadata"]["name"]}]
+    assert op["spec"]["wait"] is True, "the root applies only once the tenancy Kustomization is Ready"
+    assert tenancy in docs(c.files["delivery/gpu-operator/tenancy.yaml"])
+    kinds = _synced_kinds(c, "delivery/tenancy/kustomization.yaml")
+    assert {"Namespace", "ResourceQuota", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+            "Kustomization"} <= kinds
+    assert "NodeFeatureRule" not in kinds and "ConfigMap" not in kinds
+    in_root = _synced_kinds(c, "kustomization.yaml")
+    assert "NodeFeatureRule" in in_root and "ConfigMap" in in_root
+    assert not in_root & {"Namespace", "ResourceQuota", "ValidatingAdmissionPolicy", "PriorityClass"}
+
+
+def test_flux_bootstrap_is_unchanged_by_the_tenancy_kustomization(examples):
+    """bootstrap.yaml, applied by hand, holds the same two Kustomizations as before: nothing for
+    an existing Flux user to apply again."""
+    c = examples["flux"]
+    assert [o["metadata"]["name"] for o in docs(c.files["delivery/bootstrap.yaml"]) if o] == [
+        "gpuplan-research-lab-gpu-operator", "gpuplan-research-lab"]
