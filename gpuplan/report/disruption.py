@@ -434,16 +434,26 @@ def _caps(quotas: list[dict[str, Any]], pc: str, keys: set[str]) -> dict[str, in
     return out
 
 
-def _tier_keys(objs: dict, ns: str, tier: str, tiers: Mapping[str, str] | None) -> set[str]:
-    """The quota keys that charge the tier's pods in ``ns`` in tree ``objs``: its resource (the
-    spec's, when known), its DRA DeviceClass's key, its class-scoped quota's keys. Empty when
-    neither the spec nor the tree tells."""
-    from gpuplan.identity import TIER_LABEL, quota_key
+def _by_tier(objs: dict) -> dict[str, list[tuple[tuple[str, str, str], dict]]]:
+    """tier -> the objects of ``objs`` its tier label names (one pass over the tree)."""
+    from gpuplan.identity import TIER_LABEL
+
+    out: dict[str, list[tuple[tuple[str, str, str], dict]]] = {}
+    for k, obj in objs.items():
+        t = _labels(obj).get(TIER_LABEL)
+        if isinstance(t, str):
+            out.setdefault(t, []).append((k, obj))
+    return out
+
+
+def _tier_keys(tiered: Mapping[str, list], ns: str, tier: str, tiers: Mapping[str, str] | None) -> set[str]:
+    """The quota keys that charge the tier's pods in ``ns`` (``tiered``: :func:`_by_tier` of the
+    tree): its resource (the spec's, when known), its DRA DeviceClass's key, its class-scoped
+    quota's keys. Empty when neither the spec nor the tree tells."""
+    from gpuplan.identity import quota_key
 
     keys = {quota_key(tiers[tier])} if tiers and tier in tiers else set()
-    for (kind, qns, name), obj in objs.items():
-        if _labels(obj).get(TIER_LABEL) != tier:
-            continue
+    for (kind, qns, name), obj in tiered.get(tier, ()):
         if kind == "DeviceClass":
             keys.add(f"{name}{DRA_QUOTA_SUFFIX}")
         elif kind == "ResourceQuota" and qns == ns:
@@ -451,8 +461,13 @@ def _tier_keys(objs: dict, ns: str, tier: str, tiers: Mapping[str, str] | None) 
     return keys
 
 
-def _ns_quotas(objs: dict, ns: str) -> list[dict[str, Any]]:
-    return [o for (kind, qns, _), o in sorted(objs.items()) if kind == "ResourceQuota" and qns == ns]
+def _quotas_by_namespace(objs: dict) -> dict[str, list[dict[str, Any]]]:
+    """namespace -> its ResourceQuotas, in name order (one pass over the tree)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for (kind, qns, _), o in sorted(objs.items()):
+        if kind == "ResourceQuota":
+            out.setdefault(qns, []).append(o)
+    return out
 
 
 def _tier_classes(objs: dict) -> dict[str, str]:
@@ -484,6 +499,7 @@ def revoked(a: dict, b: dict, tiers: Mapping[str, str] | None = None) -> list[Di
 
     out = []
     old_classes, new_classes = _tier_classes(a), _tier_classes(b)
+    tiered, quotas_a, quotas_b = _by_tier(a), _quotas_by_namespace(a), _quotas_by_namespace(b)
     for (kind, _, ns), ns_obj in sorted(a.items()):
         new_ns = b.get(("Namespace", "", ns))
         if kind != "Namespace" or new_ns is None or not is_dns_label(ns):
@@ -493,18 +509,18 @@ def revoked(a: dict, b: dict, tiers: Mapping[str, str] | None = None) -> list[Di
             pc = old_classes.get(tier)
             if pc is None or not is_dns_subdomain(pc):
                 continue
-            keys = _tier_keys(a, ns, tier, tiers)
+            keys = _tier_keys(tiered, ns, tier, tiers)
             gone = new_classes.get(tier) != pc or tier not in still
             bound = not keys and gone
             if bound:  # the tier's resource is unknown: what its class could hold, at most
-                keys = {k for q in _ns_quotas(a, ns) for k in (q.get("spec") or {}).get("hard") or {} if _gpu_key(k)}
-            held = {k: c for k, c in _caps(_ns_quotas(a, ns), pc, keys).items() if c is None or c > 0}
+                keys = {k for q in quotas_a.get(ns, ()) for k in (q.get("spec") or {}).get("hard") or {} if _gpu_key(k)}
+            held = {k: c for k, c in _caps(quotas_a.get(ns, []), pc, keys).items() if c is None or c > 0}
             if new_classes.get(tier) != pc:
                 why, now = f"tier {tier} leaves the tree (PriorityClass {pc} with it)", {k: 0 for k in held}
             elif tier not in still:
                 why, now = f"the namespace is no longer granted tier {tier}", {k: 0 for k in held}
             else:
-                why, now = "its quota is lowered", _caps(_ns_quotas(b, ns), pc, set(held))
+                why, now = "its quota is lowered", _caps(quotas_b.get(ns, []), pc, set(held))
             lost = [(k, c, now.get(k)) for k, c in held.items()
                     if now.get(k) is not None and (c is None or now[k] < c)]  # type: ignore[operator]
             if not lost:

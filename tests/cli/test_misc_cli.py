@@ -75,7 +75,7 @@ def test_internal_errors_exit_4_without_traceback_unless_debug(tmp_path, monkeyp
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     code = (
-        "import sys, gpuplan.rules as r\n"
+        "import sys, gpuplan.rules.registry as r\n"
         "r.RULE_MODULES = r.RULE_MODULES + ('gpuplan_boom.bad',)\n"
         "import types; m = types.ModuleType('gpuplan_boom.bad')\n"
         "def check(rf): raise RuntimeError('boom')\n"

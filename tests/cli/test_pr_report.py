@@ -100,8 +100,12 @@ def test_report_shows_disruption_and_objects(pr_repo):
     # the old one stays, for the static nodes that carry it until their NodeFeatureRule (wave 1)
     assert re.search(r'\.mig-configs\.gpuplan-infer-a100-[0-9a-f]{8}: \+ \[', objects)
     assert not re.search(r'\.mig-configs\.gpuplan-infer-a100-[0-9a-f]{8}: - \[', objects)
-    # the diff's disruption table is the plan's: said once
-    assert "Disruptive changes: as listed above." in objects
+    # the diff's disruption table differs from the plan's only where the tree cannot tell what the
+    # spec can: a removed tier's resource (the diff lists what its class could hold, "at most one
+    # of"), so both are shown (equal tables are said once: "as listed above")
+    assert "Disruptive changes: as listed above." not in objects
+    assert "tier inference-medium leaves the tree" in objects and "at most one of:" in objects
+    assert "at most one of:" not in disruption
     # headers name the spec as the PR's tree does: unchanged files are not reported changed
     assert "50-gpuplan-topology.conf" not in objects
     # the base worktree is gone again
