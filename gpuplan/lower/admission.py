@@ -596,32 +596,41 @@ def _binding(rf: ResolvedFleet, policy: dict[str, Any], outside: list[str], *, w
     })
 
 
+# the device requests of a ResourceClaim or a ResourceClaimTemplate (its spec.spec), and the
+# DeviceClasses one request ``r`` names (exactly, firstAvailable; v1beta1's own deviceClassName)
+_CLAIM_REQUESTS = {"name": "requests", "expression": "object.kind == 'ResourceClaimTemplate' ? "
+                   "(has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) ? "
+                   "object.spec.spec.devices.requests : []) : "
+                   "(has(object.spec.devices) && has(object.spec.devices.requests) ? object.spec.devices.requests : [])"}
+_REQUEST_CLASSES = ("(has(r.exactly) ? [r.exactly.deviceClassName] : []) + "
+                    "(has(r.firstAvailable) ? r.firstAvailable.map(x, x.deviceClassName) : []) + "
+                    "(has(r.deviceClassName) ? [r.deviceClassName] : [])")
+
+
+def _claim_rules() -> list[dict[str, Any]]:
+    from gpuplan.k8s_features_dra import RESOURCE_API
+
+    return [{"apiGroups": [RESOURCE_API.split("/")[0]], "apiVersions": ["*"], "operations": ["CREATE"],
+             "resources": ["resourceclaims", "resourceclaimtemplates"]}]
+
+
 def _claims_policy(rf: ResolvedFleet) -> list[dict[str, Any]]:
     """ResourceClaims and their templates name a GPU DeviceClass only in namespaces granted a
     DRA tier (there each class's quota key holds it to the grant: lower/dra.py quota_hard)."""
     from gpuplan.dra.claims import CHART_CLASSES, any_dra, tier_claims
-    from gpuplan.k8s_features_dra import RESOURCE_API
 
     if not any_dra(rf):
         return []
     claims = tier_claims(rf)
     classes = _lit(sorted({*CHART_CLASSES, *(c.class_name for c in claims)}))
     granted = class_namespaces(rf, [rf.tier_by_name[c.tier] for c in claims])
-    reqs = ("(has(object.spec.devices) && has(object.spec.devices.requests) ? object.spec.devices.requests : [])")
-    tmpl = ("(has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) ? "
-            "object.spec.spec.devices.requests : [])")
-    names = ("(has(r.exactly) ? [r.exactly.deviceClassName] : []) + "
-             "(has(r.firstAvailable) ? r.firstAvailable.map(x, x.deviceClassName) : []) + "
-             "(has(r.deviceClassName) ? [r.deviceClassName] : [])")
     p = _policy(rf, class_policy_name(rf, "claims"), {
-        "variables": [{"name": "requests",
-                       "expression": f"object.kind == 'ResourceClaimTemplate' ? {tmpl} : {reqs}"}],
+        "variables": [dict(_CLAIM_REQUESTS)],
         "validations": [{
-            "expression": f"variables.requests.all(r, ({names}).all(n, !(n in {classes})))",
+            "expression": f"variables.requests.all(r, ({_REQUEST_CLASSES}).all(n, !(n in {classes})))",
             "message": "GPU DeviceClasses may be claimed only in namespaces granted a DRA tier",
             "reason": "Forbidden"}],
-    }, rules=[{"apiGroups": [RESOURCE_API.split("/")[0]], "apiVersions": ["*"], "operations": ["CREATE"],
-               "resources": ["resourceclaims", "resourceclaimtemplates"]}])
+    }, rules=_claim_rules())
     return [p, _binding(rf, p, [*granted, *exempt_namespaces(rf)]), *_claim_shape_policy(rf)]
 
 
@@ -643,15 +652,11 @@ def _claim_shape_policy(rf: ResolvedFleet) -> list[dict[str, Any]]:
     exempt ones; the claims the resource claim controller makes from a template are the template's
     (already checked) and pass."""
     from gpuplan.dra.claims import tier_claims
-    from gpuplan.k8s_features_dra import RESOURCE_API
 
     claims = tier_claims(rf)
     if not claims:
         return []
     users = _lit(list(CLAIM_CONTROLLERS))
-    names = ("(has(r.exactly) ? [r.exactly.deviceClassName] : []) + "
-             "(has(r.firstAvailable) ? r.firstAvailable.map(x, x.deviceClassName) : []) + "
-             "(has(r.deviceClassName) ? [r.deviceClassName] : [])")
 
     def shaped(x: str, cls: str, n: int | None) -> str:  # a request (or subrequest) of class cls is bounded
         bound = f" && (!has({x}.count) || {x}.count <= {n})" if n is not None else ""
@@ -662,7 +667,7 @@ def _claim_shape_policy(rf: ResolvedFleet) -> list[dict[str, Any]]:
     for c in claims:
         tier = rf.tier_by_name[c.tier]
         cls, n = c.class_name, tier.max_gpus_per_pod
-        mine = f"variables.requests.filter(r, ({names}).exists(n, n == {_lit(cls)}))"
+        mine = f"variables.requests.filter(r, ({_REQUEST_CLASSES}).exists(n, n == {_lit(cls)}))"
         validations += [
             {"expression": f"{mine}.size() == 0 || object.metadata.name.matches({_lit(claim_name_pattern([tier]))})",
              "message": f"DeviceClass {cls} is claimed only through claims and templates named gpuplan-{c.tier} "
@@ -678,13 +683,9 @@ def _claim_shape_policy(rf: ResolvedFleet) -> list[dict[str, Any]]:
     p = _policy(rf, class_policy_name(rf, "claim-shapes"), {
         "matchConditions": [{"name": "not-the-claim-controller",
                              "expression": f"!(request.userInfo.username in {users})"}],
-        "variables": [{"name": "requests", "expression": "object.kind == 'ResourceClaimTemplate' ? "
-                       "(has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) "
-                       "? object.spec.spec.devices.requests : []) : (has(object.spec.devices) && "
-                       "has(object.spec.devices.requests) ? object.spec.devices.requests : [])"}],
+        "variables": [dict(_CLAIM_REQUESTS)],
         "validations": validations,
-    }, rules=[{"apiGroups": [RESOURCE_API.split("/")[0]], "apiVersions": ["*"], "operations": ["CREATE"],
-               "resources": ["resourceclaims", "resourceclaimtemplates"]}])
+    }, rules=_claim_rules())
     return [p, _binding(rf, p, exempt_namespaces(rf))]
 
 
@@ -695,7 +696,8 @@ def objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
     agents = sorted(set(rf.fleet.spec.cluster.admission.node_agent_namespaces) - set(exempt))
     validations = namespace_validations(rf)
     if agents:  # the pools' toleration rule in a policy of its own, with the node agents' own binding
-        validations = [v for v in validations if v != pool_toleration(rf)]
+        shared = pool_toleration(rf)
+        validations = [v for v in validations if v != shared]
     first = _policy(rf, policy_name(rf), {
         "matchConditions": [changed(rf)],
         "variables": [_specs(rf)],

@@ -15,17 +15,12 @@ from gpuplan.identity import contract_pod, contract_pod_spec
 from gpuplan.lower.admission import CLAIM_CONTROLLERS
 from tests.conftest import REPO
 from tests.e2e.cluster import deploy
+from tests.placement.test_dra_claims import _claim  # claims in vision-serve, as NS
 
 pytestmark = pytest.mark.slow
 
 NS = "vision-serve"  # granted inference-large and inference-small (examples/dra.yaml)
 SMALL, LARGE = "gpuplan-inference-small", "gpuplan-inference-large"
-
-
-def _claim(name: str, cls: str, kind: str = "ResourceClaim", **exactly) -> dict:
-    spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": cls, **exactly}}]}}
-    return {"apiVersion": "resource.k8s.io/v1", "kind": kind, "metadata": {"name": name, "namespace": NS},
-            "spec": {"spec": spec} if kind == "ResourceClaimTemplate" else spec}
 
 
 @pytest.fixture(scope="module")
