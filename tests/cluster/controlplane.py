@@ -465,6 +465,42 @@ class ControlPlane:
     def delete(self, obj: dict) -> tuple[int, dict]:
         return self.request("DELETE", self.path_of(obj), {"propagationPolicy": "Background"})
 
+    def wait_admission_policies(self, timeout: float = 60) -> None:
+        """Wait until every ValidatingAdmissionPolicy and binding written so far is in force.
+
+        The API server enforces them some time after they are written: its admission plugin
+        compiles them from informers in a loop that runs once a second (k8s.io/apiserver@v0.36.3
+        pkg/admission/plugin/policy/generic/policy_source.go:47 ``policyRefreshIntervalDefault``,
+        ``refreshPolicies`` at :238). A marker policy and binding written now deny a marker
+        ConfigMap once they are compiled; each informer delivers its kind's events in order and a
+        refresh compiles the whole list, so by then so is everything written before them."""
+        n = self.__dict__["_markers"] = self.__dict__.get("_markers", 0) + 1
+        name = f"gpuplan-test-marker-{n}"
+        api = "admissionregistration.k8s.io/v1"
+        policy = {"apiVersion": api, "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
+                  "spec": {"failurePolicy": "Fail",
+                           "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                                   "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                           "validations": [{"expression": "false", "message": name}]}}
+        binding = {"apiVersion": api, "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
+                   "spec": {"policyName": name, "validationActions": ["Deny"],
+                            "matchResources": {"objectSelector": {"matchLabels": {"gpuplan-test/marker": str(n)}}}}}
+        for o in (policy, binding):
+            code, body = self.apply(o, manager="gpuplan-test-setup")
+            if code >= 300:
+                raise ControlPlaneError(f"marker {o['kind']} refused ({code}): {body.get('message')}")
+        probe = {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": name, "namespace": "default", "labels": {"gpuplan-test/marker": str(n)}}}
+
+        def in_force() -> bool:
+            code, body = self.create(probe, dry_run=True)
+            return code >= 400 and name in body.get("message", "")
+        try:
+            self.wait(in_force, timeout, "the admission policies to be in force", interval=0.1)
+        finally:
+            for o in (binding, policy):
+                self.delete(o)
+
     def kubectl(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([str(self.dir / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
                               input=input, capture_output=True, text=True)

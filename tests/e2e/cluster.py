@@ -75,6 +75,8 @@ class Deployed:
             if code >= 300 and code != 404:
                 out.append(Refusal(step.name + " (prune)", show(o), code, body.get("message", "")))
         self.refusals += out
+        if any(o.get("apiVersion", "").startswith("admissionregistration.k8s.io/") for o in (*step.apply, *step.prune)):
+            self.cp.wait_admission_policies()  # what the step wrote is what the next request meets
         return out
 
     def wait_default_service_account(self, namespace: str, timeout: float = 60) -> None:
