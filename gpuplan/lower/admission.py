@@ -248,6 +248,46 @@ def _suspended(o: str) -> str:
     return f"({o}.kind in {_lit(list(SUSPENDED_BY_SPEC))} ? {spec} : {flow})"
 
 
+def _replicas(r: str) -> str:
+    return f"(has({r}.replicas) ? int({r}.replicas) : 1)"
+
+
+def _parallelism(spec: str) -> str:
+    return f"(has({spec}.parallelism) ? int({spec}.parallelism) : 1)"
+
+
+def pods_expression(rf: ResolvedFleet, o: str) -> str:
+    """CEL: how many pods workload ``o`` runs at once, for the kinds Kueue admits by their pod
+    counts: a Job's parallelism, a JobSet's replicas times its Jobs' parallelism, a Kubeflow
+    job's replicas; -1 for any other kind (kueue v0.19.2 pkg/controller/jobs/job/job_controller.go:356-361
+    ``PodSets``: a PodSet's ``Count`` is the Job's parallelism, :451-458 ``podsCount``)."""
+    kinds = workloads(rf)
+    out = "-1"
+    if "Job" in kinds:
+        out = f"{o}.kind == 'Job' ? {_parallelism(f'{o}.spec')} : {out}"
+    if "JobSet" in kinds:
+        rj = f"{o}.spec.replicatedJobs"
+        out = (f"{o}.kind == 'JobSet' ? {rj}.map(r, {_replicas('r')} * {_parallelism('r.template.spec')}).sum() : "
+               f"({out})")
+    for i, (kind, (_, _, specs)) in INTEGRATION_WORKLOADS.items():
+        if i.startswith("kubeflow.org/") and kind in kinds:
+            field = re.match(r"object\.spec\.(\w+)\.map", specs)[1]
+            m = f"{o}.spec.{field}"
+            out = f"{o}.kind == {_lit(kind)} ? {m}.map(r, {_replicas(f'{m}[r]')}).sum() : ({out})"
+    return f"({out})"
+
+
+def grows(rf: ResolvedFleet) -> str:
+    """CEL: an UPDATE that raises how many pods a running workload runs at once. The Job
+    controller starts the extra pods at once, beyond what Kueue admitted; Kueue stops the Job only
+    on its next reconcile, when no Workload matches it any more (kueue v0.19.2
+    pkg/controller/jobframework/reconciler.go:1085-1106 ``ensureOneWorkload``: "job with no
+    matching workload, suspending"); its webhook forbids the change only under partial admission
+    (pkg/controller/jobs/job/job_webhook.go:228-231)."""
+    return (f"request.operation == 'UPDATE' && has(oldObject.spec) && !{_suspended('oldObject')} && "
+            f"{pods_expression(rf, 'object')} > {pods_expression(rf, 'oldObject')}")
+
+
 def priority_label(o: str) -> str:
     """CEL: the Kueue priority label of object ``o`` ('' without one), where Kueue reads it:
     on the object itself (kueue v0.19.2 pkg/controller/jobframework/reconciler.go:1716-1719
@@ -281,7 +321,7 @@ def changed(rf: ResolvedFleet) -> dict[str, str]:
     old = re.sub(r"\bobject\b", "oldObject", templates_expression(rf))
     # Kueue re-reads a running Job's priority label (kueue v0.19.2 reconciler.go:1215
     # UpdateWorkloadPriority): a change of it is re-checked too
-    label = (f" || {priority_label('object')} != {priority_label('oldObject')}"
+    label = (f" || {priority_label('object')} != {priority_label('oldObject')} || ({grows(rf)})"
              if rf.fleet.spec.queueing is not None else "")
     return {"name": "changed", "expression": (
         "request.operation != 'UPDATE' || !has(oldObject.spec) || "
@@ -406,6 +446,10 @@ def _queued_validations(rf: ResolvedFleet, pc: str) -> list[dict[str, str]]:
         {"expression": f"!(object.kind in {_lit(suspendable)}) || request.operation != 'UPDATE' || "
                        f"!{suspended('oldObject')} || {suspended('object')} || {user} in {ctrl} || {user} == {kueue}",
          "message": f"only Kueue starts a suspended workload of queued PriorityClass {pc}",
+         "reason": "Forbidden"},
+        {"expression": f"!({grows(rf)}) || {user} in {ctrl} || {user} == {kueue}",
+         "message": f"a running workload of queued PriorityClass {pc} keeps the pod count Kueue admitted "
+                    "(parallelism, replicas): suspend it to resize it, and Kueue admits the new size",
          "reason": "Forbidden"},
         {"expression": "object.kind != 'CronJob' || (has(object.spec.jobTemplate.metadata) && "
                        f"has(object.spec.jobTemplate.metadata.labels) && {ql} in object.spec.jobTemplate.metadata.labels)",

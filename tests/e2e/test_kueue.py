@@ -205,3 +205,36 @@ def test_a_job_takes_only_its_own_tiers_queue_priority(queued):
     finally:
         cp.delete({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "own-priority", "namespace": ns}})
         sleep_until(lambda: _workload(cp, ns, "own-priority") is None, 60)
+
+
+def test_a_running_queued_job_keeps_the_pod_count_kueue_admitted(queued):
+    """The tenant page's queued Job, admitted and started by Kueue: its owner's raise of its
+    parallelism is refused by the API server (the Job controller would start the extra pods before
+    Kueue suspends the Job: kueue v0.19.2 reconciler.go:1085-1106); lowering it passes."""
+    rf, tree, d, nodes = queued
+    cp = d.cp
+    queued_classes = {f"gpuplan-{t}" for t in queued_tiers(rf)}
+    page, job = next((p, o) for p, o in tenant_page_objects(tree) if o["kind"] == "Job"
+                     and o["spec"]["template"]["spec"].get("priorityClassName") in queued_classes)
+    ns = job["metadata"]["namespace"]
+    d.wait_default_service_account(ns)
+    d.wait_quotas()
+    _submit(cp, job, "resized")
+    path = f"/apis/batch/v1/namespaces/{ns}/jobs/resized"
+    try:
+        assert sleep_until(lambda: _admitted(_workload(cp, ns, "resized"))
+                           and cp.get(path)["spec"].get("suspend") is False, 60), _workload(cp, ns, "resized")
+        n = int(cp.get(path)["spec"].get("parallelism", 1))
+
+        def resize(k: int) -> tuple[int, dict]:
+            return cp.request("PATCH", path, {"spec": {"parallelism": k}}, content_type="application/merge-patch+json",
+                              impersonate="tenant", groups=("system:authenticated",))
+        code, body = resize(n + 1)
+        assert code == 403 and "keeps the pod count" in (body.get("message") or ""), (page, code, body.get("message"))
+        if n > 1:
+            code, body = resize(n - 1)
+            assert code == 200, (page, code, body.get("message"))
+    finally:
+        cp.delete({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "resized", "namespace": ns}})
+        sleep_until(lambda: _workload(cp, ns, "resized") is None and not (
+            cp.get(f"/api/v1/namespaces/{ns}/pods?labelSelector=job-name%3Dresized") or {}).get("items"), 60)

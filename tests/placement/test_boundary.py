@@ -603,6 +603,60 @@ def test_a_job_unsuspended_by_anyone_but_kueue_is_still_refused(kueue):
     assert any("only Kueue starts a suspended workload" in m for m in msgs), msgs
 
 
+def test_a_running_queued_job_keeps_the_pod_count_kueue_admitted(kueue):
+    """The Job controller starts the pods of a raised parallelism at once, before Kueue suspends the
+    Job whose Workload no longer matches (kueue v0.19.2 reconciler.go:1085-1106): a running queued
+    Job's owner may lower it, or raise it while suspended; Kueue and the controllers may change it."""
+    from gpuplan.placement.cel import evaluate_policy
+    from gpuplan.queues import kueue_user, namespace_grants, queued_tiers
+
+    tier = next(t for t in kueue.rf.fleet.spec.tiers if t.name in queued_tiers(kueue.rf))
+    ns = kueue.namespace(next(n for n, g in sorted(namespace_grants(kueue.rf).items()) if tier.name in g))
+    spec = _contract(kueue, tier.name)["spec"]
+    running = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+               "spec": {"suspend": False, "parallelism": 2, "template": {"spec": spec}}}
+
+    def refused(new, old, user="alice"):
+        req = {"operation": "UPDATE", "userInfo": {"username": user}}
+        return [m for p in kueue.cluster.policies.values() for m in evaluate_policy(p, new, ns, req, old)
+                if "keeps the pod count" in m]
+
+    def with_(job, **spec):
+        out = copy.deepcopy(job)
+        out["spec"].update(spec)
+        return out
+    assert refused(with_(running, parallelism=3), running)
+    unset = copy.deepcopy(running)
+    del unset["spec"]["parallelism"]  # the API server's default: 1
+    assert refused(with_(running, parallelism=2), unset)
+    assert refused(with_(running, parallelism=1), running) == []
+    assert refused(with_(running, parallelism=3), with_(running, suspend=True)) == []  # resized while suspended
+    assert refused(with_(running, parallelism=3), running, kueue_user(kueue.rf)) == []
+    # a JobSet's pods are its replicas times its Jobs' parallelism; a PyTorchJob's, its replicas
+    job_set = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+               "metadata": {"name": "js", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+               "spec": {"suspend": False, "replicatedJobs": [
+                   {"name": "w", "replicas": 2, "template": {"spec": {"parallelism": 1, "template": {"spec": spec}}}}]}}
+    wider = copy.deepcopy(job_set)
+    wider["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"] = 2
+    assert refused(wider, job_set)
+    torch = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+             "metadata": {"name": "pt", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+             "spec": {"runPolicy": {"suspend": False}, "pytorchReplicaSpecs": {
+                 "Master": {"replicas": 1, "template": {"spec": spec}},
+                 "Worker": {"replicas": 2, "template": {"spec": spec}}}}}
+    more = copy.deepcopy(torch)
+    more["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 3
+    assert refused(more, torch)
+    assert refused(torch, more) == []
+    # the same raise on a Job of a tier that is not queued is not this rule's
+    other = next(t for t in kueue.rf.fleet.spec.tiers if t.name not in queued_tiers(kueue.rf)
+                 and kueue.rf.tier_resource(t) is not None)
+    plain = with_(running, template={"spec": _contract(kueue, other.name)["spec"]})
+    assert refused(with_(plain, parallelism=3), plain) == []
+
+
 def test_a_queued_job_takes_only_its_own_tiers_queue_priority(kueue):
     """Kueue takes a Job's priority from its ``kueue.x-k8s.io/priority-class`` label (kueue v0.19.2
     reconciler.go:1716-1719) and lets a running Job change it (:1215): a Job of one queued tier is
