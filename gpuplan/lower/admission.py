@@ -227,12 +227,66 @@ def _at_most(s: str, res: str, n: int) -> str:
     resource/helpers.go PodRequests: containers and restartable init containers add up; an
     init container runs beside the sidecars started before it - here beside all of them, a
     bound that is never lower)."""
-    q = _quantity("c", res)
+    return _effective_at_most(s, _quantity("c", res), str(n), "0")
+
+
+def _effective_at_most(s: str, q: str, bound: str, zero: str) -> str:
+    """:func:`_at_most` of the CEL quantity ``q`` of a container ``c``: an int (``zero`` 0), or a
+    double (``zero`` 0.0: each sum then has a 0.0 term, so that an empty list sums to a double)."""
+    def total(items: str) -> str:
+        return f"{items}.sum()" if zero == "0" else f"({items} + [{zero}]).sum()"
     side = f"{s}.initContainers.filter(c, has(c.restartPolicy) && c.restartPolicy == 'Always')"
-    sidecars = f"(has({s}.initContainers) ? {side}.map(c, {q}).sum() : 0)"
-    return (f"{s}.containers.map(c, {q}).sum() + {sidecars} <= {n} && "
+    sidecars = f"(has({s}.initContainers) ? {total(f'{side}.map(c, {q})')} : {zero})"
+    return (f"{total(f'{s}.containers.map(c, {q})')} + {sidecars} <= {bound} && "
             f"(!has({s}.initContainers) || {s}.initContainers.all(c, "
-            f"(has(c.restartPolicy) && c.restartPolicy == 'Always') || {q} + {sidecars} <= {n}))")
+            f"(has(c.restartPolicy) && c.restartPolicy == 'Always') || {q} + {sidecars} <= {bound}))")
+
+
+def _requested(c: str, res: str) -> str:
+    """CEL: container ``c``'s request of ``res`` (cpu, memory) as a double: its request, else its
+    limit (the API server defaults a Pod's missing request to its limit, so the pod a template
+    makes has it: kubernetes v1.36.3 pkg/apis/core/v1/defaults.go:164-191 ``SetDefaults_Pod``).
+    Also a pod spec's own ``resources`` (pod-level requests, beta and on from 1.34:
+    pkg/features/kube_features.go:1780-1783)."""
+    r = _lit(res)
+    return (f"(has({c}.resources) && has({c}.resources.requests) && {r} in {c}.resources.requests ? "
+            f"quantity({c}.resources.requests[{r}]).asApproximateFloat() : "
+            f"(has({c}.resources) && has({c}.resources.limits) && {r} in {c}.resources.limits ? "
+            f"quantity({c}.resources.limits[{r}]).asApproximateFloat() : 0.0))")
+
+
+def _per_gpu_validations(rf: ResolvedFleet, pc: str, tiers: list, mine: str) -> list[dict[str, str]]:
+    """Pods of a tier's class request at most the pool's CPU and memory per GPU times the GPUs they
+    request (:mod:`gpuplan.pergpu`): a pod that asks for more holds one GPU and keeps the node's
+    others from the pods granted them (the scheduler fits CPU and memory requests too: kubernetes
+    v1.36.3 pkg/scheduler/framework/plugins/noderesources/fit.go ``fitsRequest``). The bound is
+    compared in doubles with half a thousandth of a CPU (half a byte) to spare, below what a
+    quantity can state."""
+    from gpuplan.pergpu import unit_share
+
+    out = []
+    sel = "s.nodeSelector"
+    for t in tiers:
+        share = unit_share(rf, t)
+        if share is None:
+            continue
+        res = rf.tier_resource(t)
+        units = f"double({_containers('s')}.map(c, {_quantity('c', res)}).sum())"
+        checks = []
+        for key, per_unit, spare in (("cpu", share.cpu_milli / 1000 if share.cpu_milli is not None else None, "0.0005"),
+                                     ("memory", float(share.memory) if share.memory is not None else None, "0.5")):
+            if per_unit is None:
+                continue
+            bound = f"{units} * {per_unit!r} + {spare}"
+            checks.append(_effective_at_most("s", _requested("c", key), bound, "0.0"))
+            checks.append(f"(!has(s.resources) || {_requested('s', key)} <= {bound})")
+        on_pool = f"has({sel}) && {_lit(POOL_LABEL)} in {sel} && {sel}[{_lit(POOL_LABEL)}] == {_lit(t.pool)}"
+        out.append({"expression": f"{mine}.all(s, !({on_pool}) || ({' && '.join(checks)}))",
+                    "message": f"pods of PriorityClass {pc} on pool {t.pool} request at most {share.describe()} "
+                               f"per {res} ({share.source}): more would keep the node's other GPUs from the pods "
+                               "granted them",
+                    "reason": "Invalid"})
+    return out
 
 
 def class_condition(rf: ResolvedFleet, pc: str) -> str:
@@ -539,6 +593,7 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
                                "interrupted",
                     "reason": "Forbidden"})
     out += _tier_claim_validations(rf, pc, tiers, mine)
+    out += _per_gpu_validations(rf, pc, tiers, mine)
     for t in tiers:
         if t.max_gpus_per_pod is None:
             continue

@@ -134,6 +134,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     one) that is not among them is refused at its creation by the Priority admission plugin
     (kubernetes v1.36.3 plugin/pkg/admission/priority/admission.go:168-172, 294-299)."""
     from gpuplan.dra.claims import CHART_CLASSES, any_dra, claim_template_name, tier_claims
+    from gpuplan.pergpu import unit_share
     from gpuplan.identity import (
         CAPACITY_TYPE_LABEL, PRIORITY_LABEL, QUEUE_LABEL, capacity_pin, kept_gpu_resources, pod_annotations,
         priority_class_name,
@@ -243,6 +244,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     node_pool: dict[str, str] = {}  # spec.nodeName of the shapes bound by name -> its pool
 
     forbidden: dict[int, str] = {}  # id(pod) -> the escape of a shape no namespace may admit
+    unbounded: set[str] = set()  # pools with no CPU and memory share per GPU (gpuplan.pergpu)
 
     def add(words: str, spec: dict[str, Any], req: dict[str, Any] = tenant_req, kueue_held: bool = False,
             labels: dict[str, str] | None = None, *, shape: str, escape: str | None = None) -> None:
@@ -351,6 +353,29 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                 many = claim_template_name(t.name, t.max_gpus_per_pod)
                 add(f"{who}: two of its tier's claim templates", claiming(many, claim_template_name(t.name, 1)),
                     shape=DRA_TEMPLATE_SHAPE, escape=f"claims more than maxGPUsPerPod {t.max_gpus_per_pod} devices")
+        for t in tiers[:1] if own else ():
+            # a pod holding one unit and more than the unit's share of the node's CPU or memory
+            # keeps the node's other GPUs from the pods granted them (gpuplan.pergpu)
+            share = unit_share(rf, t)
+            if share is None:
+                unbounded.add(t.pool)
+                continue
+            r = rf.tier_resource(t)
+            at = {r: 1, **({"cpu": f"{share.cpu_milli}m"} if share.cpu_milli is not None else {}),
+                  **({"memory": str(share.memory)} if share.memory is not None else {})}
+            add(f"{who}: 1 {r} and its share, {', '.join(f'{at[k]} {k}' for k in ('cpu', 'memory') if k in at)}",
+                _spec(pc, own[0], at), shape=PER_GPU_SHAPE)
+            over = {r: 1, **({"cpu": f"{share.cpu_milli + 1}m"} if share.cpu_milli is not None else {}),
+                    **({"memory": str(share.memory + 2 ** 20)} if share.memory is not None else {})}
+            add(f"{who}: 1 {r} and {', '.join(f'{over[k]} {k}' for k in ('cpu', 'memory') if k in over)}",
+                _spec(pc, own[0], over), shape=PER_GPU_SHAPE,
+                escape=f"requests more than {share.describe()} per {r}: it keeps its node's other GPUs from "
+                       "the pods granted them")
+            for k in ("cpu", "memory"):  # each alone: the policy bounds both
+                if k in over:
+                    add(f"{who}: 1 {r} and {over[k]} {k}", _spec(pc, own[0], {r: 1, k: over[k]}), shape=PER_GPU_SHAPE,
+                        escape=f"requests more than {share.describe()} per {r}: it keeps its node's other GPUs "
+                               "from the pods granted them")
         if tiers:
             # the tier's resource on another pool: the class policy compares the pool selector
             # with a list of its pools, so one pool outside it stands for all (tests hold every
@@ -373,7 +398,9 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     out.not_covered = (*NOT_COVERED, *(() if not trusted else
                                        (f"pods of the {len(trusted)} exempt namespaces ({', '.join(trusted[:SHOWN])}"
                                         + (", ..." if len(trusted) > SHOWN else "") + ")",)),
-                       *((DRA_NOT_COVERED,) if any_dra(rf) else ()))
+                       *((DRA_NOT_COVERED,) if any_dra(rf) else ()),
+                       *((f"CPU and memory per GPU on pools whose node size gpuplan does not know "
+                          f"({', '.join(sorted(unbounded))}: set pools[].perGPU)",) if unbounded else ()))
 
     # --- admission and fit -----------------------------------------------------------------
     ert = ert_enabled(rf)
@@ -583,6 +610,7 @@ SHOWN = 6  # exempt namespaces named in the headline
 CONTROLLER_SHAPE = "a queued tier's pod created by its Kueue-managed controller"
 GATE_SHAPE = "a pod held by Kueue's scheduling gate"
 DRA_TEMPLATE_SHAPE = "a DRA tier's pod naming another tier's claim template, or two of its own"
+PER_GPU_SHAPE = "its tier's pod at and just over its pool's CPU and memory share per GPU"
 # What no enumerated shape stands for (docs/placement.md "Threat model", out of scope): said with the verdict
 NOT_COVERED = ("cluster-admin", "a tenant with node or kubelet access", "impersonation or RBAC that creates pods "
                "as a controller", "NVIDIA_VISIBLE_DEVICES from envFrom or env of a ConfigMap",

@@ -2,7 +2,8 @@
 (:mod:`gpuplan.verify.cel`). Kubernetes adds libraries to CEL; the policy uses one
 of them, the lists library's ``sum()`` (k8s.io/apiserver@v0.33.0
 pkg/cel/library/lists.go), which ``gpuplan.verify.cel.K8S_FUNCTIONS`` provides with
-the same meaning (integers add up; an empty list sums to 0).
+the same meaning (integers add up; an empty list sums to 0), and the quantity library's
+``quantity()`` read through ``asApproximateFloat()`` (``POLICY_FUNCTIONS``).
 
 Evaluation follows k8s.io/apiserver@v0.33.0 pkg/admission/plugin/policy/validating/
 validator.go: ``variables`` are computed lazily by name, each validation must return
@@ -26,7 +27,7 @@ def program(expression: str) -> Any:
     from gpuplan.verify import cel
 
     try:
-        return cel.expression(expression)
+        return cel.expression(expression, policy=True)
     except ValueError as exc:
         raise CelError(f"CEL does not compile: {exc}: {expression}") from exc
 
@@ -116,7 +117,7 @@ def evaluate_policy(policy: dict[str, Any], obj: dict[str, Any], namespace: dict
     def context() -> Any:
         ctx = state["ctx"]
         if ctx is None:
-            ctx = state["ctx"] = cel.engine().Context(variables=dict(base), functions=cel.K8S_FUNCTIONS)
+            ctx = state["ctx"] = cel.engine().Context(variables=dict(base), functions=cel.POLICY_FUNCTIONS)
         if state["vars"] != len(vars_):  # the variables computed so far, errors left out
             ctx.add_variable("variables", {k: x for k, x in vars_.items() if not isinstance(x, Exception)})
             state["vars"] = len(vars_)

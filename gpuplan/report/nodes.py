@@ -40,6 +40,8 @@ from gpuplan.identity import (
     pool_mig_strategy,
 )
 from gpuplan.k8snames import is_label_value
+from gpuplan.k8squantity import binary as binary_quantity
+from gpuplan.pergpu import cpulist_count
 from gpuplan.placement.simulate import PoolNodes, pools_from_objects
 from gpuplan.provisioning.pools import (
     AZURE_SPOT_LABEL, karpenter_cloud, karpenter_pool, machine, platform_gpu_stack, settings, static_nodes,
@@ -99,7 +101,7 @@ def fleet_nodes(rf: ResolvedFleet, docs: Iterable[dict[str, Any]], count: int | 
     docs = [d for d in docs if isinstance(d, dict)]
     places = pools_from_objects(rf, docs)
     node_classes = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "EC2NodeClass"}
-    cpus = {inv.metadata.name: n for inv in rf.inventory if (n := _cpulist_count(inv.system.online_cpus))}
+    cpus = {inv.metadata.name: n for inv in rf.inventory if (n := cpulist_count(inv.system.online_cpus))}
     out: dict[str, dict[str, Any]] = {}
     owner: dict[str, str] = {}
     for g in _groups(rf, places, count):
@@ -350,24 +352,3 @@ def _node_info(rf: ResolvedFleet, arch: str) -> dict[str, str]:
     info.update(kubeletVersion=f"v{rf.fleet.spec.cluster.kubernetes_version}.0", kubeProxyVersion="",
                 operatingSystem="linux", architecture=arch)
     return info
-
-
-def binary_quantity(n: int) -> str:
-    """Bytes as the API server writes the quantity back (canonical form: the largest binary suffix
-    that divides it, ``2097152Mi`` -> ``2Ti``), so that ``kubectl get`` shows what was written."""
-    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-        unit = 2 ** (10 * ("KMGTPE".index(suffix[0]) + 1))
-        if n and n % unit == 0:
-            return f"{n // unit}{suffix}"
-    return str(n)
-
-
-def _cpulist_count(text: str | None) -> int | None:
-    """CPUs in a Linux cpulist (``0-3,8``: 5); None when absent."""
-    if not text:
-        return None
-    n = 0
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        n += (int(hi) - int(lo) + 1) if hi else 1
-    return n or None

@@ -706,6 +706,10 @@ class Aks(Model):
     )
 
 
+CpuQuantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?m?$", max_length=16)]
+MemoryQuantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?([KMGTPE]i?)?$", max_length=16)]
+
+
 class Capi(Model):
     """The pool is a Cluster API MachineDeployment (with a KubeadmConfigTemplate) in the management
     cluster, sized by the Cluster Autoscaler between ``minNodes`` and the ``maxGPUs`` ceiling."""
@@ -721,11 +725,11 @@ class Capi(Model):
         default=0, description="Nodes the autoscaler keeps (min-size annotation). At the ceiling the pool is "
         "fixed-size: `replicas`, no autoscaler annotations.",
     )
-    cpu: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?m?$", max_length=16)] | None = Field(
+    cpu: CpuQuantity | None = Field(
         default=None, description="CPU of one machine, for scale from zero "
         "(`capacity.cluster-autoscaler.kubernetes.io/cpu`).", examples=["128"],
     )
-    memory: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?([KMGTPE]i?)?$", max_length=16)] | None = Field(
+    memory: MemoryQuantity | None = Field(
         default=None, description="Memory of one machine, for scale from zero "
         "(`capacity.cluster-autoscaler.kubernetes.io/memory`).", examples=["2Ti"],
     )
@@ -881,6 +885,22 @@ class Mps(_Shared):
 Sharing = Annotated[Union[Exclusive, Mig, TimeSlicing, Mps], Field(discriminator="mode")]
 
 
+class PerGPU(Model):
+    """CPU and memory a pod of the pool's tiers may request per GPU it requests (per unit: a MIG
+    slice or a shared replica gets its part of a GPU's share). A pod that asks for more would
+    hold one GPU and keep the node's other GPUs from the pods granted them."""
+
+    cpu: CpuQuantity | None = Field(
+        default=None, description="CPU per GPU (`24`, `7500m`); default: the node's CPUs ÷ its GPUs, where "
+        "gpuplan knows the node's size (an EC2 instance type, a Cluster API `capi.cpu`, the node probe).",
+        examples=["24"],
+    )
+    memory: MemoryQuantity | None = Field(
+        default=None, description="Memory per GPU (`240Gi`); default: the node's memory ÷ its GPUs, where "
+        "gpuplan knows it (an EC2 instance type, a Cluster API `capi.memory`).", examples=["240Gi"],
+    )
+
+
 Provisioner = Literal["static", "karpenter", "gke", "aks", "capi"]
 # The pool fields that say how nodes come to exist; exactly one is set (``nodes``: static).
 PROVISIONING_FIELDS = ("nodes", "karpenter", "gke", "aks", "capi")
@@ -928,6 +948,11 @@ class Pool(Model):
     )
     interconnect: Literal["nvlink", "pcie"] | None = Field(
         default=None, description="GPU-to-GPU paths when no inventory says; default from the GPU model."
+    )
+    per_gpu: PerGPU | None = Field(
+        default=None, alias="perGPU",
+        description="Most CPU and memory a tier pod may request per GPU; default: the node's share per GPU, "
+        "where gpuplan knows the node's size (docs/placement.md \"CPU and memory per GPU\").",
     )
     allocation: PoolAllocation | None = Field(
         default=None, description="The pool's allocation back-end; default: `cluster.allocation`."

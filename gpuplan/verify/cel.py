@@ -216,8 +216,32 @@ def _k8s_size(v: Any) -> int:
     return len(v)
 
 
+def _quantity(v: Any) -> float:
+    """k8s quantity library ``quantity(string)`` (k8s.io/apiserver@v0.36.3 pkg/cel/library/
+    quantity.go, on since 1.28): a string that does not parse fails the evaluation. The value is
+    the float ``asApproximateFloat()`` reads, which is all gpuplan's admission policy reads of it:
+    so these two are ``POLICY_FUNCTIONS``, for the policies only. A CRD rule or a DRA selector
+    that compares quantities (``==``, ``compareTo``) would get a float's answer; there the library
+    stays unimplemented and such a rule is listed as not evaluated. A number stands for its
+    string: the API server hands a policy every quantity of a decoded object as a string."""
+    from gpuplan.k8squantity import parse
+
+    q = parse(v)
+    if q is None:
+        raise ValueError(f"quantity({v!r}): not a Kubernetes quantity")
+    return float(q)
+
+
+def _as_approximate_float(q: float) -> float:
+    """``<Quantity>.asApproximateFloat() -> double`` (quantity.go ``quantityGetApproximateFloat``)."""
+    return q
+
+
 K8S_FUNCTIONS: dict[str, Callable[..., Any]] = {"find": _find, "split": _split, "sum": _sum,
                                                  "k8sSize": _k8s_size}
+# gpuplan's admission policies also read quantities (gpuplan.placement.cel)
+POLICY_FUNCTIONS: dict[str, Callable[..., Any]] = {**K8S_FUNCTIONS, "quantity": _quantity,
+                                                    "asApproximateFloat": _as_approximate_float}
 
 _SIZE_CALL = re.compile(r"(?<![A-Za-z0-9_])size(?=\s*\()")
 
@@ -632,26 +656,29 @@ def _short(exc: Exception) -> str:
 
 
 @lru_cache(maxsize=4096)
-def expression(text: str) -> Any:
+def expression(text: str, policy: bool = False) -> Any:
     """Compile one CEL expression that is not a CRD rule. Raises ValueError
     when it does not compile, or when it calls a function that is neither
-    standard nor in ``K8S_FUNCTIONS`` (it could only fail at evaluation)."""
+    standard nor in ``K8S_FUNCTIONS`` (``POLICY_FUNCTIONS`` with ``policy``):
+    it could only fail at evaluation."""
     try:
         program = engine().compile(k8s_rule_text(text))
     except Exception as exc:  # noqa: BLE001 - the engine's parse errors have no common base class
         raise ValueError(str(exc).splitlines()[0]) from exc
-    unsupported = sorted(f for f in program.functions() if f not in STANDARD and f not in K8S_FUNCTIONS)
+    known = POLICY_FUNCTIONS if policy else K8S_FUNCTIONS
+    unsupported = sorted(f for f in program.functions() if f not in STANDARD and f not in known)
     if unsupported:
         raise ValueError("calls what gpuplan does not implement: " + ", ".join(unsupported))
     return program
 
 
-def run(program: Any, variables: dict[str, Any]) -> Any:
-    """Evaluate a compiled expression with plain-JSON ``variables``; what the
-    engine raises (a missing key or attribute, a type mismatch) propagates:
-    for the callers, as for the API server and the scheduler, an error is not
-    a false."""
-    return program.execute(engine().Context(variables=variables, functions=K8S_FUNCTIONS))
+def run(program: Any, variables: dict[str, Any], policy: bool = False) -> Any:
+    """Evaluate a compiled expression with plain-JSON ``variables`` (``policy``: an admission
+    policy's, with ``POLICY_FUNCTIONS``); what the engine raises (a missing key or attribute, a
+    type mismatch) propagates: for the callers, as for the API server and the scheduler, an
+    error is not a false."""
+    return program.execute(engine().Context(variables=variables,
+                                            functions=POLICY_FUNCTIONS if policy else K8S_FUNCTIONS))
 
 
 # --- coverage ------------------------------------------------------------------------------

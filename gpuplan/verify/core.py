@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any, Callable, Iterator
 
 from gpuplan.k8snames import DNS_LABEL, DNS_SUBDOMAIN, LABEL_VALUE
+from gpuplan.k8squantity import parse as parse_quantity
 # GP846 lives in gpuplan.verify.schemas (a module the code registry lists)
 from gpuplan.verify.schemas import E_CORE_VALIDATION  # noqa: F401 - verify/__init__ uses core.E_CORE_VALIDATION
 
@@ -96,32 +97,7 @@ def is_qualified_name(s: str) -> str | None:
 
 # --- quantities (k8s.io/apimachinery/pkg/api/resource/quantity.go, ParseQuantity) ---------
 
-_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?")
-_SUFFIX = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
-           "n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6), "m": Fraction(1, 1000), "": 1, "k": 10 ** 3,
-           "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18}
-
-
-def quantity(v: Any) -> Fraction | None:
-    """The value of a quantity (string or JSON number), or None when it does not parse."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return Fraction(v)
-    if isinstance(v, float):
-        return Fraction(v).limit_denominator(10 ** 9)
-    if not isinstance(v, str) or len(v) > 64:
-        return None
-    m = _QUANTITY.fullmatch(v)
-    if not m:
-        return None
-    suffix = m[2] or ""
-    if suffix[:1] in ("e", "E") and suffix not in _SUFFIX:
-        exp = int(suffix[1:])
-        if abs(exp) > 30:
-            return None
-        return Fraction(m[1]) * Fraction(10) ** exp
-    return Fraction(m[1]) * _SUFFIX[suffix]
+quantity = parse_quantity  # the value of a quantity (k8s.io/apimachinery quantity.go ParseQuantity), or None
 
 
 def _milli_ceil(q: Fraction) -> int:

@@ -300,7 +300,8 @@ def test_every_example_builds_through_verify(spec, tmp_path):
 
 
 def test_a_rule_outside_the_implemented_library_is_listed_not_skipped():
-    """Kubernetes' quantity library is not implemented (no pinned rule calls it):
+    """Kubernetes' quantity library is not implemented for CRD rules (no pinned rule calls it;
+    gpuplan's admission policies alone read ``quantity()`` through ``asApproximateFloat()``):
     a rule that does is reported as not evaluated, with the reason."""
     from gpuplan.verify import cel
 
@@ -406,3 +407,22 @@ def test_hostile_files_end_in_a_diagnostic(tmp_path):
     assert re.search(r"deep\.yaml:1:\d+: error\[GP830\]", r.stderr), r.stderr
     assert "bomb.yaml:7:5: error[GP830]: aliases expand to more than 2,000,000 values" in r.stderr
     assert "path.yaml:1:13: error[GP833]" in r.stderr and "path.yaml:6:7: warning[GP834]" in r.stderr
+
+
+def test_quantities_read_as_the_api_server_reads_them():
+    """``quantity(s).asApproximateFloat()`` (k8s.io/apiserver pkg/cel/library/quantity.go): the
+    value of every suffix form; a string that is no quantity fails the evaluation, as it does on
+    the API server (and ``failurePolicy: Fail`` then refuses the object)."""
+    from gpuplan.verify import cel
+
+    def value(q):
+        return cel.run(cel.expression("quantity(q).asApproximateFloat()", policy=True), {"q": q}, policy=True)
+    assert [value(q) for q in ("1500m", "2", "2Gi", "1e3", "0.5", "1k")] == [1.5, 2.0, 2 ** 31, 1000.0, 0.5, 1000.0]
+    for bad in ("1.5 cores", "", "Gi"):
+        with pytest.raises(Exception):
+            value(bad)
+    assert cel.run(cel.expression("[quantity('500m'), quantity('1')].map(q, q.asApproximateFloat()).sum()",
+                                  policy=True), {}, policy=True) == 1.5
+    # outside the policies (CRD rules, DRA selectors) the library is not there
+    with pytest.raises(ValueError):
+        cel.expression("quantity('1').asApproximateFloat() > 0.5")
