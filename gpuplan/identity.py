@@ -1021,7 +1021,29 @@ CA_SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 
 
 def pod_annotations(rf: ResolvedFleet, tier) -> dict[str, str]:
-    """Annotations a tier's pods carry: on a Karpenter pool, a training or gang tier's pods say
+    """Annotations a tier's pods carry: those that keep their node (:func:`_disruption_annotations`)
+    and, for a queued tier, the topology its pod sets ask Kueue for (:func:`topology_annotations`)."""
+    return {**_disruption_annotations(rf, tier), **topology_annotations(rf, tier)}
+
+
+def topology_annotations(rf: ResolvedFleet, tier) -> dict[str, str]:
+    """A queued tier's pod template asks Kueue for topology-aware scheduling: a gang tier with a
+    ``topologyLevel`` requires that level; any other tier on a topology-aware pool asks for it
+    unconstrained, since Kueue gives a pod set that does not ask only the flavors that are not
+    topology-aware when a ClusterQueue has both (kueue v0.19.2
+    pkg/scheduler/flavorassigner/tas_flavorassigner.go:166-203; lower/admission.py
+    ``_topology_validations`` refuses a template without one)."""
+    from gpuplan.queues import queued_tiers, tas_pools
+
+    if tier.name not in set(queued_tiers(rf)):
+        return {}
+    if tier.gang is not None and tier.gang.topology_level:
+        return {REQUIRED_TOPOLOGY: tier.gang.topology_level}
+    return {UNCONSTRAINED_TOPOLOGY: "true"} if tier.pool in tas_pools(rf) else {}
+
+
+def _disruption_annotations(rf: ResolvedFleet, tier) -> dict[str, str]:
+    """On a Karpenter pool, a training or gang tier's pods say
     ``karpenter.sh/do-not-disrupt: "true"``, which keeps Karpenter from consolidating or drifting
     their node while they run (aws/karpenter-provider-aws v1.14.1
     website/content/en/docs/concepts/disruption.md:354-372); ``expireAfter`` still ends it, so jobs

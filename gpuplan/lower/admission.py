@@ -605,7 +605,38 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
             "reason": "Invalid"})
     if any(t.name in set(queued_tiers(rf)) for t in tiers):
         out += _queued_validations(rf, pc)
+        out += _topology_validations(rf, pc, tiers)
     return out
+
+
+# kueue v0.19.2 apis/kueue/v1beta2/topology_types.go:28-53: a pod set that states any of them asks for TAS
+TAS_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
+                   "kueue.x-k8s.io/podset-unconstrained-topology", "kueue.x-k8s.io/podset-slice-required-topology")
+
+
+def _topology_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str, str]]:
+    """A queued tier on a topology-aware pool, where the fleet's queues also have flavors that are
+    not: each pod template of its class asks Kueue for topology-aware scheduling. Kueue gives a
+    pod set that does not ask for it only flavors that are not topology-aware when a ClusterQueue
+    has both (kueue v0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go:166-203,
+    ``isTASImplied`` :220-221), so such a Job is accepted and waits for ever. Asking is an
+    annotation on the template (pkg/controller/jobframework/tas.go:59-86; an unconstrained
+    ``"true"`` is what the tenant pages write)."""
+    from gpuplan.queues import queued_tiers, tas_pools
+
+    tas = tas_pools(rf)
+    queued = set(queued_tiers(rf))
+    mixed = any(rf.tier_by_name[n].pool not in tas for n in queued)
+    if not tas or not mixed or not any(t.pool in tas and t.name in queued for t in tiers):
+        return []
+    keys = _lit(list(TAS_ANNOTATIONS))
+    return [{"expression": f"({templates_expression(rf)}).filter(t, {_pc('t.spec')} == {_lit(pc)})"
+                           f".all(t, has(t.metadata) && has(t.metadata.annotations) && "
+                           f"{keys}.exists(k, k in t.metadata.annotations))",
+             "message": f"pods of PriorityClass {pc} run on a topology-aware pool: their pod template asks Kueue for "
+                        f"topology (annotation {TAS_ANNOTATIONS[2]}: \"true\", or a required or preferred topology); "
+                        "without it Kueue gives them only flavors that are not topology-aware, and they wait for ever",
+             "reason": "Invalid"}]
 
 
 def claim_name_pattern(tiers: list) -> str:

@@ -16,22 +16,13 @@ from gpuplan.resolve import ResolvedFleet
 
 
 def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: int, pods: int) -> dict[str, Any]:
-    from gpuplan.identity import (LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, REQUIRED_TOPOLOGY,
-                                  workload_priority_class_name)
+    from gpuplan.identity import LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL, workload_priority_class_name
 
     pod = contract_pod_spec(rf, tier, resource, units)
-    from gpuplan.identity import UNCONSTRAINED_TOPOLOGY
-    from gpuplan.queues import tas_pools
-
     from gpuplan.identity import pod_annotations
 
+    # do-not-disrupt, and the topology the pod set asks Kueue for (identity.topology_annotations)
     annotations = dict(pod_annotations(rf, tier))
-    if tier.gang is not None and tier.gang.topology_level:
-        annotations[REQUIRED_TOPOLOGY] = tier.gang.topology_level
-    elif tier.pool in tas_pools(rf):
-        # a topology-aware flavor takes only pod sets that ask for TAS when its queue also has
-        # other flavors (kueue v0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go:197-200)
-        annotations[UNCONSTRAINED_TOPOLOGY] = "true"
     template: dict[str, Any] = {"metadata": {"annotations": annotations}, "spec": pod} if annotations else {"spec": pod}
     spec: dict[str, Any] = {"parallelism": pods, "completions": pods}
     if pods > 1:

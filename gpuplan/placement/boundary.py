@@ -460,7 +460,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                             if c is not None:
                                 key = (by_pool[pool].owner, pc, res)
                                 access.setdefault(key, {})[ns] = max(access.get(key, {}).get(ns, 0), c)
-    out.breaches += _claim_breaches(rf, cluster, states, exempt, tenant_of)
+    out.breaches += _claim_breaches(rf, cluster, states, exempt, tenant_of, out.cases if record else None)
     if any_dra(rf):
         out.tried["a ResourceClaim of every GPU DeviceClass"] = len({*CHART_CLASSES, *(c.class_name for c in tier_claims(rf))})
         out.tried["ResourceClaims of a tier's DeviceClass not named for it, of every device, above maxGPUsPerPod"] = \
@@ -511,18 +511,48 @@ def _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas,
     return out
 
 
-def _claim_breaches(rf, cluster, states, exempt, tenant_of) -> list[Breach]:
+# kubernetes v1.36.3 pkg/apis/resource/types.go:1621: what the quota charges an ``All`` request
+ALLOCATION_RESULTS_MAX_SIZE = 32
+CLAIM_COUNT_KEY = "count/resourceclaims.resource.k8s.io"
+
+
+def _claim_quota_admits(cluster, ns: str, claim: dict[str, Any]) -> bool:
+    """Whether the namespace's quotas admit the claim, made in an otherwise empty namespace: it is
+    charged 1 object and, per request, its count of devices of its class (an ``All`` request: the
+    most a claim can hold) under ``<class>.deviceclass.resource.k8s.io/devices`` (kubernetes
+    v1.36.3 pkg/quota/v1/evaluator/core/resource_claims.go:235, 269-285)."""
+    charged: dict[str, int] = {CLAIM_COUNT_KEY: 1}
+    for r in claim["spec"]["devices"]["requests"]:
+        ex = r.get("exactly") or {}
+        n = ALLOCATION_RESULTS_MAX_SIZE if ex.get("allocationMode") == "All" else int(ex.get("count", 1))
+        key = f"{ex.get('deviceClassName')}.deviceclass.resource.k8s.io/devices"
+        charged[key] = charged.get(key, 0) + n
+        charged[f"requests.{key}"] = charged[key]
+    return all(int(v) >= charged[k] for q in cluster.quotas.get(ns, []) for k, v in q["spec"].get("hard", {}).items()
+               if k in charged)
+
+
+def _claim_breaches(rf, cluster, states, exempt, tenant_of, cases: list | None = None) -> list[Breach]:
     """A ResourceClaim of every GPU DeviceClass in every namespace state: admitted only where
     a DRA tier of that class is granted, and charged there to the class's quota key; and the
     shapes of a tier's class no namespace admits (not named for the tier, every device of a
-    node, above ``maxGPUsPerPod``: lower/admission.py ``_claim_shape_policy``)."""
+    node, above ``maxGPUsPerPod``: lower/admission.py ``_claim_shape_policy``). With ``cases``,
+    each claim's verdict in each namespace state a tenant writes to (its policies, then its
+    quotas), for a real API server to judge."""
     from gpuplan.dra.claims import CHART_CLASSES, any_dra, tier_claims
     from gpuplan.k8s_features_dra import RESOURCE_API
+    from gpuplan.placement.cel import TENANT_REQUEST
 
     if not any_dra(rf):
         return []
     claims = {c.class_name: c for c in tier_claims(rf)}
     out = []
+
+    def note(words: str, obj: dict[str, Any], ns_obj: dict[str, Any], policy_admits: bool) -> None:
+        if cases is not None:
+            ns = ns_obj["metadata"]["name"]
+            cases.append(Case(words, obj, TENANT_REQUEST, ns, policy_admits and _claim_quota_admits(cluster, ns, obj),
+                              dict(ns_obj["metadata"].get("labels") or {})))
 
     def claim(cls: str, name: str, **exactly: Any) -> dict[str, Any]:
         return {"apiVersion": RESOURCE_API, "kind": "ResourceClaim", "metadata": {"name": name},
@@ -544,8 +574,11 @@ def _claim_breaches(rf, cluster, states, exempt, tenant_of) -> list[Breach]:
             verdicts = cluster.verdicts(obj)
             for ns_obj in states:
                 ns = ns_obj["metadata"]["name"]
-                if ns not in exempt and not cluster.policy_denials(obj, ns_obj, cluster.selected(ns_obj), None,
-                                                                   verdicts):
+                if ns in exempt:
+                    continue
+                admits = not cluster.policy_denials(obj, ns_obj, cluster.selected(ns_obj), None, verdicts)
+                note(words, obj, ns_obj, admits)
+                if admits:
                     out.append(Breach(ns, words, escape))
     for cls in sorted({*CHART_CLASSES, *claims}):
         # a tier's class named as its templates are (gpuplan-<tier>): what the quota then holds
@@ -554,7 +587,11 @@ def _claim_breaches(rf, cluster, states, exempt, tenant_of) -> list[Breach]:
         verdicts = cluster.verdicts(claim_)
         for ns_obj in states:
             ns = ns_obj["metadata"]["name"]
-            if ns in exempt or cluster.policy_denials(claim_, ns_obj, cluster.selected(ns_obj), None, verdicts):
+            if ns in exempt:
+                continue
+            admits = not cluster.policy_denials(claim_, ns_obj, cluster.selected(ns_obj), None, verdicts)
+            note(f"a ResourceClaim {name} of DeviceClass {cls}", claim_, ns_obj, admits)
+            if not admits:
                 continue
             tn = tenant_of.get(ns)
             grant = (tn.quotas.get(ns, {}).get(claims[cls].tier, 0) if tn is not None and cls in claims else 0)

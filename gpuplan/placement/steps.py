@@ -141,6 +141,16 @@ def _tier_classes(docs: Iterable[dict[str, Any]]) -> set[str]:
     return out
 
 
+def trusted_namespaces(rf: ResolvedFleet) -> frozenset[str]:
+    """The namespaces the new tree exempts (identity.exempt_namespaces: the GPU Operator's, the DRA
+    driver's, the system ones, ...). A pod a step admits there is no window the change opens: the
+    new tree trusts that namespace whatever it runs, and one the change adds (the DRA driver's) is
+    created in an early wave, while the old tree's bindings still select it."""
+    from gpuplan.identity import exempt_namespaces
+
+    return frozenset(exempt_namespaces(rf))
+
+
 def step_breaches(rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[StepBreach]:
     """The pods a state between ``old`` and ``new`` (each a tree's objects) admits past the
     new spec's boundary that the old tree did not admit, with the step that opens them."""
@@ -163,9 +173,10 @@ def step_breaches(rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dict[s
     opened = {(b.pod, b.namespace, b.escape)
               for b in prove_boundary(rf, rest + before, extra_classes=extra, defined=defined(before)).breaches}
     out: list[StepBreach] = []
+    trusted = trusted_namespaces(rf)
     for name, held in states:
         for br in prove_boundary(rf, rest + held, extra_classes=extra, defined=defined(held)).breaches:
-            if (br.pod, br.namespace, br.escape) not in opened:
+            if (br.pod, br.namespace, br.escape) not in opened and br.namespace not in trusted:
                 opened.add((br.pod, br.namespace, br.escape))
                 out.append(StepBreach(name, br.namespace, br.pod, br.escape))
     return out

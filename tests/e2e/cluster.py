@@ -3,6 +3,7 @@ its pools register, submit pods and read back what the API server and the schedu
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from dataclasses import dataclass, field
@@ -92,6 +93,49 @@ class Deployed:
             return body is not None and all(
                 set((q.get("status") or {}).get("hard", {})) == set(q["spec"].get("hard", {})) for q in body["items"])
         self.cp.wait(synced, timeout, "ResourceQuota status from the quota controller")
+
+
+def case_namespaces(d: Deployed, cases) -> None:
+    """The namespaces the proof's cases are tried in that the tree does not make (one that copied a
+    tenant's labels, one of a removed tenant, the node agents'), with the labels of the case;
+    then each one's default ServiceAccount and the quotas' status, which pod admission needs."""
+    existing = {o["metadata"]["name"] for o in d.tree.objects.values() if o["kind"] == "Namespace"}
+    for ns, labels in sorted({(c.namespace, tuple(sorted(c.namespace_labels.items()))) for c in cases}):
+        if ns not in existing and ns != "default":
+            d.ensure_namespace(ns, dict(labels))
+        d.wait_default_service_account(ns)
+    d.wait_quotas()
+
+
+def submit_pod(cp, pod: dict[str, Any], namespace: str, request: dict[str, Any]) -> tuple[int, dict]:
+    """A dry-run create of ``pod`` in ``namespace`` as the request's user."""
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["namespace"] = namespace
+    user = request["userInfo"]["username"]
+    return cp.create(pod, dry_run=True, impersonate=user, groups=("system:authenticated",))
+
+
+def disagreements(cp, cases, attempts: int = 8) -> list[str]:
+    """The proof's cases whose verdict the API server does not give. The admission plugin reads
+    namespaces from its informer a moment after they are stored: a verdict that differs is asked
+    again until it holds (a few seconds), so only a lasting difference counts."""
+    pending = list(cases)
+    out: list[str] = []
+    for _ in range(attempts):
+        out, still = [], []
+        for c in pending:
+            code, body = submit_pod(cp, c.pod, c.namespace, c.request)
+            admitted = code == 201
+            if admitted != c.admitted:
+                still.append(c)
+                out.append(f"{c.words} in {c.namespace} as {c.request['userInfo']['username']}: proof "
+                           f"{'admits' if c.admitted else 'refuses'}, API server "
+                           f"{'admits' if admitted else f'refuses ({code}): ' + body.get('message', '')[:300]}")
+        if not still:
+            break
+        pending = still
+        time.sleep(1.5)
+    return out
 
 
 PREREQUISITE_NAMESPACES = {

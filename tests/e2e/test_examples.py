@@ -15,7 +15,6 @@ Per example, on a control plane of its own with the admission plugins of the spe
 from __future__ import annotations
 
 import copy
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,8 @@ from gpuplan.placement.simulate import ert_enabled
 from gpuplan.placement.boundary import prove_boundary
 from gpuplan.queues import queued_tiers
 from tests.e2e.cluster import (
-    Deployed, deploy, deployed_outside_root, dra_slices, job_pod, sleep_until, tenant_page_objects, wait_scheduled,
+    Deployed, case_namespaces, deploy, deployed_outside_root, disagreements, dra_slices, job_pod, sleep_until,
+    tenant_page_objects, wait_scheduled,
 )
 from tests.golden.refresh import targets
 
@@ -92,49 +92,14 @@ def test_admission_policies_type_check_without_warnings(example):
     assert not warnings, warnings
 
 
-def _namespaces_for(example: Example, cases) -> None:
-    d = example.deployed
-    existing = {o["metadata"]["name"] for o in d.tree.objects.values() if o["kind"] == "Namespace"}
-    for ns, labels in sorted({(c.namespace, tuple(sorted(c.namespace_labels.items()))) for c in cases}):
-        if ns not in existing and ns != "default":
-            d.ensure_namespace(ns, dict(labels))
-        d.wait_default_service_account(ns)
-    d.wait_quotas()
-
-
-def _submit(cp, pod: dict[str, Any], namespace: str, request: dict[str, Any]) -> tuple[int, dict]:
-    pod = copy.deepcopy(pod)
-    pod["metadata"]["namespace"] = namespace
-    user = request["userInfo"]["username"]
-    return cp.create(pod, dry_run=True, impersonate=user, groups=("system:authenticated",))
-
-
 def test_the_boundary_proof_agrees_with_the_api_server(example):
     """GP527's verdict on every pod it enumerates, in every namespace state, is the API server's."""
     b = prove_boundary(example.rf, placement_docs(example.rf), record=True)
     if not b.cases:
         assert not example.rf.fleet.spec.tenants
         return
-    _namespaces_for(example, b.cases)
-    pending = list(b.cases)
-    disagree: list[str] = []
-    # The admission plugin reads policies and bindings from its informer, a moment after they are
-    # stored: a verdict that differs is asked again until it holds (a few seconds), so only a
-    # lasting difference counts.
-    for attempt in range(8):
-        disagree, still = [], []
-        for c in pending:
-            code, body = _submit(example.cp, c.pod, c.namespace, c.request)
-            admitted = code == 201
-            if admitted != c.admitted:
-                still.append(c)
-                disagree.append(f"{c.words} in {c.namespace} as {c.request['userInfo']['username']}: proof "
-                                f"{'admits' if c.admitted else 'refuses'}, API server "
-                                f"{'admits' if admitted else f'refuses ({code}): ' + body.get('message', '')[:300]}")
-        if not still:
-            break
-        pending = still
-        time.sleep(1.5)
+    case_namespaces(example.deployed, b.cases)
+    disagree = disagreements(example.cp, b.cases)
     assert not disagree, f"{len(disagree)} of {len(b.cases)} verdicts differ:\n" + "\n".join(disagree)
 
 

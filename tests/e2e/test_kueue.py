@@ -238,3 +238,37 @@ def test_a_running_queued_job_keeps_the_pod_count_kueue_admitted(queued):
         cp.delete({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "resized", "namespace": ns}})
         sleep_until(lambda: _workload(cp, ns, "resized") is None and not (
             cp.get(f"/api/v1/namespaces/{ns}/pods?labelSelector=job-name%3Dresized") or {}).get("items"), 60)
+
+
+def test_a_job_on_a_topology_aware_pool_without_a_topology_request_is_refused(queued):
+    """The tenant page's Job of a tier on a topology-aware pool, less its topology annotation: the
+    API server refuses it (Kueue would give it only the flavors that are not topology-aware and it
+    would wait for ever: kueue v0.19.2 tas_flavorassigner.go:166-203); as the page writes it, a
+    dry run passes."""
+    from gpuplan.identity import UNCONSTRAINED_TOPOLOGY
+    from gpuplan.queues import tas_pools
+
+    rf, tree, d, nodes = queued
+    cp = d.cp
+    tas = tas_pools(rf)
+    classes = {f"gpuplan-{t.name}" for t in rf.fleet.spec.tiers if t.name in queued_tiers(rf) and t.pool in tas}
+    jobs = [(p, o) for p, o in tenant_page_objects(tree) if o["kind"] == "Job"
+            and o["spec"]["template"]["spec"].get("priorityClassName") in classes]
+    if not tas:
+        assert not jobs
+        return
+    assert jobs, "a tenant page shows a Job of a tier on a topology-aware pool"
+    page, job = jobs[0]
+    ns = job["metadata"]["namespace"]
+    d.wait_default_service_account(ns)
+    d.wait_quotas()
+    as_written = copy.deepcopy(job)
+    as_written["metadata"].pop("generateName", None)
+    as_written["metadata"]["name"] = "topology"
+    assert UNCONSTRAINED_TOPOLOGY in as_written["spec"]["template"]["metadata"]["annotations"]
+    code, body = cp.create(as_written, dry_run=True, impersonate="tenant", groups=("system:authenticated",))
+    assert code == 201, (page, code, body.get("message"))
+    bare = copy.deepcopy(as_written)
+    del bare["spec"]["template"]["metadata"]["annotations"][UNCONSTRAINED_TOPOLOGY]
+    code, body = cp.create(bare, dry_run=True, impersonate="tenant", groups=("system:authenticated",))
+    assert code in (403, 422) and "asks Kueue for topology" in (body.get("message") or ""), (page, code, body.get("message"))

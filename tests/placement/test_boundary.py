@@ -101,9 +101,13 @@ def test_a_queued_class_pod_outside_kueue_is_refused_and_a_kueue_job_is_not(kueu
 def test_workloads_of_a_queued_class_must_be_held_by_kueue(kueue):
     from gpuplan.identity import QUEUE_LABEL
 
-    spec = _contract(kueue, "training")["spec"]
+    contract = _contract(kueue, "training")
+    spec = contract["spec"]
+    # the template as the tenant page writes it: the contract pod's annotations (the topology it asks Kueue for)
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-           "spec": {"template": {"spec": copy.deepcopy(spec)}}}
+           "spec": {"template": {"metadata": copy.deepcopy(contract["metadata"].get("annotations") and
+                                                           {"annotations": contract["metadata"]["annotations"]}) or {},
+                                 "spec": copy.deepcopy(spec)}}}
     assert any("names its queue" in m for m in kueue.denials(job, "vision-train"))
     job["metadata"]["labels"] = {QUEUE_LABEL: "default"}
     assert any("names its queue" in m for m in kueue.denials(job, "vision-train"))  # not suspended
@@ -655,6 +659,37 @@ def test_a_running_queued_job_keeps_the_pod_count_kueue_admitted(kueue):
                  and kueue.rf.tier_resource(t) is not None)
     plain = with_(running, template={"spec": _contract(kueue, other.name)["spec"]})
     assert refused(with_(plain, parallelism=3), plain) == []
+
+
+def test_a_queued_job_on_a_topology_aware_pool_asks_kueue_for_topology(kueue):
+    """On a fleet whose queues have topology-aware flavors beside others, Kueue gives a pod set that
+    does not ask for TAS only the others (kueue v0.19.2 tas_flavorassigner.go:166-203): a Job of a
+    tier on a topology-aware pool without a topology annotation would wait for ever, so it is
+    refused; with the one the tenant pages write, or a required topology, it passes; a tier on a
+    pool that is not topology-aware needs none."""
+    from gpuplan.identity import QUEUE_LABEL, UNCONSTRAINED_TOPOLOGY
+    from gpuplan.queues import namespace_grants, queued_tiers, tas_pools
+
+    rf = kueue.rf
+    tas = tas_pools(rf)
+    tier = next(t for t in rf.fleet.spec.tiers if t.name in queued_tiers(rf) and t.pool in tas)
+    other = next(t for t in rf.fleet.spec.tiers if t.name in queued_tiers(rf) and t.pool not in tas)
+
+    def job(t, annotations):
+        ns = next(n for n, g in sorted(namespace_grants(rf).items()) if t.name in g)
+        spec = _contract(kueue, t.name)["spec"]
+        tmpl = {"spec": copy.deepcopy(spec), **({"metadata": {"annotations": annotations}} if annotations else {})}
+        return ns, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "labels": {QUEUE_LABEL: "default"}},
+                    "spec": {"suspend": True, "template": tmpl}}
+
+    def refused(t, annotations):
+        ns, j = job(t, annotations)
+        return any("asks Kueue for topology" in m for m in kueue.denials(j, ns))
+    assert refused(tier, None)
+    assert refused(tier, {"example.com/other": "x"})
+    assert not refused(tier, {UNCONSTRAINED_TOPOLOGY: "true"})
+    assert not refused(tier, {"kueue.x-k8s.io/podset-required-topology": "topology.example.com/rack"})
+    assert not refused(other, None)
 
 
 def test_a_queued_job_takes_only_its_own_tiers_queue_priority(kueue):

@@ -36,6 +36,25 @@ def test_no_step_of_a_transition_opens_the_boundary(name, tmp_path):
     assert not found, "\n".join(map(str, found))
 
 
+def test_a_namespace_the_new_tree_trusts_is_no_window_at_any_step(tmp_path):
+    """With every object of the trees (the DRA driver's Namespace too, created in an early wave
+    while the old tree's bindings still select it), the change to DRA opens no window: the new
+    tree exempts that namespace, so what it admits there is not past the new boundary; without
+    the exemption the proof would count its claims."""
+    from gpuplan.placement.boundary import prove_boundary
+    from gpuplan.placement.steps import STEP_KINDS, trusted_namespaces
+    from tests.e2e.engine import load_tree
+
+    old, new = build_pair(tmp_path, *SCENARIOS["migration-before-dra-to-dra"])
+    old_docs, new_docs = (list(load_tree(b.tree).objects.values()) for b in (old, new))
+    assert step_breaches(new.rf, old_docs, new_docs) == []
+    driver = next(n for n in trusted_namespaces(new.rf) if "dra" in n)
+    early = sync_states(old_docs, new_docs, "argocd")[0][1]
+    assert driver in {d["metadata"]["name"] for d in early if d["kind"] == "Namespace"}
+    rest = [d for d in new_docs if d.get("kind") not in STEP_KINDS]
+    assert any(b.namespace == driver for b in prove_boundary(new.rf, rest + early).breaches)
+
+
 @pytest.mark.parametrize("name,step", [("add-tier", "wave -1"), ("rename-tier", "wave -2"),
                                        ("remove-tier", "wave -2")])
 def test_a_class_synced_before_its_rules_is_found_at_its_step(name, step, tmp_path, monkeypatch):

@@ -168,7 +168,9 @@ def test_training_pods_on_karpenter_pools_ask_not_to_be_disrupted(tmp_path):
         "annotations": {DO_NOT_DISRUPT: "true"}}
     assert "annotations" not in contract_pod(rf, rf.tier_by_name["serving-l40s"], "ads-serve")["metadata"]
     kueue = check_fleet(REPO / "examples" / "kueue.yaml").resolved
-    assert "annotations" not in contract_pod(kueue, kueue.tier_by_name["training"], "vision-train")["metadata"]
+    # a static pool's training pods: no do-not-disrupt (their Kueue topology request only)
+    assert DO_NOT_DISRUPT not in contract_pod(kueue, kueue.tier_by_name["training"], "vision-train")["metadata"].get(
+        "annotations", {})
     assert contract_pod(kueue, kueue.tier_by_name["burst-training"], "vision-train")["metadata"]["annotations"] == {
         DO_NOT_DISRUPT: "true"}
 
