@@ -689,10 +689,17 @@ def class_policy_name(rf: ResolvedFleet, pc: str, suffix: str = "") -> str:
     return name if len(name) <= 253 else content_name(f"{policy_name(rf)}-class", pc + suffix, limit=253)
 
 
+# A pod's CPU and memory change in place through its resize subresource (InPlacePodVerticalScaling,
+# on from 1.33: kubernetes v1.36.3 pkg/features/kube_features.go:1534-1537), an UPDATE of the Pod
+# that a rule on ``pods`` alone does not match: the CPU and memory per GPU hold there too.
+POD_RESIZE = "pods/resize"
+
+
 def _rules(rf: ResolvedFleet) -> list[dict[str, Any]]:
     by_group: dict[str, list[str]] = {}
     for group, resource, _ in workloads(rf).values():
         by_group.setdefault(group, []).append(resource)
+    by_group[""].append(POD_RESIZE)
     return [{"apiGroups": [g], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": sorted(r)}
             for g, r in sorted(by_group.items())]
 

@@ -448,9 +448,12 @@ class Cluster:
 
 def _matches(policy: dict[str, Any], obj: dict[str, Any], request: dict[str, Any] | None) -> bool:
     """The policy's matchConstraints.resourceRules take the object's kind and the operation
-    (resources named by the kind's lower-case plural, as every kind gpuplan guards is)."""
+    (resources named by the kind's lower-case plural, as every kind gpuplan guards is; with the
+    request's ``subResource``, ``<plural>/<subresource>``: a pod's resize)."""
     group = obj.get("apiVersion", "v1").rpartition("/")[0]
     resource = obj.get("kind", "").lower() + "s"
+    if (request or {}).get("subResource"):
+        resource += "/" + request["subResource"]
     op = (request or {}).get("operation", "CREATE")
     for r in policy["spec"].get("matchConstraints", {}).get("resourceRules", []):
         if (group in r.get("apiGroups", []) or "*" in r.get("apiGroups", [])) \

@@ -532,7 +532,9 @@ def revoked(a: dict, b: dict, tiers: Mapping[str, str] | None = None) -> list[Di
                 f"{why} ({was}), and nothing evicts the pods it admitted: ResourceQuota and the admission "
                 "policies judge a pod only when it is created or updated, so running pods of PriorityClass "
                 f"{pc} here keep their GPUs (up to the old grant) until deleted, GPUs the new plan hands to "
-                f"nobody. Find them: `{find_pods_command(ns, pc)}`"))
+                f"nobody. Their Deployments, StatefulSets and Jobs still scale (the policies re-read a workload "
+                f"only when its pod templates change), and a change of their template is refused until it names a "
+                f"class granted here. Find them: `{find_pods_command(ns, pc)}`"))
     return out
 
 

@@ -188,6 +188,49 @@ def test_a_pod_over_its_namespace_grant_is_refused(example):
         pytest.skip("no tenant holds a grant of a tier outside Kueue")
 
 
+def test_a_pod_resized_past_its_share_is_refused(example):
+    """A tier's pod at its pool's CPU share per GPU, created; growing its CPU in place
+    (``pods/resize``) past the share is refused by the API server, and a resize within it passes
+    (gpuplan.pergpu; lower/admission.py ``POD_RESIZE``). Examples with no bounded tier outside
+    Kueue have nothing to resize."""
+    from gpuplan.identity import contract_pod, contract_pod_spec
+    from gpuplan.pergpu import unit_share
+    from gpuplan.queues import namespace_grants
+
+    rf, d, cp = example.rf, example.deployed, example.cp
+    queued = set(queued_tiers(rf))
+    grants = namespace_grants(rf)
+    found = [(t, s, ns) for t in rf.fleet.spec.tiers if t.name not in queued and rf.tier_resource(t) is not None
+             and (s := unit_share(rf, t)) is not None and s.cpu_milli is not None
+             for ns in sorted(n for n, g in grants.items() if t.name in g)[:1]]
+    if not found:
+        assert not any(unit_share(rf, t) for t in rf.fleet.spec.tiers if t.name not in queued)
+        return
+    t, share, ns = found[0]
+    pod = contract_pod(rf, t, ns, contract_pod_spec(rf, t, rf.tier_resource(t), 1))
+    pod["metadata"]["name"] = "resized"
+    pod["spec"]["containers"][0]["resources"].setdefault("requests", {})["cpu"] = f"{share.cpu_milli // 2}m"
+    d.wait_default_service_account(ns)
+    d.wait_quotas()
+    code, body = cp.create(pod, impersonate="tenant", groups=("system:authenticated",))
+    assert code == 201, body.get("message")
+    path = f"/api/v1/namespaces/{ns}/pods/resized/resize"
+    name = pod["spec"]["containers"][0]["name"]
+
+    def resize(milli: int) -> tuple[int, dict]:
+        return cp.request("PATCH", path, {"spec": {"containers": [{"name": name, "resources": {"requests": {
+            "cpu": f"{milli}m"}}}]}}, content_type="application/strategic-merge-patch+json",
+            impersonate="tenant", groups=("system:authenticated",))
+    try:
+        code, body = resize(share.cpu_milli + 1000)
+        assert code in (403, 422) and f"per {rf.tier_resource(t)}" in (body.get("message") or ""), \
+            (code, body.get("message"))
+        code, body = resize(share.cpu_milli)
+        assert code == 200, (code, body.get("message"))
+    finally:
+        cp.delete(pod)
+
+
 def _template(o: dict[str, Any]) -> dict[str, Any]:
     return o["spec"]["template"]["spec"] if o["kind"] == "Job" else o["spec"]
 

@@ -145,3 +145,29 @@ def test_the_proof_tries_a_pod_over_the_share_and_names_the_unbounded_pools(tmp_
     spec.write_text(PER_GPU, encoding="utf-8")
     found = [d for d in check_fleet(spec).diagnostics if d.code == "GP527"]
     assert any("keeps its node's other GPUs" in d.message for d in found), [str(d) for d in found]
+
+
+def test_a_resize_in_place_is_held_to_the_share(tmp_path):
+    """A pod's CPU and memory change in place through ``pods/resize`` (on from 1.33): the policies
+    match that subresource, so a running pod cannot grow past its share; a resize within it passes."""
+    from gpuplan.lower.admission import POD_RESIZE
+
+    rf = _rf(tmp_path, PER_GPU)
+    policies = [d for d in placement_docs(rf) if d["kind"] == "ValidatingAdmissionPolicy"]
+    assert all(POD_RESIZE in r["resources"] for p in policies for r in p["spec"]["matchConstraints"]["resourceRules"]
+               if "" in r["apiGroups"])
+    from gpuplan.placement.cel import evaluate_policy
+    from gpuplan.placement.simulate import _matches
+
+    ns_obj = {"apiVersion": "v1", "kind": "Namespace",
+              "metadata": {"name": "alpha-ns", "labels": {"kubernetes.io/metadata.name": "alpha-ns"}}}
+    resize = {"operation": "UPDATE", "subResource": "resize", "userInfo": {"username": "tenant"}}
+
+    def refused(old, new):
+        return [m for p in policies if _matches(p, new, resize)
+                for m in evaluate_policy(p, new, ns_obj, resize, old) if "per nvidia.com" in m]
+    old = _pod(rf, "training", 1, cpu="8")
+    assert refused(old, _pod(rf, "training", 1, cpu="32"))
+    assert refused(old, _pod(rf, "training", 1, cpu="12")) == []
+    # a subresource the policies do not name is not theirs
+    assert not any(_matches(p, old, {**resize, "subResource": "status"}) for p in policies)
