@@ -245,7 +245,7 @@ def test_a_job_on_a_topology_aware_pool_without_a_topology_request_is_refused(qu
     API server refuses it (Kueue would give it only the flavors that are not topology-aware and it
     would wait for ever: kueue v0.19.2 tas_flavorassigner.go:166-203); as the page writes it, a
     dry run passes."""
-    from gpuplan.identity import UNCONSTRAINED_TOPOLOGY
+    from gpuplan.lower.admission import TAS_ANNOTATIONS
     from gpuplan.queues import tas_pools
 
     rf, tree, d, nodes = queued
@@ -265,10 +265,13 @@ def test_a_job_on_a_topology_aware_pool_without_a_topology_request_is_refused(qu
     as_written = copy.deepcopy(job)
     as_written["metadata"].pop("generateName", None)
     as_written["metadata"]["name"] = "topology"
-    assert UNCONSTRAINED_TOPOLOGY in as_written["spec"]["template"]["metadata"]["annotations"]
+    annotations = as_written["spec"]["template"]["metadata"]["annotations"]
+    asked = [k for k in TAS_ANNOTATIONS if k in annotations]
+    assert asked, annotations  # unconstrained, or a gang's required level
     code, body = cp.create(as_written, dry_run=True, impersonate="tenant", groups=("system:authenticated",))
     assert code == 201, (page, code, body.get("message"))
     bare = copy.deepcopy(as_written)
-    del bare["spec"]["template"]["metadata"]["annotations"][UNCONSTRAINED_TOPOLOGY]
+    for k in asked:
+        del bare["spec"]["template"]["metadata"]["annotations"][k]
     code, body = cp.create(bare, dry_run=True, impersonate="tenant", groups=("system:authenticated",))
     assert code in (403, 422) and "asks Kueue for topology" in (body.get("message") or ""), (page, code, body.get("message"))
