@@ -361,21 +361,22 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                 unbounded.add(t.pool)
                 continue
             r = rf.tier_resource(t)
-            at = {r: 1, **({"cpu": f"{share.cpu_milli}m"} if share.cpu_milli is not None else {}),
-                  **({"memory": str(share.memory)} if share.memory is not None else {})}
-            add(f"{who}: 1 {r} and its share, {', '.join(f'{at[k]} {k}' for k in ('cpu', 'memory') if k in at)}",
-                _spec(pc, own[0], at), shape=PER_GPU_SHAPE)
-            over = {r: 1, **({"cpu": f"{share.cpu_milli + 1}m"} if share.cpu_milli is not None else {}),
-                    **({"memory": str(share.memory + 2 ** 20)} if share.memory is not None else {})}
-            add(f"{who}: 1 {r} and {', '.join(f'{over[k]} {k}' for k in ('cpu', 'memory') if k in over)}",
-                _spec(pc, own[0], over), shape=PER_GPU_SHAPE,
-                escape=f"requests more than {share.describe()} per {r}: it keeps its node's other GPUs from "
-                       "the pods granted them")
-            for k in ("cpu", "memory"):  # each alone: the policy bounds both
-                if k in over:
-                    add(f"{who}: 1 {r} and {over[k]} {k}", _spec(pc, own[0], {r: 1, k: over[k]}), shape=PER_GPU_SHAPE,
-                        escape=f"requests more than {share.describe()} per {r}: it keeps its node's other GPUs "
-                               "from the pods granted them")
+            at = {k: v for k, v in (("cpu", share.cpu_milli), ("memory", share.memory)) if v is not None}
+            over = {k: v + (1 if k == "cpu" else 2 ** 20) for k, v in at.items()}  # a thousandth of a CPU, a MiB
+            shown = {"cpu": lambda m: f"{m}m", "memory": str}
+
+            def sized(amounts: dict[str, int]) -> dict[str, Any]:
+                return {r: 1, **{k: shown[k](v) for k, v in amounts.items()}}
+
+            def words(amounts: dict[str, int]) -> str:
+                return ", ".join(f"{shown[k](v)} {k}" for k, v in amounts.items())
+            escape = (f"requests more than {share.describe()} per {r}: it keeps its node's other GPUs from the pods "
+                      "granted them")
+            add(f"{who}: 1 {r} and its share, {words(at)}", _spec(pc, own[0], sized(at)), shape=PER_GPU_SHAPE)
+            add(f"{who}: 1 {r} and {words(over)}", _spec(pc, own[0], sized(over)), shape=PER_GPU_SHAPE, escape=escape)
+            for k in over:  # each alone: the policy bounds both
+                add(f"{who}: 1 {r} and {words({k: over[k]})}", _spec(pc, own[0], sized({k: over[k]})),
+                    shape=PER_GPU_SHAPE, escape=escape)
         if tiers:
             # the tier's resource on another pool: the class policy compares the pool selector
             # with a list of its pools, so one pool outside it stands for all (tests hold every

@@ -151,32 +151,57 @@ def trusted_namespaces(rf: ResolvedFleet) -> frozenset[str]:
     return frozenset(exempt_namespaces(rf))
 
 
+@dataclass(frozen=True)
+class StepProver:
+    """The boundary proof of the states between two trees (each a tree's objects): what a state
+    holds of :data:`STEP_KINDS`, over the new tree's other objects, with the old tree's tier
+    classes the new one drops tried as classes of no tier, each refused while its PriorityClass
+    is not held; and what counts as a window there (:meth:`windows`)."""
+
+    rf: ResolvedFleet
+    rest: tuple[dict[str, Any], ...]
+    extra: tuple[str, ...]
+    opened: frozenset[tuple[str, str, str]]  # (pod, namespace, escape) the old tree admits already
+    trusted: frozenset[str]
+
+    @classmethod
+    def between(cls, rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dict[str, Any]]) -> "StepProver":
+        ours = {priority_class_name(t) for t in rf.fleet.spec.tiers}
+        prover = cls(rf, tuple(d for d in new if d.get("kind") not in STEP_KINDS),
+                     tuple(sorted(_tier_classes(old) - ours)), frozenset(), trusted_namespaces(rf))
+        before = prover.prove([d for d in old if d.get("kind") in STEP_KINDS])
+        return cls(prover.rf, prover.rest, prover.extra,
+                   frozenset((b.pod, b.namespace, b.escape) for b in before.breaches), prover.trusted)
+
+    def prove(self, held: Iterable[dict[str, Any]], record: bool = False) -> Any:
+        """The :class:`gpuplan.placement.boundary.Boundary` of the state that holds ``held``."""
+        from gpuplan.placement.boundary import prove_boundary
+
+        held = list(held)
+        defined = frozenset(_key(d)[2] for d in held if d.get("kind") == "PriorityClass")
+        return prove_boundary(self.rf, [*self.rest, *held], record=record, extra_classes=self.extra, defined=defined)
+
+    def windows(self, boundary: Any) -> list[Any]:
+        """The breaches of a state's proof that the old tree did not admit, outside the namespaces
+        the new tree trusts."""
+        return [b for b in boundary.breaches
+                if (b.pod, b.namespace, b.escape) not in self.opened and b.namespace not in self.trusted]
+
+
 def step_breaches(rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[StepBreach]:
     """The pods a state between ``old`` and ``new`` (each a tree's objects) admits past the
     new spec's boundary that the old tree did not admit, with the step that opens them."""
-    from gpuplan.placement.boundary import prove_boundary
-
     states = sync_states(old, new, rf.fleet.spec.cluster.gitops.engine)
     final = {_key(d): d for d in new if d.get("kind") in STEP_KINDS}
     states = [(n, s) for n, s in states if {_key(d): d for d in s} != final]
     if not states:
         return []
-    rest = [d for d in new if d.get("kind") not in STEP_KINDS]
-    before = [d for d in old if d.get("kind") in STEP_KINDS]
-
-    ours = {priority_class_name(t) for t in rf.fleet.spec.tiers}
-    extra = tuple(sorted(_tier_classes(old) - ours))
-
-    def defined(docs: list[dict[str, Any]]) -> frozenset[str]:
-        return frozenset(_key(d)[2] for d in docs if d.get("kind") == "PriorityClass")
-
-    opened = {(b.pod, b.namespace, b.escape)
-              for b in prove_boundary(rf, rest + before, extra_classes=extra, defined=defined(before)).breaches}
+    prover = StepProver.between(rf, old, new)
+    seen: set[tuple[str, str, str]] = set()
     out: list[StepBreach] = []
-    trusted = trusted_namespaces(rf)
     for name, held in states:
-        for br in prove_boundary(rf, rest + held, extra_classes=extra, defined=defined(held)).breaches:
-            if (br.pod, br.namespace, br.escape) not in opened and br.namespace not in trusted:
-                opened.add((br.pod, br.namespace, br.escape))
+        for br in prover.windows(prover.prove(held)):
+            if (br.pod, br.namespace, br.escape) not in seen:
+                seen.add((br.pod, br.namespace, br.escape))
                 out.append(StepBreach(name, br.namespace, br.pod, br.escape))
     return out

@@ -144,29 +144,18 @@ def test_the_boundary_holds_at_every_step_on_the_api_server(name, tmp_path, clus
     proof of that state admits no pod past the new spec's boundary that the old tree did not; and
     every pod it enumerates, in every namespace state, gets the proof's verdict from the API
     server (the same pods as tests/e2e/test_examples.py, at each step)."""
-    from gpuplan.placement.boundary import prove_boundary
-    from gpuplan.identity import priority_class_name
     from gpuplan.placement.simulate import ert_enabled
-    from gpuplan.placement.steps import STEP_KINDS, _tier_classes, sync_states, trusted_namespaces
+    from gpuplan.placement.steps import StepProver, sync_states
     from tests.e2e.cluster import case_namespaces, disagreements
     from tests.e2e.engine import load_tree
 
     before, after = SCENARIOS[name]
     old, new = build_pair(tmp_path, before, after)
     old_docs, new_docs = list(load_tree(old.tree).objects.values()), list(load_tree(new.tree).objects.values())
-    rf = new.rf
     states = [_step_state(old_docs), *(_step_state(s) for _, s in sync_states(old_docs, new_docs,
-                                                                                 rf.fleet.spec.cluster.gitops.engine)),
+                                                                                 new.rf.fleet.spec.cluster.gitops.engine)),
               _step_state(new_docs)]
-    rest = [o for o in new_docs if o.get("kind") not in STEP_KINDS]
-    extra = tuple(sorted(_tier_classes(old_docs) - {priority_class_name(t) for t in rf.fleet.spec.tiers}))
-
-    def proof(held: dict):
-        defined = frozenset(k[2] for k in held if k[0] == "PriorityClass")
-        return prove_boundary(rf, rest + list(held.values()), record=True, extra_classes=extra, defined=defined)
-
-    opened = {(b.pod, b.namespace, b.escape) for b in proof(states[0]).breaches}
-    trusted = trusted_namespaces(rf)
+    prover = StepProver.between(new.rf, old_docs, new_docs)
     cp = clusters.start(f"steps-{name}", ("ExtendedResourceToleration",) if ert_enabled(old.rf) else ())
     try:
         problems: list[str] = []
@@ -175,19 +164,15 @@ def test_the_boundary_holds_at_every_step_on_the_api_server(name, tmp_path, clus
         for st, d in replay(cp, old, new):
             problems += [str(r) for r in d.refusals]
             d.refusals.clear()
-            for o in st.apply:
-                if o.get("kind") in STEP_KINDS:
-                    held.update(_step_state([o]))
-            for o in st.prune:
-                for k in _step_state([o]):
-                    held.pop(k, None)
+            held.update(_step_state(st.apply))
+            for k in _step_state(st.prune):
+                held.pop(k, None)
             if held not in states:
                 problems.append(f"{st.name}: the API server holds a state gpuplan's step model does not have: "
                                 f"{sorted(set(held) ^ set(states[-1]))}")
                 continue
-            b = proof(held)
-            problems += [f"{st.name}: {br.pod} in {br.namespace}: {br.escape}" for br in b.breaches
-                         if (br.pod, br.namespace, br.escape) not in opened and br.namespace not in trusted]
+            b = prover.prove(held.values(), record=True)
+            problems += [f"{st.name}: {br.pod} in {br.namespace}: {br.escape}" for br in prover.windows(b)]
             case_namespaces(d, b.cases)
             problems += [f"{st.name}: {x}" for x in disagreements(cp, b.cases)]
             judged += len(b.cases)
