@@ -27,7 +27,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("gpuplan", "gpuplan.artifacts", "gpuplan.diagnostics", "gpuplan.codes", "gpuplan.exitcodes", "gpuplan.internal",
                     "gpuplan.k8sversions", "gpuplan.k8s_features_dra", "gpuplan.upstream", "gpuplan.catalog",
                     "gpuplan.cloud", "gpuplan.mig", "gpuplan.render", "gpuplan.probe._nvml_compat",
-                    "gpuplan.verify.cel", "gpuplan.k8snames", "gpuplan.k8squantity")),
+                    "gpuplan.verify.cel", "gpuplan.k8snames", "gpuplan.k8squantity", "gpuplan.nodefacts")),
     ("load", ("gpuplan.spec.loader", "gpuplan.verify.manifests")),
     ("model", ("gpuplan.spec", "gpuplan.probe.inventory", "gpuplan.probe.codes", "gpuplan.probe.reader",
                "gpuplan.probe.paths", "gpuplan.probe.facts", "gpuplan.mig.migparted")),

@@ -127,7 +127,16 @@ def _preinstalled_toolkit_note(rf: ResolvedFleet, managed_driver: bool) -> str:
     strategy (:data:`gpuplan.lower.operator.NODE_TOOLKIT_SETTINGS`), and the driver root
     of the operator's driver container."""
     from gpuplan.lower.operator import NODE_TOOLKIT_SETTINGS
+    from gpuplan.provisioning.runtime import runtime_class, unconfigurable_toolkit_pools
 
+    platform_owned = unconfigurable_toolkit_pools(rf)
+    if platform_owned:
+        names = ", ".join(pv.name for pv in platform_owned)
+        return (f"the platform's on {names} (CDI off for the operator): containerd runs GPU containers with "
+                f"`{runtime_class(rf)}`, the RuntimeClass the operator gives its pods (`operator.runtimeClass`). "
+                "No object gpuplan writes can configure that toolkit, so the device plugin keeps its `envvar` "
+                "strategy, the one it serves: a container that requests no GPU and whose image sets "
+                "`NVIDIA_VISIBLE_DEVICES=all` sees every GPU of its node (GP991)")
     settings = ", ".join(f"`{k} = {v}`" for k, v in NODE_TOOLKIT_SETTINGS)
     al2023 = karpenter_cloud(rf.fleet.spec.cluster) == "aws" and any(
         pv.pool.karpenter is not None and pv.pool.karpenter.ami_family == "AL2023" for pv in rf.pools)

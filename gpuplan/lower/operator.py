@@ -41,7 +41,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.dra.claims import is_dra
+from gpuplan.nodefacts import fact
 from gpuplan.provisioning.pools import operator_runs_driver
+from gpuplan.provisioning.runtime import runtime_class, unconfigurable_toolkit_pools
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as PLUGIN_CONFIGMAP
@@ -107,7 +109,12 @@ def values(rf: ResolvedFleet) -> dict[str, Any]:
     managed_toolkit = rf.toolkit != "preinstalled"
     toolkit_env, plugin_env = envvar_inert_values(rf)
     plugin_on = not all(is_dra(rf, pv) for pv in rf.pools)
+    handler = runtime_class(rf)
     return {
+        # the RuntimeClass the operator creates and gives its operands: its handler is its name
+        # (NVIDIA/gpu-operator@v26.7.0 controllers/object_controls.go:5178-5190, 2747-2753), so it
+        # must be a runtime the nodes' containerd defines (gpuplan/upstream/nodes/, GP990)
+        **({"operator": {"runtimeClass": handler}} if handler != fact("operator", "runtimeHandler") else {}),
         "nfd": {"enabled": True},
         "node-feature-discovery": nfd,
         "daemonsets": {"tolerations": tol},
@@ -184,7 +191,7 @@ def envvar_inert_values(rf: ResolvedFleet) -> tuple[list[dict[str, str]], list[d
     if rf.toolkit != "preinstalled":
         toolkit_env = [{"name": TOOLKIT_ENVVAR_OFF, "value": "false"},
                        {"name": TOOLKIT_VOLUME_MOUNTS_ON, "value": "true"}]
-    else:
+    elif not unconfigurable_toolkit_pools(rf):
         plugin_env = [{"name": DEVICE_LIST_STRATEGY, "value": VOLUME_MOUNTS}]
     return toolkit_env, plugin_env
 

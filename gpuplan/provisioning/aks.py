@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from gpuplan.nodefacts import fact, taint
 from gpuplan.provisioning.pools import AZURE_SPOT_LABEL as SPOT_LABEL, GPU, POOL_LABEL
 from gpuplan.spec.models import Mig, Pool
 
@@ -47,9 +48,11 @@ if TYPE_CHECKING:
 TITLE = "AKS agent pool"
 MACHINE_FIELD = "vmSize"
 
-AGENTPOOL_LABEL = "kubernetes.azure.com/agentpool"
-ACCELERATOR_LABEL = "kubernetes.azure.com/accelerator"
-SPOT_TAINT = {"key": SPOT_LABEL, "value": "spot", "effect": "NoSchedule"}
+# labels and taints from the node-facts table (gpuplan/upstream/nodes/aks.json)
+AGENTPOOL_LABEL = fact("aks", "label.agentpool")
+ACCELERATOR_LABEL = fact("aks", "label.accelerator")
+ACCELERATOR_VALUE = fact("aks", "label.accelerator.value")
+SPOT_TAINT = taint("aks", "taint.spot")
 RESERVED_LABEL_DOMAINS = ("kubernetes.azure.com", "kubernetes.io")  # use-labels.md:217-222
 # ASO v1api20250801 ManagedClustersAgentPool_Spec.AzureName (managed_clusters_agent_pool_types_gen.go
 # @70edf9f0, kubebuilder Pattern): Linux agent pool names
@@ -122,7 +125,7 @@ def platform_labels(pv: Any) -> dict[str, str]:
     pool = pv.pool
     out = {AGENTPOOL_LABEL: agent_pool_name(pool)}
     if settings(pool).driver == "aks":
-        out[ACCELERATOR_LABEL] = "nvidia"
+        out[ACCELERATOR_LABEL] = ACCELERATOR_VALUE
     if settings(pool).spot:
         out[SPOT_LABEL] = "spot"
     return out

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gpuplan.nodefacts import fact
 from gpuplan.provisioning.pools import GPU, POOL_LABEL
 from gpuplan.spec.models import Pool
 
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 TITLE = "Cluster API MachineDeployment"
 
 # kubernetes/autoscaler@cluster-autoscaler-1.36.1 cluster-autoscaler/cloudprovider/clusterapi/
-ACCELERATOR_LABEL = "cluster-api/accelerator"  # clusterapi_provider.go:51-52 (GPULabel)
+ACCELERATOR_LABEL = fact("capi", "label.accelerator")  # clusterapi_provider.go:52 (GPULabel), gpuplan/upstream/nodes/capi.json
 # The Cluster Autoscaler release that stops counting nodes with only nvidia.com/mig-* or shared
 # resources as unready (kubernetes/autoscaler#8095; fix PRs kubernetes/autoscaler#9673 and
 # kubernetes-sigs/cluster-autoscaler#92, both open). None: no release has it yet.

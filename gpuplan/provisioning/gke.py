@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gpuplan.nodefacts import fact, taint
 from gpuplan.provisioning.pools import GPU, POOL_LABEL
 from gpuplan.spec.models import Gke, Mig, Pool
 
@@ -34,12 +35,12 @@ TITLE = "GKE node pool"
 MACHINE_FIELD = "machineType"  # the spec key under ``gke`` (GP637-GP639 point at it)
 
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
-ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+ACCELERATOR_LABEL = fact("gke", "label.accelerator")  # gpuplan/upstream/nodes/gke.json
 PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
 SHARING_STRATEGY_LABEL = "cloud.google.com/gke-gpu-sharing-strategy"
 MAX_SHARED_LABEL = "cloud.google.com/gke-max-shared-clients-per-gpu"
 SPOT_LABEL = "cloud.google.com/gke-spot"
-GPU_TAINT = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
+GPU_TAINT = taint("gke", "taint.gpu")
 
 # GKE's names of the sharing strategies (label values; the API's are TIME_SHARING and MPS)
 SHARING_STRATEGY = {"time-slicing": "time-sharing", "mps": "mps"}

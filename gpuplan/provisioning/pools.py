@@ -30,6 +30,7 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from gpuplan.nodefacts import fact
 from gpuplan.spec.models import Pool
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def platform(cluster: Any, pool: Pool) -> str:
 # interruption notices"); Azure Spot VMs and Compute Engine Spot VMs 30 seconds (Azure Scheduled
 # Events "Preempt"; Compute Engine "Preemption process"). By :func:`platform`.
 # The label Azure puts on Spot VMs, agent pools' and NAP's alike.
-AZURE_SPOT_LABEL = "kubernetes.azure.com/scalesetpriority"
+AZURE_SPOT_LABEL = fact("aks", "label.spot")  # gpuplan/upstream/nodes/aks.json
 RECLAIM_NOTICE: dict[str, tuple[str, str]] = {
     "karpenter-aws": ("EC2", "two minutes"),
     "karpenter-azure": ("Azure", "30 seconds"),

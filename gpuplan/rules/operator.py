@@ -1,4 +1,4 @@
-"""GP640-GP652, GP655: GPU Operator choices that hold for the whole fleet — container
+"""GP640-GP652, GP655, GP990-GP991: GPU Operator choices that hold for the whole fleet — container
 toolkit and CDI, the managed driver's version (against each static pool's GPU, GP650,
 and OS, GP651), what runs on Bottlerocket nodes.
 
@@ -123,7 +123,37 @@ I_AMI_DRIVER_UNCHECKED = Code(
     good="karpenter: {instanceTypes: [p6-b200.48xlarge], amiFamily: AL2023, amiVersion: v20260714}",
 )
 
-CODES = (E_TOOLKIT_MIX, E_DRIVER_VERSION, W_DRIVER_FLOATS, E_BOTTLEROCKET_SHARING,
+E_RUNTIME_HANDLERS = Code(
+    "GP990", "GPU nodes name their NVIDIA runtime differently", Severity.ERROR,
+    "The GPU Operator creates one RuntimeClass, named and handled by `operator.runtimeClass` "
+    "(NVIDIA/gpu-operator@v26.7.0 controllers/object_controls.go:5178-5190), and gives it to every "
+    "operand pod (:2747-2753). containerd runs a pod only with a handler its config defines. AKS and "
+    "AKS Node Auto Provisioning nodes define `nvidia-container-runtime` (Azure/AgentBaker "
+    "pkg/agent/baker.go:1962; Azure/karpenter-provider-azure@v1.14.2 "
+    "pkg/providers/imagefamily/bootstrap/containerd.toml.gtpl:7), the EKS AL2023 NVIDIA AMIs and the "
+    "operator's own toolkit `nvidia` (gpuplan/upstream/nodes/). One fleet cannot serve both: the "
+    "operands would never start on one kind of node.",
+    bad="pools:\n  - {name: aks-a, aks: {...}}      # nvidia-container-runtime\n"
+        "  - {name: rack, nodes: [...]}      # toolkit preinstalled: nvidia",
+    good="one cluster per runtime, or gpuOperator.toolkit: managed where the nodes allow it",
+)
+W_ENVVAR_OPEN = Code(
+    "GP991", "NVIDIA_VISIBLE_DEVICES stays open on the pool's nodes", Severity.WARNING,
+    "gpuplan makes `NVIDIA_VISIBLE_DEVICES` inert for unprivileged containers by telling the node's "
+    "container toolkit to refuse it and hand GPUs over as volume mounts. On AKS agent pools and AKS "
+    "Node Auto Provisioning the toolkit is AKS's, containerd's default runtime is "
+    "`nvidia-container-runtime` (Azure/AgentBaker pkg/agent/baker.go:1962), and neither the agent pool "
+    "nor the AKSNodeClass has a field for node configuration (gpuplan/upstream/nodes/aks.json "
+    "`nodeConfig`): the device plugin keeps its `envvar` strategy (the only one AKS's toolkit serves; "
+    "`volume-mounts` would make every GPU container fail), so a container that requests no GPU on "
+    "these nodes and whose image sets `NVIDIA_VISIBLE_DEVICES=all` (every CUDA base image) sees every GPU "
+    "of its node. gpuplan's admission policies still keep non-tier pods off GPU nodes and refuse the "
+    "variable in pod specs; an image's own environment is out of their sight.",
+    bad="pools:\n  - {name: train, aks: {vmSize: Standard_ND96isr_H100_v5, driver: aks}}",
+    good="pools:\n  - {name: train, aks: {vmSize: Standard_ND96isr_H100_v5, driver: gpu-operator}}\n"
+         "# with gpuOperator: {driver: managed, toolkit: managed}: the operator's toolkit refuses the variable",
+)
+CODES = (E_RUNTIME_HANDLERS, W_ENVVAR_OPEN, E_TOOLKIT_MIX, E_DRIVER_VERSION, W_DRIVER_FLOATS, E_BOTTLEROCKET_SHARING,
          E_BOTTLEROCKET_VERSION, E_DRIVER_FLOOR, E_PRECOMPILED_OS, E_POOL_DRIVER_UNMANAGED,
          I_AMI_DRIVER_UNCHECKED)
 
@@ -231,6 +261,7 @@ def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                  "branch such as R580",
         )
     yield from _driver_checks(rf)
+    yield from _runtime_checks(rf)
     for pv in rf.pools:
         k = pv.pool.karpenter
         if k is None or k.ami_family != "Bottlerocket":
@@ -260,6 +291,27 @@ def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                 pv.path + ("karpenter", "amiVersion"),
                 hint=f"pin amiVersion {want} or later",
             )
+
+
+def _runtime_checks(rf: ResolvedFleet) -> Iterator[Diagnostic]:
+    from gpuplan.provisioning.runtime import runtime_handlers, unconfigurable_toolkit_pools
+
+    handlers = runtime_handlers(rf)
+    if len(handlers) > 1:
+        (first, a), *rest = sorted(handlers.items(), key=lambda kv: rf.pools.index(kv[1][0]))
+        other, b = rest[0]
+        pv = b[0]
+        yield rf.diag(E_RUNTIME_HANDLERS, f"pool {pv.name!r}: its nodes run GPU containers with containerd runtime "
+                      f"{other!r}, pool {a[0].name!r}'s with {first!r}; the GPU Operator gives all its operands one "
+                      "RuntimeClass", pv.path, key=True,
+                      hint="serve these pools from separate clusters, or let the GPU Operator install the toolkit "
+                           "on both (gpuOperator.toolkit: managed, aks.driver: gpu-operator)")
+    for pv in unconfigurable_toolkit_pools(rf):
+        yield rf.diag(W_ENVVAR_OPEN, f"pool {pv.name!r}: its nodes' container toolkit is the platform's and accepts "
+                      "NVIDIA_VISIBLE_DEVICES from any container; an image that sets it sees every GPU of the node",
+                      pv.path, key=True,
+                      hint="let the GPU Operator install driver and toolkit on this pool (driver: gpu-operator, "
+                           "gpuOperator: {driver: managed, toolkit: managed}): the operator's toolkit refuses the variable")
 
 
 def _driver_checks(rf: ResolvedFleet) -> Iterator[Diagnostic]:
