@@ -384,7 +384,8 @@ def _nvidia_drivers(a: dict, b: dict, recreated: Mapping, rolled: set[str], skip
                         f"argocd.argoproj.io/sync-options={opts or ''} --overwrite`), then turn auto-sync back on")
             out.append(Disruption(
                 "replace", subject,
-                f"{_driver_shape(os_)} -> {_driver_shape(ns_)} (NVIDIADriver {nn}) is recreated: {why}; "
+                (f"{_driver_shape(os_)} -> {_driver_shape(ns_)}" if _driver_shape(os_) != _driver_shape(ns_) else
+                 f"{_driver_shape(ns_)}, unchanged,") + f" (NVIDIADriver {nn}) is recreated: {why}; "
                 f"{REINSTALL_AT_ONCE}{keep}"))
         elif fields := immutable_changes("NVIDIADriver", oo, no):
             out.append(Disruption(
