@@ -57,7 +57,7 @@ Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from gpuplan.identity import POOL_LABEL
@@ -90,6 +90,9 @@ class Disruption:
     severity: str  # one of SEVERITY_ORDER
     subject: str  # "Namespace vision-train", "node gpu-a100-05", "NodePool mig-a100", ...
     message: str
+    # (pool, what the change does to its nodes) for the per-pool lines (:func:`by_pool`): a driver
+    # change's node-level effect
+    nodes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @property
     def rank(self) -> int:
@@ -302,10 +305,12 @@ def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = N
     crd = (nd.get("nvidiaDriverCRD") or {}).get("enabled")
     if od and nd and od.get("enabled") and nd.get("enabled") and not crd and (
             od.get("version"), od.get("usePrecompiled")) != (nd.get("version"), nd.get("usePrecompiled")):
+        policy = nd.get("upgradePolicy", {})
         out.append(Disruption(
             "upgrade", "GPU driver",
             f"{od.get('version') or 'chart default'} -> {nd.get('version') or 'chart default'} on the nodes with "
-            f"the operator's driver: {_upgrade_how(nd.get('upgradePolicy', {}), sorted(rolled), sorted(skipped))}"))
+            f"the operator's driver: {_upgrade_how(policy, sorted(rolled), sorted(skipped))}",
+            _rolled_nodes(policy, sorted(rolled), sorted(skipped))))
     out += _nvidia_drivers(a, b, recreated, rolled, skipped)
     handled = {"PriorityClass", "NVIDIADriver"}
     for (kind, ns, name), why in sorted(recreated.items()):
@@ -337,6 +342,9 @@ REINSTALL_AT_ONCE = ("the driver is reinstalled on every node of the pool at onc
                      "their driver meanwhile")
 
 
+AT_ONCE = "driver reinstalled on every node at once"  # the per-pool line of REINSTALL_AT_ONCE
+
+
 def _driver_of(obj: dict, name: str) -> str:
     return ((obj.get("spec") or {}).get("nodeSelector") or {}).get(POOL_LABEL, name)
 
@@ -360,7 +368,7 @@ def _nvidia_drivers(a: dict, b: dict, recreated: Mapping, rolled: set[str], skip
     for pool in sorted(set(olds) & set(news)):
         (on, oo), (nn, no) = olds[pool], news[pool]
         os_, ns_ = oo.get("spec") or {}, no.get("spec") or {}
-        subject = f"GPU driver of pool {pool}"
+        subject, at_once = f"GPU driver of pool {pool}", ((pool, AT_ONCE),)
         if on != nn:
             # both exist for a moment (Argo CD prunes within the wave, Flux after applying): the operator
             # reports the new one ConflictingNodeSelector while the old is there, deletion or not
@@ -370,7 +378,7 @@ def _nvidia_drivers(a: dict, b: dict, recreated: Mapping, rolled: set[str], skip
                 "replace", subject,
                 f"{_driver_shape(os_)} -> {_driver_shape(ns_)}: NVIDIADriver {on} -> {nn} (usePrecompiled is "
                 f"immutable, so the choice is in the name): the engine creates {nn} and prunes {on}, whose driver "
-                f"DaemonSet goes with it; the operator starts {nn} once {on} is gone: {REINSTALL_AT_ONCE}"))
+                f"DaemonSet goes with it; the operator starts {nn} once {on} is gone: {REINSTALL_AT_ONCE}", at_once))
             continue
         if oo == no:
             continue
@@ -386,20 +394,31 @@ def _nvidia_drivers(a: dict, b: dict, recreated: Mapping, rolled: set[str], skip
                 "replace", subject,
                 (f"{_driver_shape(os_)} -> {_driver_shape(ns_)}" if _driver_shape(os_) != _driver_shape(ns_) else
                  f"{_driver_shape(ns_)}, unchanged,") + f" (NVIDIADriver {nn}) is recreated: {why}; "
-                f"{REINSTALL_AT_ONCE}{keep}"))
+                f"{REINSTALL_AT_ONCE}{keep}", at_once))
         elif fields := immutable_changes("NVIDIADriver", oo, no):
             out.append(Disruption(
                 "hand-step", subject,
                 f"NVIDIADriver {nn} changes immutable {', '.join(fields)} under the same name: the API server refuses "
                 "the update (CEL self == oldSelf) and the sync fails; delete the object by hand to let the engine "
-                f"create it again ({REINSTALL_AT_ONCE})"))
+                f"create it again ({REINSTALL_AT_ONCE})", at_once))
         elif (os_.get("version"), os_.get("usePrecompiled")) != (ns_.get("version"), ns_.get("usePrecompiled")):
+            mine = ([p for p in (pool,) if p in rolled], [p for p in (pool,) if p in skipped])
             out.append(Disruption(
                 "upgrade", subject,
                 f"{os_.get('version') or 'default'} -> {ns_.get('version') or 'default'} (NVIDIADriver {nn}, "
-                "updated in place): " + _upgrade_how(ns_.get("upgradePolicy", {}), [p for p in (pool,) if p in rolled],
-                                                     [p for p in (pool,) if p in skipped])))
+                "updated in place): " + _upgrade_how(ns_.get("upgradePolicy", {}), *mine),
+                _rolled_nodes(ns_.get("upgradePolicy", {}), *mine)))
     return out
+
+
+def _rolled_nodes(policy: dict, rolled: list[str], skipped: list[str]) -> tuple[tuple[str, str], ...]:
+    """(pool, node-level effect) of a driver change the operator applies in place."""
+    if not policy.get("autoUpgrade", True):
+        return tuple((p, "driver changes as each node's driver pod is deleted") for p in (*rolled, *skipped))
+    n = policy.get("maxParallelUpgrades", 1)
+    return (*((p, f"driver upgraded {n} node{'s' if n != 1 else ''} at a time by the upgrade controller")
+              for p in rolled),
+            *((p, "driver held (roll its nodes by hand)") for p in skipped))
 
 
 def _driver_pools(objs: dict) -> tuple[set[str], set[str]]:
@@ -637,9 +656,9 @@ def by_pool(ds: list[Disruption]) -> list[str]:
     pools: dict[str, dict[str, set[str]]] = {}
     drivers: dict[str, tuple[int, str]] = {}  # pool -> (rank, what its driver change does to its nodes)
     for d in ds:
-        for pool, rank, what in _driver_effects(d):
-            if pool not in drivers or rank < drivers[pool][0]:
-                drivers[pool] = (rank, what)
+        for pool, what in d.nodes:
+            if pool not in drivers or d.rank < drivers[pool][0]:
+                drivers[pool] = (d.rank, what)
         m = re.fullmatch(r"node (\S+) \(pool (\S+)\)", d.subject)
         s = re.fullmatch(r"pool (\S+) \((?:(\d+) static nodes?|(\w+ )?Karpenter nodes)\)", d.subject)
         if m and d.severity in _VERB:
@@ -677,31 +696,6 @@ def by_pool(ds: list[Disruption]) -> list[str]:
         if pool not in pools:
             rows.append((rank, pool, f"pool {pool}: {what}"))
     return [r[2] for r in sorted(rows)]
-
-
-def _driver_effects(d: Disruption) -> list[tuple[str, int, str]]:
-    """(pool, rank, what happens to its nodes' driver) for a driver entry: upgraded some nodes at a
-    time by the upgrade controller, held, or reinstalled on every node at once."""
-    import re
-
-    if d.subject == "GPU driver":
-        pools = []
-    elif m := re.fullmatch(r"GPU driver of pool (\S+)", d.subject):
-        pools = [m.group(1)]
-    else:
-        return []
-    if d.severity in ("replace", "hand-step"):
-        return [(p, d.rank, "driver reinstalled on every node at once") for p in pools]
-    out = []
-    if "autoUpgrade is off" in d.message:
-        return [(p, d.rank, "driver changes as each node's driver pod is deleted") for p in pools]
-    if m := re.search(r"upgrades pools (.+?), (\d+) node\(s\) at a time", d.message):
-        n = m.group(2)
-        out += [(p, d.rank, f"driver upgraded {n} node{'s' if n != '1' else ''} at a time by the upgrade controller")
-                for p in m.group(1).split(", ")]
-    if m := re.search(r"pools (.+?) are held", d.message):
-        out += [(p, d.rank, "driver held (roll its nodes by hand)") for p in m.group(1).split(", ")]
-    return out
 
 
 def render_text(ds: list[Disruption]) -> str:

@@ -257,6 +257,11 @@ def test_a_driver_change_names_the_pools_it_drains_and_holds(tmp_path):
     [driver] = [d for d in disruptions(old, tree(tmp_path, text, "new.yaml")) if d.subject == "GPU driver"]
     assert "drains and upgrades pools dev, infer" in driver.message
     assert "pools train are held" in driver.message
+    from gpuplan.report.disruption import by_pool
+
+    assert by_pool([driver]) == ["pool dev: driver upgraded 1 node at a time by the upgrade controller",
+                                 "pool infer: driver upgraded 1 node at a time by the upgrade controller",
+                                 "pool train: driver held (roll its nodes by hand)"]
 
 
 def test_a_per_pool_driver_change_is_reported_for_its_pool(tmp_path):
