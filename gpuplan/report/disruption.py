@@ -372,7 +372,7 @@ def _nvidia_drivers(a: dict, b: dict, recreated: Mapping, rolled: set[str], skip
         if on != nn:
             # both exist for a moment (Argo CD prunes within the wave, Flux after applying): the operator
             # reports the new one ConflictingNodeSelector while the old is there, deletion or not
-            # (internal/validator/validator.go:51-100; controllers/nvidiadriver_controller.go:147-159), and
+            # (internal/validator/validator.go:51-100; controllers/nvidiadriver_controller.go:147-161), and
             # the old one's deletion requeues every NVIDIADriver (nvidiadriver_controller.go:295-310,356-366)
             out.append(Disruption(
                 "replace", subject,
