@@ -63,6 +63,7 @@ FLUX_TENANCY_OBJECT = "tenancy.yaml"  # in the operator's Kustomization path
 PRIORITY_CLASSES_PATH = "cluster/priorityclasses.yaml"
 ARGO_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
+FLUX_FORCE = "kustomize.toolkit.fluxcd.io/force"
 
 
 TIER_LABEL = "gpuplan.dev/tier"
@@ -899,6 +900,27 @@ def pool_driver_version(rf: ResolvedFleet, pv: PoolView) -> str | None:
     if op.driver_version is not None:
         return op.driver_version
     return CHART_DEFAULT_DRIVER.get(op.chart_version) if op.driver == "managed" else None
+
+
+PRECOMPILED_SUFFIX = "-precompiled"
+
+
+def nvidia_driver_name(pool: str, precompiled: bool) -> str:
+    """The name of a static pool's NVIDIADriver: the pool's name for a compiled driver,
+    ``<pool>-precompiled`` for a precompiled one (a driver branch, ``R570``).
+
+    ``usePrecompiled`` and ``driverType`` are immutable (NVIDIA/gpu-operator@v26.7.0
+    api/nvidia/v1alpha1/nvidiadriver_types.go:57,64, CEL ``self == oldSelf``), so the name
+    carries the one gpuplan varies: a switch between compiled and precompiled is a new object
+    (the engine creates it and prunes the old one), every other change an in-place update
+    that the upgrade controller rolls node by node. The name is also the value of the node
+    label ``nvidia.com/gpu-operator.driver.owner`` (internal/state/nodepool.go:68,
+    internal/nvidiadriver/nvidiadriver.go:87), so it stays within 63 characters: a pool name
+    too long for the suffix keeps a prefix and a digest of itself."""
+    if not precompiled:
+        return pool
+    name = f"{pool}{PRECOMPILED_SUFFIX}"
+    return name if len(name) <= 63 else content_name(name, pool)
 
 
 def driver_upgrade_held(rf: ResolvedFleet, pv: PoolView) -> bool:

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact
 from gpuplan.resolve import ResolvedFleet
-from gpuplan.identity import ARGO_SYNC_OPTIONS, FLUX_PRUNE, MANAGED_BY
+from gpuplan.identity import ARGO_SYNC_OPTIONS, FLUX_FORCE, FLUX_PRUNE, MANAGED_BY
 
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
@@ -58,9 +58,6 @@ def obj(api_version: str, kind: str, meta: dict[str, Any], **body: Any) -> dict[
 
 
 ARGO_WAVE = "argocd.argoproj.io/sync-wave"
-
-
-FLUX_FORCE = "kustomize.toolkit.fluxcd.io/force"
 
 
 VALUES_PATH = "gpu-operator/values.yaml"

@@ -168,8 +168,10 @@ def _driver_upgrades(rf: ResolvedFleet) -> dict[str, Any]:
         for pv in rf.pools:
             if operator_runs_driver(pv.pool):
                 (held if driver_upgrade_held(rf, pv) else rolled).append(f"`{cell(pv.name)}`")
+    from gpuplan.lower.operator import per_pool_drivers
+
     return {"driver_rolled": ", ".join(rolled), "driver_held": ", ".join(held),
-            "operator_ns": cell(op.namespace)}
+            "operator_ns": cell(op.namespace), "per_pool_drivers": per_pool_drivers(rf)}
 
 
 def _efa_pools(rf: ResolvedFleet) -> list[dict[str, str]]:

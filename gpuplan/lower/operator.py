@@ -236,11 +236,25 @@ def _upgrade_policy(rf: ResolvedFleet) -> dict[str, Any]:
 def nvidia_driver(rf: ResolvedFleet, pv: Any) -> dict[str, Any]:
     """The NVIDIADriver of one static pool: it selects the pool's nodes by the pool label
     gpuplan owns (one value per node, so no two overlap: the operator refuses overlapping
-    NVIDIADrivers), tolerates every pool taint like the other operands, and carries the
-    upgrade policy (the upgrade controller reads each NVIDIADriver's own,
-    controllers/upgrade_controller.go:199-262). ``usePrecompiled`` and ``driverType`` are
-    immutable (CEL ``self == oldSelf``): the object is recreated when they change."""
-    from gpuplan.identity import POOL_LABEL, pool_driver_version
+    NVIDIADrivers, internal/validator/validator.go:51-100), tolerates every pool taint like
+    the other operands, and carries the upgrade policy (the upgrade controller reads each
+    NVIDIADriver's own, controllers/upgrade_controller.go:199-262).
+
+    Never replaced by the GitOps engine: Argo CD's ``Replace=true`` deletes and creates the
+    object on *every* change (argoproj/argo-cd@v3.5.1 gitops-engine/pkg/sync/sync_context.go:
+    1400-1434, ``kubectl replace --force``: k8s.io/kubectl@v0.36.3 pkg/cmd/replace/replace.go:
+    264-265,315-410), and a new NVIDIADriver has a new UID, so a new driver DaemonSet
+    (its name hashes the UID, internal/state/driver.go:500-533; owned by the NVIDIADriver,
+    internal/state/state_skel.go:106): every node of the pool would get a new driver pod at
+    once, outside the upgrade controller. Updated in place, the DaemonSet keeps its name and
+    its ``OnDelete`` strategy (manifests/state-driver/0500_daemonset.yaml:37-38), and the
+    upgrade controller rolls the new driver ``maxParallelUpgrades`` nodes at a time, passing
+    over held pools. Nor Flux's ``force: enabled``: it deletes the object on any Conflict or
+    Invalid apply error, not only an immutable field (fluxcd/pkg/ssa@v0.76.1
+    manager_apply.go:141-148,519-533, errors/immutable.go:32-48). ``usePrecompiled`` and
+    ``driverType`` are immutable (CEL ``self == oldSelf``): the name carries the first
+    (:func:`gpuplan.identity.nvidia_driver_name`; ``driverType`` is always ``gpu``)."""
+    from gpuplan.identity import POOL_LABEL, nvidia_driver_name, pool_driver_version
 
     version = pool_driver_version(rf, pv)
     assert version is not None, "a managed driver always has a version (the chart default at worst)"
@@ -257,8 +271,8 @@ def nvidia_driver(rf: ResolvedFleet, pv: Any) -> dict[str, Any]:
         "tolerations": tolerations(rf),
         "upgradePolicy": _upgrade_policy(rf),
     }
-    meta = metadata(rf, pv.name, extra_labels={POOL_LABEL: pv.name},
-                    annotations=object_annotations(rf, "NVIDIADriver", recreate=True))
+    meta = metadata(rf, nvidia_driver_name(pv.name, branch is not None), extra_labels={POOL_LABEL: pv.name},
+                    annotations=object_annotations(rf, "NVIDIADriver"))
     return obj(NVIDIADRIVER_API, "NVIDIADriver", meta, spec=spec)
 
 

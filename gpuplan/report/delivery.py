@@ -36,6 +36,17 @@ The model, and the upstream behaviour it stands on:
   they are *kept*.
 - Both engines: ``delivery/bootstrap.yaml`` is applied by hand, so a change to
   its objects reaches the cluster only when a person applies it again.
+- **Recreated** objects (deleted, then created under the same name), engine by engine:
+  Argo CD replaces an object whose desired *or live* ``sync-options`` carry
+  ``Replace=true`` on every change (gitops-engine/pkg/sync/sync_context.go:1400,1418-1434;
+  with ``Force=true`` that is ``kubectl replace --force``, delete, wait, create:
+  k8s.io/kubectl@v0.36.3 pkg/cmd/replace/replace.go:264-265,315-410). The root Application
+  syncs only changed objects (``ApplyOutOfSyncOnly=true``, sync_context.go:529-531,646-648), so
+  an unchanged object is left alone. Flux recreates an object marked
+  ``kustomize.toolkit.fluxcd.io/force: enabled`` (desired or in-cluster) only when its apply
+  fails on an immutable field (fluxcd/pkg/ssa@v0.76.1 manager_apply.go:141-148,519-533, as
+  kustomize-controller@v1.9.4 sets the selector, internal/controller/kustomization_controller.go:
+  867-869): the immutable fields are those of :data:`IMMUTABLE`.
 
 Limits: the live cluster is not read (the model assumes it runs the old tree);
 objects outside the root kustomization other than the bootstrap and the
@@ -52,7 +63,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Mapping
 
 from gpuplan.identity import ARGO_SYNC_OPTIONS, BOOTSTRAP_PATH as BOOTSTRAP, FLUX_PRUNE, PROJECT_DIR, ROOT_KUSTOMIZATION
-from gpuplan.identity import FLUX_TENANCY_DIR
+from gpuplan.identity import FLUX_FORCE, FLUX_TENANCY_DIR
 
 TENANCY_KUSTOMIZATION = f"{FLUX_TENANCY_DIR}/kustomization.yaml"
 
@@ -79,6 +90,8 @@ class Outcome:
     kept: list[Ref] = field(default_factory=list)  # left the tree, stays in the cluster
     held: list[Ref] = field(default_factory=list)  # prunes waiting for a confirmation: the sync holds
     hand_steps: list[str] = field(default_factory=list)
+    # changed objects the engine deletes and creates instead of updating: (object, why)
+    recreated: list[tuple[Ref, str]] = field(default_factory=list)
 
     @property
     def blocked(self) -> bool:
@@ -184,6 +197,41 @@ def _options(o: Any) -> set[str]:
     return {x.strip() for x in v.split(",")} if isinstance(v, str) else set()
 
 
+# The fields an update may not change, by kind: what a Flux ``force: enabled`` apply recreates
+# an object for. PriorityClass: kubernetes/kubernetes@v1.36.3
+# pkg/apis/scheduling/validation/validation.go:59-69; NVIDIADriver: CEL ``self == oldSelf``
+# (NVIDIA/gpu-operator@v26.7.0 api/nvidia/v1alpha1/nvidiadriver_types.go:57,64).
+IMMUTABLE: dict[str, tuple[tuple[str, ...], ...]] = {
+    "PriorityClass": (("value",), ("preemptionPolicy",)),
+    "NVIDIADriver": (("spec", "driverType"), ("spec", "usePrecompiled")),
+}
+def _at(o: Any, path: tuple[str, ...]) -> Any:
+    for k in path:
+        o = o.get(k) if isinstance(o, dict) else None
+    return o
+
+
+def immutable_changes(kind: str, old: Any, new: Any) -> list[str]:
+    """The immutable fields (:data:`IMMUTABLE`) whose value differs between two objects."""
+    return [".".join(p) for p in IMMUTABLE.get(kind, ()) if _at(old, p) != _at(new, p)]
+
+
+def _recreated(engine: str, kind: str, old: Any, new: Any) -> str | None:
+    """Why the engine deletes and creates a changed object rather than updating it; None: updated."""
+    if engine == "argocd":
+        if "Replace=true" in _options(new):
+            return "Argo CD replaces it (sync option Replace=true): deleted, then created"
+        if "Replace=true" in _options(old):
+            return ("Argo CD replaces it: the live object still carries sync option Replace=true (written by an "
+                    "older gpuplan) and Argo CD honours the live option too: deleted, then created")
+        return None
+    fields = immutable_changes(kind, old, new)
+    if fields and "enabled" in (_meta(new, "annotations", FLUX_FORCE), _meta(old, "annotations", FLUX_FORCE)):
+        return (f"its apply fails on immutable {', '.join(fields)} and Flux recreates it "
+                "(kustomize.toolkit.fluxcd.io/force: enabled): deleted, then created")
+    return None
+
+
 def outcome(old: Parsed, new: Parsed) -> Outcome:
     """What the engine of the new tree does going from tree ``old`` (live) to ``new``."""
     engine = _engine(new)
@@ -192,6 +240,12 @@ def outcome(old: Parsed, new: Parsed) -> Outcome:
         return out
     a, b = _root(old), _root(new)
     out.applied = sorted(r for r in b if a.get(r) != b[r])
+    # every object the engine syncs, the root's and its other Kustomizations' or Applications'
+    every_a, every_b = _in(old, lambda p: p != BOOTSTRAP), _in(new, lambda p: p != BOOTSTRAP)
+    for r in sorted(set(every_a) & set(every_b)):
+        why = _recreated(engine, r[1], every_a[r], every_b[r]) if every_a[r] != every_b[r] else None
+        if why:
+            out.recreated.append((r, why))
     gone = sorted(set(a) - set(b))
 
     boot_a = _in(old, lambda p: p == BOOTSTRAP)

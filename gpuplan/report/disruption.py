@@ -57,7 +57,7 @@ Stage: report (docs/architecture.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from gpuplan.identity import POOL_LABEL
@@ -90,6 +90,9 @@ class Disruption:
     severity: str  # one of SEVERITY_ORDER
     subject: str  # "Namespace vision-train", "node gpu-a100-05", "NodePool mig-a100", ...
     message: str
+    # (pool, what the change does to its nodes) for the per-pool lines (:func:`by_pool`): a driver
+    # change's node-level effect
+    nodes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @property
     def rank(self) -> int:
@@ -170,6 +173,7 @@ def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = N
 
     d = _delivery(old, new)
     out += _delivery_steps(d)
+    recreated = {(r[1], r[2], r[3]): why for r, why in d.recreated}
     out += _stranded(transition(old, new, needs))
     out += revoked(a, b, tiers)
     held, kept_by_argo = set(), set()
@@ -206,11 +210,14 @@ def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = N
         o, n = a[key], b[key]
         if kind == "PriorityClass":
             ov, nv = (o.get("value"), o.get("preemptionPolicy")), (n.get("value"), n.get("preemptionPolicy"))
-            if ov != nv:
-                out.append(Disruption(
-                    "replace", f"PriorityClass {name}",
-                    f"value/preemptionPolicy {ov[0]}/{ov[1]} -> {nv[0]}/{nv[1]} are immutable: the class is deleted "
-                    "and recreated; running pods keep their old priority"))
+            why = recreated.get((kind, ns, name))
+            if ov != nv or why:
+                what = (f"value/preemptionPolicy {ov[0]}/{ov[1]} -> {nv[0]}/{nv[1]} (immutable)" if ov != nv
+                        else "metadata only")
+                how = (f"recreated: {why}" if why else
+                       "no engine recreates it (no Replace=true or force: enabled): the update is refused until "
+                       "someone deletes the class")
+                out.append(Disruption("replace", f"PriorityClass {name}", f"{what}; {how}. {_CLASS_RECREATED}"))
         elif kind == "NodePool":
             ot, nt = _template(o), _template(n)
             if ot != nt:
@@ -298,23 +305,17 @@ def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = N
     crd = (nd.get("nvidiaDriverCRD") or {}).get("enabled")
     if od and nd and od.get("enabled") and nd.get("enabled") and not crd and (
             od.get("version"), od.get("usePrecompiled")) != (nd.get("version"), nd.get("usePrecompiled")):
+        policy = nd.get("upgradePolicy", {})
         out.append(Disruption(
             "upgrade", "GPU driver",
             f"{od.get('version') or 'chart default'} -> {nd.get('version') or 'chart default'} on the nodes with "
-            f"the operator's driver: {_upgrade_how(nd.get('upgradePolicy', {}), sorted(rolled), sorted(skipped))}"))
-    for (kind, ns, name), new_obj in sorted(b.items()):
-        old_obj = a.get((kind, ns, name))
-        if kind != "NVIDIADriver" or old_obj is None:
-            continue
-        o, n = old_obj.get("spec", {}), new_obj.get("spec", {})
-        if (o.get("version"), o.get("usePrecompiled")) == (n.get("version"), n.get("usePrecompiled")):
-            continue
-        pool = (n.get("nodeSelector") or {}).get("gpuplan.dev/pool", name)
-        out.append(Disruption(
-            "upgrade", f"GPU driver of pool {pool}",
-            f"{o.get('version') or 'default'} -> {n.get('version') or 'default'} (NVIDIADriver {name}): "
-            + _upgrade_how(n.get("upgradePolicy", {}), [p for p in (pool,) if p in rolled],
-                           [p for p in (pool,) if p in skipped])))
+            f"the operator's driver: {_upgrade_how(policy, sorted(rolled), sorted(skipped))}",
+            _rolled_nodes(policy, sorted(rolled), sorted(skipped))))
+    out += _nvidia_drivers(a, b, recreated, rolled, skipped)
+    handled = {"PriorityClass", "NVIDIADriver"}
+    for (kind, ns, name), why in sorted(recreated.items()):
+        if kind not in handled:
+            out.append(Disruption("replace", f"{kind} {f'{ns}/' if ns else ''}{name}", f"recreated: {why}"))
     for part, label in (("toolkit", "container toolkit"), ("cdi", "CDI")):
         if ov and nv and ov.get(part, {}).get("enabled") != nv.get(part, {}).get("enabled"):
             out.append(Disruption(
@@ -322,6 +323,102 @@ def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = N
                 f"enabled {ov.get(part, {}).get('enabled')} -> {nv.get(part, {}).get('enabled')}: the container "
                 "runtime configuration of every GPU node changes; GPU pods restart"))
     return sorted(out, key=lambda d: (d.rank, d.subject, d.message))
+
+
+# A recreated PriorityClass (kubernetes/kubernetes@v1.36.3 plugin/pkg/admission/priority/admission.go):
+# while it is gone a pod naming it is refused (168-172); a pod's priority value is set when it is
+# created and kept on its updates (156-180), so running pods keep the old value.
+_CLASS_RECREATED = ("Until it exists again, new pods that name it are refused; running pods keep the priority value "
+                    "they were admitted with until they are recreated")
+# An NVIDIADriver deleted and created (or a pool's moved to a new one): the new object's driver
+# DaemonSet has a new name (NVIDIA/gpu-operator@v26.7.0 internal/state/driver.go:500-533 hashes the
+# object's UID; the old DaemonSet is owned by the old object, internal/state/state_skel.go:106, and
+# goes with it), and a new DaemonSet starts its pod on every node it selects together: its
+# ``OnDelete`` strategy and the upgrade controller pace only updates of existing pods
+# (manifests/state-driver/0500_daemonset.yaml:37-38; controllers/upgrade_controller.go:199-262).
+REINSTALL_AT_ONCE = ("the driver is reinstalled on every node of the pool at once: the new object's driver DaemonSet "
+                     "starts a driver pod on all of them together, which the upgrade controller does not pace "
+                     "(neither maxParallelUpgrades nor the hold on job pools applies), and the pool's GPU pods lose "
+                     "their driver meanwhile")
+
+
+AT_ONCE = "driver reinstalled on every node at once"  # the per-pool line of REINSTALL_AT_ONCE
+
+
+def _driver_of(obj: dict, name: str) -> str:
+    return ((obj.get("spec") or {}).get("nodeSelector") or {}).get(POOL_LABEL, name)
+
+
+def _driver_shape(spec: dict) -> str:
+    return f"{spec.get('version') or 'default'} " + ("precompiled" if spec.get("usePrecompiled") else "compiled")
+
+
+def _nvidia_drivers(a: dict, b: dict, recreated: Mapping, rolled: set[str], skipped: set[str]) -> list[Disruption]:
+    """What a change does to each static pool's NVIDIADriver (matched by the pool it selects):
+    updated in place, the upgrade controller rolls the new driver node by node; recreated, or
+    moved to an object of another name (compiled <-> precompiled: the name carries the immutable
+    ``usePrecompiled``, gpuplan.identity.nvidia_driver_name), every node at once."""
+    from gpuplan.report.delivery import immutable_changes
+
+    def by_pool(objs: dict) -> dict[str, tuple[str, dict]]:
+        return {_driver_of(o, name): (name, o) for (kind, _, name), o in sorted(objs.items()) if kind == "NVIDIADriver"}
+
+    out = []
+    olds, news = by_pool(a), by_pool(b)
+    for pool in sorted(set(olds) & set(news)):
+        (on, oo), (nn, no) = olds[pool], news[pool]
+        os_, ns_ = oo.get("spec") or {}, no.get("spec") or {}
+        subject, at_once = f"GPU driver of pool {pool}", ((pool, AT_ONCE),)
+        if on != nn:
+            # both exist for a moment (Argo CD prunes within the wave, Flux after applying): the operator
+            # reports the new one ConflictingNodeSelector while the old is there, deletion or not
+            # (internal/validator/validator.go:51-100; controllers/nvidiadriver_controller.go:147-161), and
+            # the old one's deletion requeues every NVIDIADriver (nvidiadriver_controller.go:295-310,356-366)
+            out.append(Disruption(
+                "replace", subject,
+                f"{_driver_shape(os_)} -> {_driver_shape(ns_)}: NVIDIADriver {on} -> {nn} (usePrecompiled is "
+                f"immutable, so the choice is in the name): the engine creates {nn} and prunes {on}, whose driver "
+                f"DaemonSet goes with it; the operator starts {nn} once {on} is gone: {REINSTALL_AT_ONCE}", at_once))
+            continue
+        if oo == no:
+            continue
+        why = recreated.get(("NVIDIADriver", "", nn))
+        if why:
+            keep = ""
+            if "live object" in why:
+                opts = ((no.get("metadata") or {}).get("annotations") or {}).get("argocd.argoproj.io/sync-options")
+                keep = (f". To update it in place instead: turn off auto-sync of the root Application, merge, set the "
+                        f"live object's option to the new one (`kubectl annotate nvidiadriver {nn} "
+                        f"argocd.argoproj.io/sync-options={opts or ''} --overwrite`), then turn auto-sync back on")
+            out.append(Disruption(
+                "replace", subject,
+                (f"{_driver_shape(os_)} -> {_driver_shape(ns_)}" if _driver_shape(os_) != _driver_shape(ns_) else
+                 f"{_driver_shape(ns_)}, unchanged,") + f" (NVIDIADriver {nn}) is recreated: {why}; "
+                f"{REINSTALL_AT_ONCE}{keep}", at_once))
+        elif fields := immutable_changes("NVIDIADriver", oo, no):
+            out.append(Disruption(
+                "hand-step", subject,
+                f"NVIDIADriver {nn} changes immutable {', '.join(fields)} under the same name: the API server refuses "
+                "the update (CEL self == oldSelf) and the sync fails; delete the object by hand to let the engine "
+                f"create it again ({REINSTALL_AT_ONCE})", at_once))
+        elif (os_.get("version"), os_.get("usePrecompiled")) != (ns_.get("version"), ns_.get("usePrecompiled")):
+            mine = ([p for p in (pool,) if p in rolled], [p for p in (pool,) if p in skipped])
+            out.append(Disruption(
+                "upgrade", subject,
+                f"{os_.get('version') or 'default'} -> {ns_.get('version') or 'default'} (NVIDIADriver {nn}, "
+                "updated in place): " + _upgrade_how(ns_.get("upgradePolicy", {}), *mine),
+                _rolled_nodes(ns_.get("upgradePolicy", {}), *mine)))
+    return out
+
+
+def _rolled_nodes(policy: dict, rolled: list[str], skipped: list[str]) -> tuple[tuple[str, str], ...]:
+    """(pool, node-level effect) of a driver change the operator applies in place."""
+    if not policy.get("autoUpgrade", True):
+        return tuple((p, "driver changes as each node's driver pod is deleted") for p in (*rolled, *skipped))
+    n = policy.get("maxParallelUpgrades", 1)
+    return (*((p, f"driver upgraded {n} node{'s' if n != 1 else ''} at a time by the upgrade controller")
+              for p in rolled),
+            *((p, "driver held (roll its nodes by hand)") for p in skipped))
 
 
 def _driver_pools(objs: dict) -> tuple[set[str], set[str]]:
@@ -352,7 +449,8 @@ def _upgrade_how(policy: dict, rolled: list[str], skipped: list[str]) -> str:
     parts = []
     if rolled:
         parts.append(f"the operator drains and upgrades pools {', '.join(rolled)}, "
-                     f"{policy.get('maxParallelUpgrades', 1)} node(s) at a time, deleting their GPU pods")
+                     f"{policy.get('maxParallelUpgrades', 1)} node(s) at a time (its upgrade controller), "
+                     "deleting their GPU pods")
     if skipped:
         parts.append(f"pools {', '.join(skipped)} are held (their nodes carry {DRIVER_UPGRADE_SKIP_LABEL}): roll each "
                      "node by hand when its jobs are done (README, \"Driver upgrades\")")
@@ -556,7 +654,11 @@ def by_pool(ds: list[Disruption]) -> list[str]:
     import re
 
     pools: dict[str, dict[str, set[str]]] = {}
+    drivers: dict[str, tuple[int, str]] = {}  # pool -> (rank, what its driver change does to its nodes)
     for d in ds:
+        for pool, what in d.nodes:
+            if pool not in drivers or d.rank < drivers[pool][0]:
+                drivers[pool] = (d.rank, what)
         m = re.fullmatch(r"node (\S+) \(pool (\S+)\)", d.subject)
         s = re.fullmatch(r"pool (\S+) \((?:(\d+) static nodes?|(\w+ )?Karpenter nodes)\)", d.subject)
         if m and d.severity in _VERB:
@@ -586,8 +688,13 @@ def by_pool(ds: list[Disruption]) -> list[str]:
                               if "*expiry" in nodes else f"every node {_VERB[s]} (Karpenter)")
                              if "*" in nodes or "*expiry" in nodes else
                              f"{len(nodes)} node{'s' if len(nodes) != 1 else ''} {_VERB[s]}")
-        rank = min(SEVERITY_ORDER.index(s) for s in sev)
+        if pool in drivers:
+            parts.append(drivers[pool][1])
+        rank = min([*(SEVERITY_ORDER.index(s) for s in sev), *([drivers[pool][0]] if pool in drivers else [])])
         rows.append((rank, pool, f"pool {pool}: " + ", ".join(parts)))
+    for pool, (rank, what) in drivers.items():
+        if pool not in pools:
+            rows.append((rank, pool, f"pool {pool}: {what}"))
     return [r[2] for r in sorted(rows)]
 
 

@@ -249,7 +249,7 @@ class Verifier:
             self.stats.objects -= 1
             self.stats.build_files += 1
             return
-        if old is not None and _replaced(obj):
+        if old is not None and (_replaced(obj) or _replaced(old)):
             old = None  # the sync tool deletes and creates it: create rules, not update rules
         problems, evaluated, skipped = self.check(obj, old)
         from gpuplan.upstream.pins import crd_groups
@@ -304,7 +304,11 @@ def _replaced(obj: dict) -> bool:
     """The object asks its GitOps tool to replace it rather than update it: Argo CD's
     sync option ``Replace=true`` (kubectl replace / delete and create), Flux's
     ``kustomize.toolkit.fluxcd.io/force: enabled`` (recreate on an immutable-field
-    error). gpuplan writes these on PriorityClasses, whose ``value`` is immutable."""
+    error). gpuplan writes these on PriorityClasses, whose ``value`` is immutable, and on
+    no NVIDIADriver (gpuplan.lower.operator.nvidia_driver). Read on the new object and on the
+    existing tree's: both engines honour the option on the live object too (argoproj/argo-cd@v3.5.1
+    gitops-engine/pkg/sync/sync_context.go:1400; fluxcd/pkg/ssa@v0.76.1 manager_apply.go:522-533),
+    so a tree written when NVIDIADrivers carried it has them created again once."""
     ann = (obj.get("metadata") or {}).get("annotations")
     if not isinstance(ann, dict):
         return False

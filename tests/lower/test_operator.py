@@ -418,8 +418,8 @@ def test_uniform_static_fleet_keeps_the_clusterpolicy_driver(build):
                     body.replace("nodes: [n2], os: ubuntu22.04", "nodes: [n2], os: ubuntu22.04, driverVersion: R580")):
         c = build(fleet(changed))
         drivers = {x["metadata"]["name"]: x["spec"] for x in _drivers(c)}
-        assert set(drivers) == {"a", "b"}
-    assert drivers["b"]["version"] == "580" and drivers["b"]["usePrecompiled"] is True
+        assert set(drivers) == {"a", "b"} or set(drivers) == {"a", "b-precompiled"}
+    assert drivers["b-precompiled"]["version"] == "580" and drivers["b-precompiled"]["usePrecompiled"] is True
     assert drivers["a"]["version"] == "595.91.07" and drivers["a"]["usePrecompiled"] is False
 
 
@@ -470,3 +470,48 @@ def test_no_fleet_gets_with_reboot(examples):
     assert aws["enabled"] is True and "env" not in aws
     static = one(examples["argocd"], VALUES)["migManager"]  # MIG on static infer-a100
     assert static["enabled"] is True and "env" not in static
+
+
+# --- NVIDIADrivers are updated in place, never replaced -----------------------------------
+
+
+def _two_drivers(engine: str) -> str:
+    return fleet("""\
+  pools:
+    - {name: a, gpu: L40S, gpusPerNode: 4, nodes: [n1], os: ubuntu22.04}
+    - {name: b, gpu: L40S, gpusPerNode: 4, nodes: [n2], os: ubuntu22.04, driverVersion: R580}
+""", engine=engine)
+
+
+@pytest.mark.parametrize("engine", ["argocd", "flux"])
+def test_nvidiadrivers_carry_no_replace_and_no_force(build, engine):
+    """Argo CD's Replace=true deletes and creates the object on every change
+    (gitops-engine/pkg/sync/sync_context.go:1400-1434): a driver bump would give the pool a new
+    driver DaemonSet (its name hashes the NVIDIADriver's UID, NVIDIA/gpu-operator@v26.7.0
+    internal/state/driver.go:500-533) on every node at once. Flux's force deletes on any invalid
+    apply (fluxcd/pkg/ssa@v0.76.1 errors/immutable.go:32-48). Neither is written."""
+    drivers = _drivers(build(_two_drivers(engine)))
+    assert len(drivers) == 2
+    for d in drivers:
+        ann = d["metadata"].get("annotations", {})
+        assert "kustomize.toolkit.fluxcd.io/force" not in ann
+        opts = ann.get("argocd.argoproj.io/sync-options", "")
+        assert "Replace=true" not in opts.split(",") and "Force=true" not in opts.split(",")
+        if engine == "argocd":
+            assert opts == "SkipDryRunOnMissingResource=true"
+
+
+def test_the_nvidiadriver_name_carries_the_immutable_precompiled_choice(build):
+    """usePrecompiled is immutable (CEL self == oldSelf): a compiled and a precompiled driver of
+    the same pool are two objects of two names, so a switch is a create and a prune, never a
+    refused update."""
+    from gpuplan.identity import nvidia_driver_name
+
+    drivers = {d["metadata"]["name"]: d["spec"] for d in _drivers(build(_two_drivers("argocd")))}
+    assert set(drivers) == {"a", "b-precompiled"}
+    assert drivers["b-precompiled"]["usePrecompiled"] is True and drivers["a"]["usePrecompiled"] is False
+    # the name is also a node label value (nvidia.com/gpu-operator.driver.owner): 63 at most
+    long = "p" * 63
+    name = nvidia_driver_name(long, True)
+    assert len(name) <= 63 and name != nvidia_driver_name(long, False) == long
+    assert name != nvidia_driver_name("p" * 62, True)

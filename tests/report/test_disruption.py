@@ -5,8 +5,10 @@ PriorityClasses recreated, driver upgrades."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from gpuplan.cli.main import cli
@@ -255,6 +257,11 @@ def test_a_driver_change_names_the_pools_it_drains_and_holds(tmp_path):
     [driver] = [d for d in disruptions(old, tree(tmp_path, text, "new.yaml")) if d.subject == "GPU driver"]
     assert "drains and upgrades pools dev, infer" in driver.message
     assert "pools train are held" in driver.message
+    from gpuplan.report.disruption import by_pool
+
+    assert by_pool([driver]) == ["pool dev: driver upgraded 1 node at a time by the upgrade controller",
+                                 "pool infer: driver upgraded 1 node at a time by the upgrade controller",
+                                 "pool train: driver held (roll its nodes by hand)"]
 
 
 def test_a_per_pool_driver_change_is_reported_for_its_pool(tmp_path):
@@ -266,3 +273,87 @@ def test_a_per_pool_driver_change_is_reported_for_its_pool(tmp_path):
     ds = [d for d in disruptions(old, tree(tmp_path, new, "new.yaml")) if d.subject.startswith("GPU driver")]
     assert [d.subject for d in ds] == ["GPU driver of pool infer"]
     assert "580.95.05 -> 580.105.08" in ds[0].message and "drains and upgrades pools infer" in ds[0].message
+
+
+# --- what each engine does to each object: drivers rolled, reinstalled, classes recreated ----
+
+
+EXAMPLE = (Path(__file__).resolve().parents[2] / "examples" / "fleet.yaml").read_text()
+PIN = 'driverVersion: "595.91.07"'
+
+
+def _example(tmp_path, text, name):
+    return tree(tmp_path, text, name)
+
+
+def test_a_driver_bump_is_rolled_by_the_upgrade_controller_not_replaced(tmp_path):
+    """examples/fleet.yaml has one NVIDIADriver per static pool. A driver bump updates each in
+    place (no Replace=true), so the upgrade controller rolls it node by node and holds the
+    training pool; `plan --base` says so per pool."""
+    (tmp_path / "old.yaml").write_text(EXAMPLE)
+    (tmp_path / "new.yaml").write_text(EXAMPLE.replace(PIN, 'driverVersion: "595.95.01"'))
+    new_tree = _example(tmp_path, EXAMPLE.replace(PIN, 'driverVersion: "595.95.01"'), "new.yaml")
+    drivers = [d for d in yaml.safe_load_all(new_tree["gpu-operator/nvidiadrivers.yaml"]) if d]
+    assert drivers and not any("Replace=true" in d["metadata"]["annotations"].get(
+        "argocd.argoproj.io/sync-options", "") for d in drivers)
+    ds = disruptions(_example(tmp_path, EXAMPLE, "old.yaml"), new_tree)
+    assert {(d.severity, d.subject) for d in ds} == {
+        ("upgrade", f"GPU driver of pool {p}") for p in ("train-a100", "infer-a100", "dev-a100")}
+    r = plan(tmp_path / "new.yaml", "--base", tmp_path / "old.yaml")
+    assert r.exit_code == 0, r.output
+    head = r.stdout.split("\n\n")[0]
+    assert "  pool infer-a100: driver upgraded 1 node at a time by the upgrade controller\n" in head + "\n"
+    assert "  pool dev-a100: driver upgraded 1 node at a time by the upgrade controller\n" in head + "\n"
+    assert "  pool train-a100: driver held (roll its nodes by hand)" in head
+    assert "reinstalled" not in head and "recreated" not in head
+
+
+def test_compiled_to_precompiled_reinstalls_the_driver_at_once(tmp_path):
+    """usePrecompiled is immutable: the pool's NVIDIADriver moves to another name, the engine
+    creates it and prunes the old one, and a new driver DaemonSet starts on every node at once."""
+    pre = EXAMPLE.replace("      nodes: [gpu-a100-05, gpu-a100-06]\n",
+                          "      nodes: [gpu-a100-05, gpu-a100-06]\n      os: ubuntu22.04\n      driverVersion: R595\n")
+    (tmp_path / "old.yaml").write_text(EXAMPLE)
+    (tmp_path / "new.yaml").write_text(pre)
+    for old, new in (("old.yaml", "new.yaml"), ("new.yaml", "old.yaml")):
+        r = plan(tmp_path / new, "--base", tmp_path / old)
+        assert r.exit_code == 0, r.output
+        head = r.stdout.split("\n\n")[0]
+        assert head.startswith("DISRUPTIVE CHANGES (1)")
+        assert "  pool infer-a100: driver reinstalled on every node at once" in head
+        assert "[REPLACE] GPU driver of pool infer-a100:" in head and "NVIDIADriver infer-a100" in head
+    data = json.loads(plan(tmp_path / "new.yaml", "--base", tmp_path / "old.yaml", "--format", "json").stdout)
+    [d] = data["disruptive"]
+    assert d["severity"] == "replace" and "infer-a100 -> infer-a100-precompiled" in d["message"]
+    assert "reinstalled on every node of the pool at once" in d["message"]
+
+
+def test_a_live_nvidiadriver_that_still_carries_replace_is_recreated(tmp_path):
+    """A tree written while NVIDIADrivers carried Force=true,Replace=true: Argo CD honours the
+    live object's option too (sync_context.go:1400), so the first change of each recreates it,
+    and `gpuplan diff` says the driver is reinstalled at once, with the way to avoid it."""
+    old = dict(_example(tmp_path, EXAMPLE, "old.yaml"))
+    path = "gpu-operator/nvidiadrivers.yaml"
+    old[path] = old[path].replace(b"argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true",
+                                  b"argocd.argoproj.io/sync-options: Force=true,Replace=true,SkipDryRunOnMissingResource=true")
+    assert old[path].count(b"Replace=true") == 3
+    ds = disruptions(old, _example(tmp_path, EXAMPLE.replace(PIN, 'driverVersion: "595.95.01"'), "new.yaml"))
+    got = {d.subject: d for d in ds if d.subject.startswith("GPU driver")}
+    assert {d.severity for d in got.values()} == {"replace"}
+    d = got["GPU driver of pool train-a100"]  # the held pool too: nothing paces a new DaemonSet
+    assert "live object still carries sync option Replace=true" in d.message
+    assert "reinstalled on every node of the pool at once" in d.message
+    assert "kubectl annotate nvidiadriver train-a100 argocd.argoproj.io/sync-options=" in d.message
+
+
+@pytest.mark.parametrize("engine", ["argocd", "flux"])
+def test_a_priority_change_says_how_the_engine_recreates_the_class(tmp_path, engine):
+    base = BASE if engine == "argocd" else BASE.replace("    gitops:\n", "    gitops:\n      engine: flux\n", 1)
+    old = tree(tmp_path, base, "old.yaml")
+    new = tree(tmp_path, edit(base, "priority: 10, preemption: Never", "priority: 20, preemption: Never"), "new.yaml")
+    [d] = [d for d in disruptions(old, new) if d.subject == "PriorityClass gpuplan-notebooks"]
+    assert d.severity == "replace"
+    want = ("Argo CD replaces it (sync option Replace=true): deleted, then created" if engine == "argocd" else
+            "its apply fails on immutable value and Flux recreates it (kustomize.toolkit.fluxcd.io/force: enabled)")
+    assert want in d.message
+    assert "running pods keep the priority value they were admitted with" in d.message

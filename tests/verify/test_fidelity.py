@@ -179,6 +179,19 @@ def test_a_replaced_object_is_created_again_not_updated():
     assert codes({**flux, "value": pc["value"] + 1}, old=flux) == set()
 
 
+def test_an_object_whose_live_copy_asks_to_be_replaced_is_created_again():
+    """The engines read the option on the live object too: Argo CD replaces an object whose live
+    sync-options say Replace=true (argo-cd v3.5.1 gitops-engine/pkg/sync/sync_context.go:1400),
+    Flux recreates one whose in-cluster copy says force: enabled (fluxcd/pkg/ssa v0.76.1
+    manager_apply.go:522-533). A tree that drops the option is still created again, once."""
+    pc = copy.deepcopy(PRIORITY)
+    plain = {**pc, "metadata": {k: v for k, v in pc["metadata"].items() if k != "annotations"}}
+    assert codes({**plain, "value": pc["value"] + 1}, old=pc) == set()
+    flux = {**pc, "metadata": {**pc["metadata"], "annotations": {"kustomize.toolkit.fluxcd.io/force": "enabled"}}}
+    assert codes({**plain, "value": pc["value"] + 1}, old=flux) == set()
+    assert codes({**plain, "value": pc["value"] + 1}, old=plain) == {"GP846"}  # neither: an update
+
+
 def test_base_reaches_core_kinds_through_verify_paths(tmp_path):
     (tmp_path / "old").mkdir()
     (tmp_path / "new").mkdir()
