@@ -1,0 +1,147 @@
+"""Config names old nodes still carry, on every platform whose nodes get their labels when they
+are made (gpuplan.provisioning.pools.NODE_LABELS): a Cluster API MachineDeployment's nodes keep
+the kubelet's --node-labels they registered with, a GKE node pool's the nodeConfig.labels it was
+created with, until they are replaced; so a pool-local sharing or layout change keeps the old
+device-plugin and mig-parted config names in the ConfigMaps. AKS agent pools are relabelled in
+place and keep none.
+
+Each test builds an example, changes one pool, builds again over that tree (as `gpuplan build`
+does) and reads the new ConfigMaps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from tests.outputkit import compile_ok, docs, one
+
+from gpuplan.compiler import Options, compile_fleet
+from gpuplan.identity import DEVICE_PLUGIN_CONFIG_LABEL, KEPT_CONFIGS_ANNOTATION, MIG_CONFIG_LABEL
+from gpuplan.output.tree import write_tree
+from gpuplan.provisioning.pools import read_template
+
+REPO = Path(__file__).resolve().parents[2]
+CAPI = (REPO / "examples" / "onprem-capi.yaml").read_text(encoding="utf-8")
+GKE = (REPO / "examples" / "gke.yaml").read_text(encoding="utf-8")
+AKS = (REPO / "examples" / "aks.yaml").read_text(encoding="utf-8")
+CM = "gpu-operator/device-plugin-config.yaml"
+MIG_CM = "gpu-operator/mig-parted-config.yaml"
+
+# examples/gke.yaml with its L4 notebooks on the GPU Operator path (GKE installs no driver, the
+# operator's device plugin reads the node's nvidia.com/device-plugin.config)
+GKE_OPERATOR = GKE.replace("        maxGPUs: 8\n        spot: true\n",
+                           "        maxGPUs: 8\n        spot: true\n        driver: gpu-operator\n"
+                           "        imageType: UBUNTU_CONTAINERD\n", 1)
+
+
+def _build(tmp_path: Path, text: str, *, retire: frozenset[str] = frozenset()):
+    spec = tmp_path / "fleet.yaml"
+    spec.write_text(text, encoding="utf-8")
+    tree = tmp_path / "generated"
+    if retire:
+        c = compile_fleet(spec, out_dir=tree, options=Options(retire_configs=retire))
+        assert c.files
+    else:
+        c = compile_ok(spec)
+    write_tree(tree, c.files, force=True)
+    return c
+
+
+def _template_label(c, path: str, pool: str, label: str) -> str:
+    """The value of ``label`` the pool's node template (as its back-end reads it) gives new nodes."""
+    for d in docs(c.files[path]):
+        read = read_template(d)
+        if read is not None and read[0] == pool and label in read[1]:
+            return read[1][label]
+    raise AssertionError(f"{path} gives no {label}")
+
+
+def _kept(c, path: str = CM) -> dict:
+    ann = one(c, path)["metadata"].get("annotations", {}).get(KEPT_CONFIGS_ANNOTATION)
+    return json.loads(ann) if ann else {}
+
+
+def test_a_capi_sharing_change_keeps_the_old_device_plugin_config(tmp_path):
+    """notebooks-l40s goes from 4 to 2 replicas: its new KubeadmConfigTemplate rolls the machines,
+    but until each is replaced its node carries the old name, which the ConfigMap keeps verbatim."""
+    path = "provisioning/capi/notebooks-l40s.yaml"
+    change = CAPI.replace("sharing: {mode: time-slicing, replicas: 4,", "sharing: {mode: time-slicing, replicas: 2,", 1)
+    assert change != CAPI
+    before = _build(tmp_path, CAPI)
+    after = _build(tmp_path, change)
+    old = _template_label(before, path, "notebooks-l40s", DEVICE_PLUGIN_CONFIG_LABEL)
+    new = _template_label(after, path, "notebooks-l40s", DEVICE_PLUGIN_CONFIG_LABEL)
+    assert old != new
+    data = one(after, CM)["data"]
+    assert {old, new} <= set(data)
+    assert data[old] == one(before, CM)["data"][old]
+    assert _kept(after) == {old: "notebooks-l40s"}
+    # building the same spec again keeps it (a fixed point: `gpuplan check` stays clean) ...
+    assert _build(tmp_path, change).files[CM] == after.files[CM]
+    # ... until it is retired by hand
+    retired = _build(tmp_path, change, retire=frozenset({old}))
+    assert old not in one(retired, CM)["data"] and new in one(retired, CM)["data"]
+
+
+def test_a_capi_mig_layout_change_keeps_the_old_mig_config(tmp_path):
+    """infer-a100 moves GPU 5 from 1g.10gb to 3g.40gb slices: old machines keep their
+    nvidia.com/mig.config, and mig-manager restarted there must still find its layout."""
+    path = "provisioning/capi/infer-a100.yaml"
+    change = CAPI.replace("          - devices: [0, 1, 2, 3, 4, 5]\n", "          - devices: [0, 1, 2, 3, 4]\n", 1) \
+        .replace("          - devices: [6, 7]\n", "          - devices: [5, 6, 7]\n", 1)
+    assert change.count("devices: [5, 6, 7]") == 1
+    before = _build(tmp_path, CAPI)
+    after = _build(tmp_path, change)
+    old = _template_label(before, path, "infer-a100", MIG_CONFIG_LABEL)
+    new = _template_label(after, path, "infer-a100", MIG_CONFIG_LABEL)
+    assert old != new
+
+    def configs(c):
+        return yaml.safe_load(one(c, MIG_CM)["data"]["config.yaml"])["mig-configs"]
+
+    assert configs(after)[old] == configs(before)[old]
+    assert new in configs(after)
+    assert _kept(after, MIG_CM) == {old: "infer-a100"}
+
+
+def test_a_gke_operator_path_sharing_change_keeps_the_old_device_plugin_config(tmp_path):
+    """notebooks-l4 on the GPU Operator path: its labels are nodeConfig.labels, set when GKE
+    creates a node; a replica change is a new node pool, and until then the old nodes carry the
+    old name."""
+    path = "provisioning/gke/notebooks-l4.yaml"
+    change = GKE_OPERATOR.replace("sharing: {mode: time-slicing, replicas: 4}", "sharing: {mode: time-slicing, "
+                                  "replicas: 2}", 1)
+    assert change != GKE_OPERATOR
+    before = _build(tmp_path, GKE_OPERATOR)
+    after = _build(tmp_path, change)
+    old = _template_label(before, path, "notebooks-l4", DEVICE_PLUGIN_CONFIG_LABEL)
+    new = _template_label(after, path, "notebooks-l4", DEVICE_PLUGIN_CONFIG_LABEL)
+    assert old != new
+    assert {old, new} <= set(one(after, CM)["data"])
+    assert _kept(after) == {old: "notebooks-l4"}
+
+
+def test_gke_own_stack_pools_carry_no_config_name_to_keep(tmp_path):
+    """On GKE's own GPU stack the node pools carry no device-plugin config label (GKE's plugin
+    reads gpuSharingConfig), so a replica change keeps nothing."""
+    before = _build(tmp_path, GKE)
+    after = _build(tmp_path, GKE.replace("sharing: {mode: time-slicing, replicas: 4}",
+                                         "sharing: {mode: time-slicing, replicas: 2}", 1))
+    for d in docs(before.files["provisioning/gke/notebooks-l4.yaml"]):
+        assert DEVICE_PLUGIN_CONFIG_LABEL not in d["spec"]["nodeConfig"]["labels"]
+    assert _kept(after) == {}
+
+
+def test_an_aks_agent_pool_is_relabelled_in_place_and_keeps_nothing(tmp_path):
+    """AKS applies a changed nodeLabels to the agent pool's nodes where they stand: the old name
+    is not kept for them."""
+    change = AKS.replace("sharing: {mode: time-slicing, replicas: 4,", "sharing: {mode: time-slicing, replicas: 2,", 1)
+    assert change != AKS
+    before = _build(tmp_path, AKS)
+    after = _build(tmp_path, change)
+    path = "provisioning/aks/nb-t4/agentpool.yaml"
+    old = _template_label(before, path, "nb-t4", DEVICE_PLUGIN_CONFIG_LABEL)
+    assert old != _template_label(after, path, "nb-t4", DEVICE_PLUGIN_CONFIG_LABEL)
+    assert old not in one(after, CM)["data"]
+    assert _kept(after) == {}
