@@ -29,10 +29,12 @@ CM = "gpu-operator/device-plugin-config.yaml"
 MIG_CM = "gpu-operator/mig-parted-config.yaml"
 
 # examples/gke.yaml with its L4 notebooks on the GPU Operator path (GKE installs no driver, the
-# operator's device plugin reads the node's nvidia.com/device-plugin.config)
+# operator's device plugin reads the node's nvidia.com/device-plugin.config; the shares keep the name
+# nvidia.com/gpu, so the autoscaler sees the nodes ready: GP675)
 GKE_OPERATOR = GKE.replace("        maxGPUs: 8\n        spot: true\n",
                            "        maxGPUs: 8\n        spot: true\n        driver: gpu-operator\n"
-                           "        imageType: UBUNTU_CONTAINERD\n", 1)
+                           "        imageType: UBUNTU_CONTAINERD\n", 1).replace(
+    "sharing: {mode: time-slicing, replicas: 4}", "sharing: {mode: time-slicing, replicas: 4, renameByDefault: false}", 1)
 
 
 def _build(tmp_path: Path, text: str, *, retire: frozenset[str] = frozenset()):
@@ -110,8 +112,7 @@ def test_a_gke_operator_path_sharing_change_keeps_the_old_device_plugin_config(t
     creates a node; a replica change is a new node pool, and until then the old nodes carry the
     old name."""
     path = "provisioning/gke/notebooks-l4.yaml"
-    change = GKE_OPERATOR.replace("sharing: {mode: time-slicing, replicas: 4}", "sharing: {mode: time-slicing, "
-                                  "replicas: 2}", 1)
+    change = GKE_OPERATOR.replace("replicas: 4, renameByDefault: false}", "replicas: 2, renameByDefault: false}", 1)
     assert change != GKE_OPERATOR
     before = _build(tmp_path, GKE_OPERATOR)
     after = _build(tmp_path, change)
