@@ -23,7 +23,7 @@ from typing import Any
 from gpuplan.dra.claims import DEVICE_PLUGIN_DEPLOY_LABEL, any_dra, is_dra
 from gpuplan.provisioning.pools import (
     POOL_LABEL, autoscaled, karpenter_pool, labels_set_at_creation, node_group_pool, operator_runs_driver,
-    platform_gpu_stack, platform_taints, static_nodes, template_labels, tier_node_selector)
+    platform_gpu_stack, platform_taints, template_labels, tier_node_selector)
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 from gpuplan.spec.models import Mig, Tier, Topology
 import gpuplan.units as _units
@@ -688,9 +688,13 @@ def kept_plugin_configs(rf: ResolvedFleet) -> dict[str, tuple[str, str]]:
     terminates its NodeClaims with it), or by hand with ``gpuplan build
     --retire-config NAME`` once no node carries it (``kubectl get nodes -l
     nvidia.com/device-plugin.config=NAME``; for Karpenter at the latest after the pool's
-    ``expireAfter``). AKS agent pools are relabelled in place and keep nothing.
+    ``expireAfter``).
 
-    Static pools keep the name of their last change: nfd-master relabels their
+    Pools relabelled in place keep the name of their last change: static pools and AKS agent
+    pools (AKS applies a changed ``nodeLabels`` to the nodes where they stand once Azure Service
+    Operator has applied the agent pool, MicrosoftDocs/azure-aks-docs @fb060abe
+    articles/aks/use-labels.md:155, in a sync of its own; until then they carry the old name; the
+    old name is read from the old agent pool's ``nodeLabels``). nfd-master relabels static
     nodes when the new NodeFeatureRule is applied
     (kubernetes-sigs/node-feature-discovery@v0.19.0
     pkg/nfd-master/nfd-api-controller.go:280-296), but under Argo CD that is wave
@@ -771,8 +775,8 @@ def _kept(rf: ResolvedFleet, prev: PreviousConfigs, owners: dict[str, str], stat
         if pv is None or name in out or name in current or name in prev.retire:
             continue
         if static:
-            if not static_nodes(pv.pool) or platform_gpu_stack(pv.pool):
-                continue  # the rule is gone with the pool's static nodes, or no operand reads the label
+            if labels_set_at_creation(rf.fleet.spec.cluster, pv.pool) or platform_gpu_stack(pv.pool):
+                continue  # the pool's nodes are no longer relabelled in place, or no operand reads the label
         elif (not labels_set_at_creation(rf.fleet.spec.cluster, pv.pool) or not reads_plugin_config(pv)
               or platform_gpu_stack(pv.pool)):
             continue  # relabelled in place, or no operand of the GPU Operator reads the label there

@@ -505,18 +505,24 @@ def previous_configs(rf, *, out_dir: Path | str | None = None,
     static_mig_owners: dict[str, str] = {}
     static_kept: dict[str, str] = {}
     static_mig_kept: dict[str, str] = {}
+    cluster = rf.fleet.spec.cluster
     for pv in rf.pools:
-        # the old tree's NodeFeatureRule of this pool (static there), whatever the pool is now
+        # the old tree's NodeFeatureRule of this pool (static there), whatever the pool is now, and
+        # for a node group relabelled in place now (an AKS agent pool), its old node template
         rules = _rule_labels(docs(f"pools/{pv.name}/node-labels.yaml"), pv.name, POOL_LABEL)
+        in_place = not labels_set_at_creation(cluster, pv.pool)
+        if in_place and not static_nodes(pv.pool):
+            rules += template_labels(docs(template_path(pv.pool) or ""), pv.name, POOL_LABEL)
         if rules:
-            # kept for static nodes: never read back for Karpenter; for a pool still static, the
-            # name its last change kept (identity._static_names keeps it until the next change)
+            # kept for nodes relabelled in place: never read back for a pool whose nodes keep their
+            # labels until replaced; for a pool still relabelled in place, the name its last change
+            # kept (identity._static_names keeps it until the next change)
             for names, kept in ((owners, static_kept), (mig_owners, static_mig_kept)):
                 for name in [n for n, p in names.items() if p == pv.name]:
-                    if static_nodes(pv.pool):
+                    if in_place:
                         kept[name] = pv.name
                     del names[name]
-        if static_nodes(pv.pool):
+        if in_place:
             for labels in rules:
                 for label, names in ((DEVICE_PLUGIN_CONFIG_LABEL, static_owners),
                                      (MIG_CONFIG_LABEL, static_mig_owners)):

@@ -111,8 +111,9 @@ def platforms() -> tuple[str, ...]:
 # set at creation reaches a running node only by replacing it, so a node keeps the labels it was
 # made with (``nvidia.com/device-plugin.config``, ``nvidia.com/mig.config``) until it is gone
 # (gpuplan.identity.kept_plugin_configs); one relabelled in place gets the new value where it
-# stands, once the object that says so is applied. Every platform of :func:`platforms` has an
-# entry (tests/provisioning/test_platform_facts.py).
+# stands, once the object that says so is applied, and until then needs only the name of the
+# pool's last change. Every platform of :func:`platforms` has an
+# entry (tests/rules/test_platform_families.py).
 NODE_LABELS: dict[str, tuple[bool, str]] = {
     "static": (False, "nfd-master relabels the nodes in place when the pool's NodeFeatureRule changes "
                "(kubernetes-sigs/node-feature-discovery@v0.19.0 pkg/nfd-master/nfd-api-controller.go:280-296)"),

@@ -134,15 +134,25 @@ def test_gke_own_stack_pools_carry_no_config_name_to_keep(tmp_path):
     assert _kept(after) == {}
 
 
-def test_an_aks_agent_pool_is_relabelled_in_place_and_keeps_nothing(tmp_path):
-    """AKS applies a changed nodeLabels to the agent pool's nodes where they stand: the old name
-    is not kept for them."""
-    change = AKS.replace("sharing: {mode: time-slicing, replicas: 4,", "sharing: {mode: time-slicing, replicas: 2,", 1)
-    assert change != AKS
-    before = _build(tmp_path, AKS)
-    after = _build(tmp_path, change)
+def test_an_aks_agent_pool_keeps_the_name_of_its_last_change(tmp_path):
+    """AKS applies a changed nodeLabels to the agent pool's nodes where they stand, once Azure
+    Service Operator has applied the agent pool; until then they carry the old name. As for a
+    static pool, the ConfigMap keeps the name of the pool's last change, and the next change
+    replaces it."""
     path = "provisioning/aks/nb-t4/agentpool.yaml"
+
+    def replicas(n: int) -> str:
+        return AKS.replace("sharing: {mode: time-slicing, replicas: 4,", f"sharing: {{mode: time-slicing, replicas: {n},", 1)
+
+    assert replicas(2) != AKS
+    before = _build(tmp_path, AKS)
+    after = _build(tmp_path, replicas(2))
     old = _template_label(before, path, "nb-t4", DEVICE_PLUGIN_CONFIG_LABEL)
-    assert old != _template_label(after, path, "nb-t4", DEVICE_PLUGIN_CONFIG_LABEL)
-    assert old not in one(after, CM)["data"]
-    assert _kept(after) == {}
+    new = _template_label(after, path, "nb-t4", DEVICE_PLUGIN_CONFIG_LABEL)
+    assert old != new
+    assert {old, new} <= set(one(after, CM)["data"])
+    assert _kept(after) == {old: "nb-t4"}
+    assert _build(tmp_path, replicas(2)).files[CM] == after.files[CM]  # a fixed point
+    third = _build(tmp_path, replicas(3))
+    assert old not in one(third, CM)["data"]  # relabelled in place since: only the last change's name
+    assert _kept(third) == {new: "nb-t4"}

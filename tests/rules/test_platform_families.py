@@ -5,7 +5,7 @@ Two rule families read a table of every platform:
 
 - kept config names (gpuplan.provisioning.pools.NODE_LABELS): a pool whose nodes get their labels
   when they are made keeps every old device-plugin config name until it is retired; a pool
-  relabelled in place keeps at most the name of its last change (static) or none (AKS);
+  relabelled in place (static, AKS) keeps only the name of its last change;
 - the MIG-autoscaling refusal (gpuplan.rules.autoscaler.MIG_AUTOSCALING): an autoscaled pool
   whose nodes advertise no nvidia.com/gpu is refused by the code the table names, or the table
   says why the platform is exempt.
@@ -114,11 +114,10 @@ def _kept_after_two_changes(tmp_path: Path, platform: str) -> tuple[set[str], di
         write_tree(tree, c.files, force=True)
         names.append({k for k in one(c, CM)["data"] if k.startswith(f"{pool}-")})
     assert c is not None
-    current = names[-1] - names[0] - names[1] or names[-1]
-    firsts = names[0] - current
-    assert firsts, f"{platform}: the first build has no config of {pool}"
+    first, second = names[0], names[1] - names[0]
+    assert len(first) == len(second) == 1, f"{platform}: each build gives {pool} a new config name"
     ann = one(c, CM)["metadata"].get("annotations", {}).get(KEPT_CONFIGS_ANNOTATION)
-    return names[-1] & (names[0] | names[1]) - current, json.loads(ann) if ann else {}
+    return names[-1] & (first | second), json.loads(ann) if ann else {}, first
 
 
 def test_every_platform_is_decided_in_both_families():
@@ -133,15 +132,15 @@ def test_every_platform_is_decided_in_both_families():
 @pytest.mark.parametrize("platform", platforms())
 def test_kept_config_names_follow_how_the_platform_labels_nodes(tmp_path, platform):
     """Labels set at node creation: both older names stay (old nodes of either build may still
-    run). Relabelled in place: at most the last change's name (static, until nfd-master relabels
-    at the next sync wave), never the first."""
-    kept, ann = _kept_after_two_changes(tmp_path, platform)
+    run). Relabelled in place: only the last change's name (its nodes carry it until the relabel:
+    nfd-master at the next sync wave, AKS once the agent pool is applied), never the first."""
+    kept, ann, first = _kept_after_two_changes(tmp_path, platform)
     pool = SHARING_CHANGES[platform][1]
     if NODE_LABELS[platform][0]:
         assert len(kept) == 2, f"{platform}: both old names of {pool} are kept"
-        assert set(ann) == kept and set(ann.values()) == {pool}
     else:
-        assert len(kept) <= 1, f"{platform}: relabelled in place, at most the last old name is kept"
+        assert len(kept) == 1 and not kept & first, f"{platform}: relabelled in place, only the last old name"
+    assert set(ann) == kept and set(ann.values()) == {pool}
 
 
 # platform -> (fleet, edits (old, new) that make one of its pools an autoscaled pool whose nodes
