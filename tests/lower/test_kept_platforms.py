@@ -156,3 +156,18 @@ def test_an_aks_agent_pool_keeps_the_name_of_its_last_change(tmp_path):
     third = _build(tmp_path, replicas(3))
     assert old not in one(third, CM)["data"]  # relabelled in place since: only the last change's name
     assert _kept(third) == {new: "nb-t4"}
+
+
+def test_plan_base_says_old_nodes_keep_their_config_name(tmp_path):
+    """`gpuplan plan --base`: the MachineDeployment's rollout names the old device-plugin config
+    name its old machines carry and that the ConfigMaps keep for them."""
+    from gpuplan.output.objdiff import tree_objects
+    from gpuplan.report.disruption import disruptions_of
+
+    change = CAPI.replace("sharing: {mode: time-slicing, replicas: 4,", "sharing: {mode: time-slicing, replicas: 2,", 1)
+    before = _build(tmp_path, CAPI)
+    after = _build(tmp_path, change)
+    old = _template_label(before, "provisioning/capi/notebooks-l40s.yaml", "notebooks-l40s", DEVICE_PLUGIN_CONFIG_LABEL)
+    ds = disruptions_of(tree_objects(before.files), tree_objects(after.files))
+    [d] = [d for d in ds if d.subject.startswith("MachineDeployment gpuplan-notebooks-l40s")]
+    assert d.severity == "replace" and f"{DEVICE_PLUGIN_CONFIG_LABEL}={old}" in d.message
