@@ -171,3 +171,31 @@ def test_plan_base_says_old_nodes_keep_their_config_name(tmp_path):
     ds = disruptions_of(tree_objects(before.files), tree_objects(after.files))
     [d] = [d for d in ds if d.subject.startswith("MachineDeployment gpuplan-notebooks-l40s")]
     assert d.severity == "replace" and f"{DEVICE_PLUGIN_CONFIG_LABEL}={old}" in d.message
+
+
+def test_verify_cluster_accepts_an_old_capi_node_under_a_kept_name(tmp_path):
+    """A machine that joined before the change still carries the old name, which the tree keeps:
+    `verify-cluster --tree` does not call it drifted (GP872); without the tree it would."""
+    from click.testing import CliRunner
+
+    from gpuplan.cli.main import cli
+
+    before = _build(tmp_path, CAPI)
+    _build(tmp_path, CAPI.replace("sharing: {mode: time-slicing, replicas: 4,", "sharing: {mode: time-slicing, "
+                                  "replicas: 2,", 1))
+    old = _template_label(before, "provisioning/capi/notebooks-l40s.yaml", "notebooks-l40s", DEVICE_PLUGIN_CONFIG_LABEL)
+    node = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "l40s-0", "labels": {"gpuplan.dev/pool": "notebooks-l40s",
+                                                      DEVICE_PLUGIN_CONFIG_LABEL: old}},
+            "spec": {}, "status": {}}
+    live = tmp_path / "live.json"
+    live.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node]}), encoding="utf-8")
+
+    def gp872(tree: str) -> list[dict]:
+        r = CliRunner().invoke(cli, ["verify-cluster", str(tmp_path / "fleet.yaml"), "--live", str(live),
+                                     "--tree", tree, "--format", "json"], catch_exceptions=False)
+        return [d for d in json.loads(r.stdout)["diagnostics"]
+                if d["code"] == "GP872" and DEVICE_PLUGIN_CONFIG_LABEL in d["message"]]
+
+    assert gp872(str(tmp_path / "generated")) == []
+    assert gp872(str(tmp_path / "no-such-tree"))
