@@ -615,12 +615,13 @@ class PreviousConfigs:
     # the namespaces that project lists only to keep them (its gpuplan.dev/kept-namespaces
     # annotation): `gpuplan verify-cluster` names those the cluster no longer has
     kept_namespaces: frozenset[str] = frozenset()
-    # name -> static pool for nvidia.com/device-plugin.config and nvidia.com/mig.config: the
-    # names the old tree's NodeFeatureRule of that pool put on its nodes
+    # name -> pool relabelled in place (static, AKS) for nvidia.com/device-plugin.config and
+    # nvidia.com/mig.config: the names the old tree's NodeFeatureRule (an AKS pool's old agent pool)
+    # of that pool put on its nodes
     static_owners: dict[str, str] = field(default_factory=dict)
     static_mig_owners: dict[str, str] = field(default_factory=dict)
-    # name -> static pool: what the old annotation kept for a pool the old tree labelled through
-    # its NodeFeatureRule (the name the pool's last change replaced)
+    # name -> pool relabelled in place: what the old annotation kept for a pool the old tree labelled
+    # through its NodeFeatureRule or agent pool (the name the pool's last change replaced)
     static_kept: dict[str, str] = field(default_factory=dict)
     static_mig_kept: dict[str, str] = field(default_factory=dict)
     # what the old tree states that no build could have written, and why: destination -> why,

@@ -199,3 +199,19 @@ def test_verify_cluster_accepts_an_old_capi_node_under_a_kept_name(tmp_path):
 
     assert gp872(str(tmp_path / "generated")) == []
     assert gp872(str(tmp_path / "no-such-tree"))
+
+
+def test_a_hand_edited_old_node_group_template_keeps_nothing(tmp_path):
+    """The old tree is as hostile as any pull request: a KubeadmConfigTemplate edited into nonsense
+    and one that names a config gpuplan never wrote make the build keep nothing, and fail nowhere."""
+    change = CAPI.replace("sharing: {mode: time-slicing, replicas: 4,", "sharing: {mode: time-slicing, replicas: 2,", 1)
+    _build(tmp_path, CAPI)
+    path = tmp_path / "generated" / "provisioning" / "capi" / "notebooks-l40s.yaml"
+    path.write_text("kind: KubeadmConfigTemplate\nmetadata: 7\nspec: {template: {spec: {joinConfiguration: "
+                    "{nodeRegistration: {kubeletExtraArgs: [{name: node-labels, value: 5}], taints: [1]}}}}}\n"
+                    "---\nkind: KubeadmConfigTemplate\nspec: {template: {spec: {joinConfiguration: {nodeRegistration: "
+                    "{kubeletExtraArgs: [{name: node-labels, value: 'gpuplan.dev/pool=notebooks-l40s,"
+                    "nvidia.com/device-plugin.config=notebooks-l40s-00000000'}]}}}}}\n", encoding="utf-8")
+    after = _build(tmp_path, change)
+    assert _kept(after) == {}
+    assert "notebooks-l40s-00000000" not in one(after, CM)["data"]
