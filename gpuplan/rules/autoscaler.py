@@ -1,4 +1,4 @@
-"""GP633, GP674, GP675, GP679: what the cluster's autoscaler and its version make of the pools' objects.
+"""GP633, GP674, GP675, GP679, GP975: what the cluster's autoscaler and its version make of the pools' objects.
 
 A Karpenter pool's GPU ceiling is the NodePool's ``limits.nodes`` (``maxGPUs`` in whole
 nodes); Karpenter enforces a node-count limit only from v1.11.0 (kubernetes-sigs/karpenter
@@ -24,7 +24,9 @@ without allocatable ``nvidia.com/gpu`` as unready. :data:`MIG_AUTOSCALING` says,
 platform gpuplan provisions on (``gpuplan.provisioning.pools.platforms``), which rule refuses an
 autoscaled pool whose nodes advertise no ``nvidia.com/gpu``, or why none is needed; the Cluster
 Autoscaler platforms (GKE on the GPU Operator path, AKS, Cluster API) are checked here
-(:func:`_gpu_unready`), Karpenter's by its own rules (GP615 on AWS, GP698 on Azure).
+(:func:`_gpu_unready`), Karpenter's by its own rules (GP615 on AWS, GP698 on Azure). A
+fixed-size pool is not scaled, but where the platform puts the autoscaler's GPU label on its
+nodes (GKE, AKS) they still count as unready: GP975 warns.
 
 Stage: check (docs/architecture.md)."""
 
@@ -81,7 +83,24 @@ E_CA_NO_CAPACITY_LABELS = Code(
     good="cluster:\n  capi: {clusterName: lab, version: v1.33.4, autoscalerVersion: 1.36.1}",
 )
 
-CODES = (W_NO_NODE_LIMIT, E_CA_GPU_UNREADY, E_CA_NO_CAPACITY_LABELS)
+W_FIXED_UNREADY = Code(
+    "GP975", "fixed-size pool whose nodes the Cluster Autoscaler counts unready", Severity.WARNING,
+    "The Cluster Autoscaler counts every ready node that carries its GPU label and has no allocatable "
+    "`nvidia.com/gpu` as unready, whether or not it scales the node's pool "
+    "(kubernetes/autoscaler@cluster-autoscaler-1.36.1 processors/customresources/gpu_processor.go:41-70). "
+    "Past `--ok-total-unready-count` (default 3) and `--max-total-unready-percentage` (default 45) of the "
+    "cluster's nodes it stops scaling the whole cluster (clusterstate/clusterstate.go:493-505; "
+    "config/flags/flags.go:123-124). On Cluster API gpuplan leaves the label off a fixed-size pool's nodes; "
+    "GKE (`cloud.google.com/gke-accelerator`) and AKS with its driver (`kubernetes.azure.com/accelerator`) "
+    "set it themselves, so a fixed-size pool there whose nodes advertise only `nvidia.com/mig-*` or renamed "
+    "shared resources counts against those bounds.",
+    bad="sharing: {mode: mig, strategy: mixed, layout: {3g.40gb: 2}}\n"
+        "gke: {machineType: a2-ultragpu-1g, maxGPUs: 8, minNodes: 8, driver: gpu-operator}",
+    good="sharing: {mode: mig, strategy: single, layout: {3g.40gb: 2}}\n"
+         "gke: {machineType: a2-ultragpu-1g, maxGPUs: 8, minNodes: 8, driver: gpu-operator}",
+)
+
+CODES = (W_NO_NODE_LIMIT, E_CA_GPU_UNREADY, E_CA_NO_CAPACITY_LABELS, W_FIXED_UNREADY)
 
 # The MIG-autoscaling refusal per platform (every one of gpuplan.provisioning.pools.platforms():
 # tests/rules/test_platform_families.py): the code that refuses an autoscaled pool whose nodes
@@ -125,6 +144,37 @@ def _karpenter(rf: ResolvedFleet) -> Iterable[Diagnostic]:
         yield rf.diag(W_NO_NODE_LIMIT, f"Karpenter {aws.karpenter_version} does not enforce NodePool limits.nodes "
                       f"(from 1.11.0): pools {names} have no GPU ceiling", ("spec", "cluster", "aws", "karpenterVersion"),
                       hint="upgrade Karpenter to 1.11.0 or later (gpuplan's NodePools are written for 1.14)")
+
+
+def _gpu_label(pv) -> str | None:
+    """The GPU label of the Cluster Autoscaler provider that sizes the pool, where the pool's nodes
+    carry it (``gpuplan.provisioning.pools.platform_labels``): GKE's, AKS's (with its driver), and
+    Cluster API's where gpuplan sets it."""
+    from gpuplan.provisioning import aks, capi, gke
+    from gpuplan.provisioning.pools import platform_labels
+
+    label = {"gke": gke.ACCELERATOR_LABEL, "aks": aks.ACCELERATOR_LABEL,
+             "capi": capi.ACCELERATOR_LABEL}.get(pv.pool.provisioner)
+    return label if label is not None and label in platform_labels(pv) else None
+
+
+def _fixed_unready(rf: ResolvedFleet) -> Iterable[Diagnostic]:
+    """GP975: a fixed-size pool whose nodes carry the autoscaler's GPU label and advertise no
+    ``nvidia.com/gpu``: not scaled, but counted unready."""
+    for pv in rf.pools:
+        if not pv.gpus_per_node or _scaled_by(rf, pv) is not None or pv.node_resources().get(GPU, 0) > 0:
+            continue
+        label = _gpu_label(pv)
+        if label is None:
+            continue
+        what = ", ".join(pv.node_resources()) or "no GPU resource"
+        yield rf.diag(W_FIXED_UNREADY, f"pool {pv.name} is fixed-size, but its nodes carry {label} and advertise "
+                      f"{what}, no nvidia.com/gpu: the Cluster Autoscaler counts each unready, and past 3 unready "
+                      "nodes and 45% of the cluster's it stops scaling every pool", (*pv.path, "sharing"),
+                      hint="share it so that nodes advertise nvidia.com/gpu (MIG strategy single, time-slicing "
+                           "without renameByDefault)"
+                           + (", or run GKE's own GPU stack on it" if pv.pool.gke is not None else "")
+                           + "; or keep the cluster's unready nodes within the autoscaler's bounds")
 
 
 def _scaled_by(rf: ResolvedFleet, pv) -> tuple[str, bool, str] | None:
@@ -179,6 +229,7 @@ def _gpu_unready(rf: ResolvedFleet) -> Iterable[Diagnostic]:
 
 def _cluster_autoscaler(rf: ResolvedFleet) -> Iterable[Diagnostic]:
     yield from _gpu_unready(rf)
+    yield from _fixed_unready(rf)
     cfg = rf.fleet.spec.cluster.capi
     pools = [pv for pv in rf.pools if pv.pool.capi is not None and pv.gpus_per_node]
     if cfg is None or not pools:

@@ -485,3 +485,16 @@ def test_gke_own_stack_and_a_fixed_size_operator_pool_scale_as_they_should(run):
     assert not _codes(run(EXAMPLE), "GP675")
     fixed = edit(GKE_OPERATOR_MIG, "        maxGPUs: 8\n        minNodes: 2\n", "        maxGPUs: 8\n        minNodes: 8\n")
     assert not _codes(run(fixed), "GP675")
+
+
+def test_a_fixed_size_operator_path_mig_pool_still_counts_unready(run):
+    """GP975: GKE puts the GCE provider's GPU label on every node, and the autoscaler counts a
+    labelled node without nvidia.com/gpu unready whether or not it scales its pool
+    (processors/customresources/gpu_processor.go:41-70): a warning at the pool's sharing."""
+    fixed = edit(GKE_OPERATOR_MIG, "        maxGPUs: 8\n        minNodes: 2\n", "        maxGPUs: 8\n        minNodes: 8\n")
+    [d] = _codes(run(fixed), "GP975")
+    assert d.severity.value == "warning" and "infer-a100" in d.message
+    assert "cloud.google.com/gke-accelerator" in d.message
+    assert (d.line, d.col) == position(fixed, "mode: mig\n")
+    assert not _codes(run(GKE_OPERATOR_MIG), "GP975")  # autoscaled: GP675, not both
+    assert not _codes(run(EXAMPLE), "GP975")  # GKE's stack: every partition is nvidia.com/gpu
