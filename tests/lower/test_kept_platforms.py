@@ -3,7 +3,7 @@ are made (gpuplan.provisioning.pools.NODE_LABELS): a Cluster API MachineDeployme
 the kubelet's --node-labels they registered with, a GKE node pool's the nodeConfig.labels it was
 created with, until they are replaced; so a pool-local sharing or layout change keeps the old
 device-plugin and mig-parted config names in the ConfigMaps. AKS agent pools are relabelled in
-place and keep none.
+place and keep only the name of their last change, as static pools do.
 
 Each test builds an example, changes one pool, builds again over that tree (as `gpuplan build`
 does) and reads the new ConfigMaps."""
