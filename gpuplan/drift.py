@@ -163,12 +163,13 @@ E_TOPOLOGY_LABEL = Code(
 )
 I_RETIRE_CONFIG = Code(
     "GP886", "kept config name that no node carries", Severity.INFO,
-    "The generated tree keeps an old device-plugin or mig-parted config name for a Karpenter pool's nodes "
-    "launched under it (`gpuplan.dev/kept-configs`, docs/transitions.md), and no node of the cluster carries "
-    "that name any more (`nvidia.com/device-plugin.config` / `nvidia.com/mig.config`): the nodes were replaced "
-    "or expired. Karpenter labels a node only when it registers (kubernetes-sigs/karpenter v1.14.1 "
-    "pkg/controllers/nodeclaim/lifecycle/registration.go:207-221), so no later node takes the old name: "
-    "retire it with the command in the hint and commit the tree.",
+    "The generated tree keeps an old device-plugin or mig-parted config name for a pool's nodes made or "
+    "labelled under it (`gpuplan.dev/kept-configs`, docs/transitions.md), and no node of the cluster carries "
+    "that name any more (`nvidia.com/device-plugin.config` / `nvidia.com/mig.config`): the nodes were replaced, "
+    "expired or relabelled. A new node takes the pool's current template: Karpenter labels a node only when it "
+    "registers (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/nodeclaim/lifecycle/registration.go:207-221), "
+    "a Cluster API machine joins with the current bootstrap config, a GKE node with the node pool's labels; so "
+    "no later node takes the old name: retire it with the command in the hint and commit the tree.",
     bad="# kept: batch-l4-2c101968; kubectl get nodes -l nvidia.com/device-plugin.config=batch-l4-2c101968: none",
     good="gpuplan build fleet.yaml --retire-config batch-l4-2c101968",
 )
@@ -664,7 +665,7 @@ def _check_node(rf: ResolvedFleet, pv: PoolView, node: dict[str, Any]) -> list[D
     # gpuplan's labels, and those the platform sets itself (GKE: node pool, accelerator, partition size)
     for key, value in {**pool_node_labels(rf, pv), **platform_labels(pv)}.items():
         if labels.get(key) in kept.get(key, ()):
-            continue  # a Karpenter node launched under an old config name the tree keeps (docs/transitions.md)
+            continue  # a node made or labelled under an old config name the tree keeps (docs/transitions.md)
         if labels.get(key) != value:
             have = f"has {key}={show(labels[key])}" if key in labels else f"has no {key}"
             out.append(rf.diag(E_NODE_LABEL, f"node {name} (pool {pv.name}) {have}; planned {key}={value}",

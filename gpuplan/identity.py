@@ -22,8 +22,8 @@ from typing import Any
 
 from gpuplan.dra.claims import DEVICE_PLUGIN_DEPLOY_LABEL, any_dra, is_dra
 from gpuplan.provisioning.pools import (
-    POOL_LABEL, autoscaled, karpenter_pool, node_group_pool, operator_runs_driver, platform_gpu_stack,
-    platform_taints, static_nodes, template_labels, tier_node_selector)
+    POOL_LABEL, autoscaled, karpenter_pool, labels_set_at_creation, node_group_pool, operator_runs_driver,
+    platform_gpu_stack, platform_taints, template_labels, tier_node_selector)
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet
 from gpuplan.spec.models import Mig, Tier, Topology
 import gpuplan.units as _units
@@ -594,8 +594,9 @@ class PreviousConfigs:
     read by the driver (``gpuplan.kept.previous_configs``) before lowering.
 
     ``data``: the old ConfigMap's keys and values, as written; ``owners``: name
-    -> Karpenter pool, from the old NodePools' template labels and the old
-    ConfigMap's :data:`KEPT_CONFIGS_ANNOTATION`; ``static_owners``: name -> static
+    -> pool whose nodes get their labels at creation (Karpenter, Cluster API, GKE), from the old
+    NodePools' and node-group templates' labels and the old ConfigMap's
+    :data:`KEPT_CONFIGS_ANNOTATION`; ``static_owners``: name -> static
     pool, from the old NodeFeatureRules' labels only (never from the annotation, so
     a static pool's old name is kept until its next change: :func:`_static_names`);
     ``retire``: names the person building retires (``gpuplan build --retire-config``)."""
@@ -615,12 +616,13 @@ class PreviousConfigs:
     # the namespaces that project lists only to keep them (its gpuplan.dev/kept-namespaces
     # annotation): `gpuplan verify-cluster` names those the cluster no longer has
     kept_namespaces: frozenset[str] = frozenset()
-    # name -> static pool for nvidia.com/device-plugin.config and nvidia.com/mig.config: the
-    # names the old tree's NodeFeatureRule of that pool put on its nodes
+    # name -> pool relabelled in place (static, AKS) for nvidia.com/device-plugin.config and
+    # nvidia.com/mig.config: the names the old tree's NodeFeatureRule (an AKS pool's old agent pool)
+    # of that pool put on its nodes
     static_owners: dict[str, str] = field(default_factory=dict)
     static_mig_owners: dict[str, str] = field(default_factory=dict)
-    # name -> static pool: what the old annotation kept for a pool the old tree labelled through
-    # its NodeFeatureRule (the name the pool's last change replaced)
+    # name -> pool relabelled in place: what the old annotation kept for a pool the old tree labelled
+    # through its NodeFeatureRule or agent pool (the name the pool's last change replaced)
     static_kept: dict[str, str] = field(default_factory=dict)
     static_mig_kept: dict[str, str] = field(default_factory=dict)
     # what the old tree states that no build could have written, and why: destination -> why,
@@ -669,27 +671,32 @@ def kept_plugin_configs(rf: ResolvedFleet) -> dict[str, tuple[str, str]]:
     """Old device-plugin config names the new ConfigMap keeps: name -> (pool,
     the old config text, verbatim).
 
-    Karpenter never changes the labels of a node it launched: a NodePool whose
-    template changes only marks its NodeClaims drifted
-    (kubernetes-sigs/karpenter@v1.14.1
-    pkg/controllers/nodeclaim/disruption/drift.go:154-167, the NodePool hash
-    against the NodeClaim's), and the node keeps its old
-    ``nvidia.com/device-plugin.config`` until it is replaced, which a
-    ``Drifted: 0`` budget postpones until ``expireAfter``. A device-plugin pod
-    that starts there (a DaemonSet roll, a reboot) reads the config of its old
-    name (NVIDIA/k8s-device-plugin@v0.20.0 cmd/config-manager/main.go:356-358)
-    and, were it gone, would advertise no GPU.
+    A pool whose nodes get their labels when they are made keeps them until the node is
+    replaced (``gpuplan.provisioning.pools.labels_set_at_creation``, the platform fact of
+    :data:`gpuplan.provisioning.pools.NODE_LABELS`): Karpenter never changes the labels of a
+    node it launched (a NodePool whose template changes only marks its NodeClaims drifted,
+    kubernetes-sigs/karpenter@v1.14.1 pkg/controllers/nodeclaim/disruption/drift.go:154-167,
+    which a ``Drifted: 0`` budget postpones until ``expireAfter``); a Cluster API node keeps the
+    ``--node-labels`` its kubelet registered with until its machine is replaced, and a GKE node
+    the ``nodeConfig.labels`` its node pool was created with. So the node keeps its old
+    ``nvidia.com/device-plugin.config``. A device-plugin pod that starts there (a DaemonSet roll,
+    a reboot) reads the config of its old name (NVIDIA/k8s-device-plugin@v0.20.0
+    cmd/config-manager/main.go:356-358) and, were it gone, would advertise no GPU.
 
-    The rule: a name an old NodePool of pool P selected, or that the old
-    ConfigMap already kept for P, stays while P is a Karpenter pool of the
-    fleet and the name is not P's current one. It is retired when P leaves the
-    spec or stops being a Karpenter pool (the NodePool is deleted, and Karpenter
+    The rule: a name an old template of pool P selected (its NodePool, KubeadmConfigTemplate or
+    ContainerNodePool), or that the old ConfigMap already kept for P, stays while P's nodes get
+    their labels at creation and the name is not P's current one. It is retired when P leaves the
+    spec or stops being such a pool (for Karpenter: the NodePool is deleted, and Karpenter
     terminates its NodeClaims with it), or by hand with ``gpuplan build
     --retire-config NAME`` once no node carries it (``kubectl get nodes -l
-    nvidia.com/device-plugin.config=NAME``; at the latest after the pool's
+    nvidia.com/device-plugin.config=NAME``; for Karpenter at the latest after the pool's
     ``expireAfter``).
 
-    Static pools keep the name of their last change: nfd-master relabels their
+    Pools relabelled in place keep the name of their last change: static pools and AKS agent
+    pools (AKS applies a changed ``nodeLabels`` to the nodes where they stand once Azure Service
+    Operator has applied the agent pool, MicrosoftDocs/azure-aks-docs @fb060abe
+    articles/aks/use-labels.md:155, in a sync of its own; until then they carry the old name; the
+    old name is read from the old agent pool's ``nodeLabels``). nfd-master relabels static
     nodes when the new NodeFeatureRule is applied
     (kubernetes-sigs/node-feature-discovery@v0.19.0
     pkg/nfd-master/nfd-api-controller.go:280-296), but under Argo CD that is wave
@@ -758,8 +765,8 @@ def _static_names(rule: dict[str, str], kept: dict[str, str], current: set[str])
 def _kept(rf: ResolvedFleet, prev: PreviousConfigs, owners: dict[str, str], static_owners: dict[str, str],
           data: dict[str, Any], current: set[str], served: set[str], prefix_of, valid,
           body_of) -> dict[str, tuple[str, Any]]:
-    """``owners``: name -> Karpenter pool (old NodePools, the old annotation), kept while the pool is
-    a Karpenter pool; ``static_owners``: name -> static pool (the old NodeFeatureRules only), kept
+    """``owners``: name -> pool (old templates, the old annotation), kept while the pool's nodes get
+    their labels at creation; ``static_owners``: name -> static pool (the old NodeFeatureRules only), kept
     while the pool is static (:func:`_static_names`). A name is kept only with the body it was made
     from: its hash suffix is the content hash of ``body_of(name, value)``, recomputed (a hand edit can
     change neither; gpuplan.kept)."""
@@ -770,10 +777,11 @@ def _kept(rf: ResolvedFleet, prev: PreviousConfigs, owners: dict[str, str], stat
         if pv is None or name in out or name in current or name in prev.retire:
             continue
         if static:
-            if not static_nodes(pv.pool) or platform_gpu_stack(pv.pool):
-                continue  # the rule is gone with the pool's static nodes, or no operand reads the label
-        elif pv.pool.karpenter is None or pv.pool.karpenter.ami_family == "Bottlerocket":
-            continue  # not a Karpenter pool, or no operand of the GPU Operator reads the label there
+            if labels_set_at_creation(rf.fleet.spec.cluster, pv.pool) or platform_gpu_stack(pv.pool):
+                continue  # the pool's nodes are no longer relabelled in place, or no operand reads the label
+        elif (not labels_set_at_creation(rf.fleet.spec.cluster, pv.pool) or not reads_plugin_config(pv)
+              or platform_gpu_stack(pv.pool)):
+            continue  # relabelled in place, or no operand of the GPU Operator reads the label there
         if pool not in served:
             continue  # DRA: the operator's device plugin is off these nodes
         value = data.get(name)

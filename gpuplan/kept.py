@@ -450,7 +450,9 @@ def previous_configs(rf, *, out_dir: Path | str | None = None,
     """What the previous tree (on disk at ``out_dir``, or rendered into
     ``files``) says about the config names nodes may still carry: the old
     device-plugin and mig-parted ConfigMaps' configs and kept names, the
-    names each old NodePool of a pool still in the fleet selected, and the
+    names each old node template of a pool still in the fleet selected (its NodePool or
+    node-group template, for a pool whose nodes keep the labels they were made with:
+    ``gpuplan.provisioning.pools.labels_set_at_creation``), and the
     names each old NodeFeatureRule of a static pool still in the fleet put on
     its nodes (``gpuplan.identity.PreviousConfigs``), and the old AppProject's
     destinations a build may keep (:func:`project_namespaces`). Reads those
@@ -464,7 +466,7 @@ def previous_configs(rf, *, out_dir: Path | str | None = None,
         DEVICE_PLUGIN_CONFIG_LABEL, DEVICE_PLUGIN_CONFIGMAP, MIG_CONFIG_LABEL, MIG_PARTED_CONFIG_KEY,
         MIG_PARTED_CONFIGMAP, POOL_LABEL, PreviousConfigs,
     )
-    from gpuplan.provisioning.pools import static_nodes
+    from gpuplan.provisioning.pools import labels_set_at_creation, static_nodes, template_path
 
     docs = docs_of(files, out_dir)
 
@@ -503,36 +505,62 @@ def previous_configs(rf, *, out_dir: Path | str | None = None,
     static_mig_owners: dict[str, str] = {}
     static_kept: dict[str, str] = {}
     static_mig_kept: dict[str, str] = {}
+    cluster = rf.fleet.spec.cluster
     for pv in rf.pools:
-        # the old tree's NodeFeatureRule of this pool (static there), whatever the pool is now
+        # the old tree's NodeFeatureRule of this pool (static there), whatever the pool is now, and
+        # for a node group relabelled in place now (an AKS agent pool), its old node template
         rules = _rule_labels(docs(f"pools/{pv.name}/node-labels.yaml"), pv.name, POOL_LABEL)
+        in_place = not labels_set_at_creation(cluster, pv.pool)
+        if in_place and not static_nodes(pv.pool):
+            rules += template_labels(docs(template_path(pv.pool) or ""), pv.name, POOL_LABEL)
         if rules:
-            # kept for static nodes: never read back for Karpenter; for a pool still static, the
-            # name its last change kept (identity._static_names keeps it until the next change)
+            # kept for nodes relabelled in place: never read back for a pool whose nodes keep their
+            # labels until replaced; for a pool still relabelled in place, the name its last change
+            # kept (identity._static_names keeps it until the next change)
             for names, kept in ((owners, static_kept), (mig_owners, static_mig_kept)):
                 for name in [n for n, p in names.items() if p == pv.name]:
-                    if static_nodes(pv.pool):
+                    if in_place:
                         kept[name] = pv.name
                     del names[name]
-        if static_nodes(pv.pool):
+        if in_place:
             for labels in rules:
                 for label, names in ((DEVICE_PLUGIN_CONFIG_LABEL, static_owners),
                                      (MIG_CONFIG_LABEL, static_mig_owners)):
                     if isinstance(labels.get(label), str):
                         names[labels[label]] = pv.name
     for pv in rf.pools:
-        if pv.pool.karpenter is None:
+        # nodes that keep the labels they were made with: the old template's names stay theirs
+        if not labels_set_at_creation(rf.fleet.spec.cluster, pv.pool):
             continue
-        for d in docs(f"pools/{pv.name}/nodepool.yaml"):
-            labels = dig(d, "spec", "template", "metadata", "labels") if d.get("kind") == "NodePool" else None
-            if not isinstance(labels, dict) or labels.get(POOL_LABEL) != pv.name:
-                continue
+        for labels in template_labels(docs(template_path(pv.pool) or ""), pv.name, POOL_LABEL):
             for label, names in ((DEVICE_PLUGIN_CONFIG_LABEL, owners), (MIG_CONFIG_LABEL, mig_owners)):
                 if isinstance(labels.get(label), str):
                     names[labels[label]] = pv.name
     return PreviousConfigs(data=data, owners=owners, plugin_bodies=bodies, mig_data=mig_data, mig_owners=mig_owners,
                            static_owners=static_owners, static_mig_owners=static_mig_owners,
                            static_kept=static_kept, static_mig_kept=static_mig_kept, **common)
+
+
+def template_labels(docs: list[dict], pool: str, pool_label: str) -> list[dict]:
+    """The node labels of the templates among ``docs`` that make ``pool``'s nodes: a NodePool's
+    ``spec.template.metadata.labels``, a node-group template as its back-end reads it
+    (:func:`gpuplan.provisioning.pools.read_template`), each only with the pool's own
+    ``gpuplan.dev/pool`` label, whatever a hand edit left there."""
+    from gpuplan.provisioning.pools import read_template
+
+    out = []
+    for d in docs:
+        if d.get("kind") == "NodePool":
+            labels = dig(d, "spec", "template", "metadata", "labels")
+        else:
+            try:
+                read = read_template(d)
+            except (KeyError, TypeError, AttributeError, ValueError):
+                read = None  # not an object gpuplan wrote
+            labels = read[1] if read is not None else None
+        if isinstance(labels, dict) and labels.get(pool_label) == pool:
+            out.append(labels)
+    return out
 
 
 def _rule_labels(docs: list[dict], pool: str, pool_label: str) -> list[dict]:

@@ -152,7 +152,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     pools = [pv for pv in aks_pools(rf) if pv.gpus_per_node]
     if not pools or rf.fleet.spec.cluster.azure is None:
         return []  # GP668 / GP637 are errors: compile stops before lowering
-    out = [Artifact(path=f"{DIR}/{pv.name}/agentpool.yaml", documents=(agent_pool(rf, pv),), kustomize=False,
+    out = [Artifact(path=aks.TEMPLATE_PATH.format(pool=pv.name), documents=(agent_pool(rf, pv),), kustomize=False,
                     description=f"AKS agent pool of pool {pv.name} (Azure Service Operator ManagedClustersAgentPool)")
            for pv in pools]
     out.append(folder_kustomization(

@@ -225,7 +225,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
     if not pools or rf.fleet.spec.cluster.capi is None:
         return
     files = [Artifact(
-        path=f"{DIR}/{pv.name}.yaml", documents=(kubeadm_config_template(rf, pv), machine_deployment(rf, pv)),
+        path=capi.TEMPLATE_PATH.format(pool=pv.name), documents=(kubeadm_config_template(rf, pv), machine_deployment(rf, pv)),
         kustomize=False,
         description=f"Cluster API MachineDeployment and KubeadmConfigTemplate of pool {pv.name} (management "
                     "cluster; not synced with the tree: docs/capi.md)",

@@ -32,7 +32,7 @@ from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import POOL_LABEL, template_node_labels, template_taints
 from gpuplan.lower.common import folder_kustomization, metadata, obj
 from gpuplan.provisioning.pools import machine, platform_gpu_stack
-from gpuplan.provisioning.gke import SHARING_STRATEGY, partition_size
+from gpuplan.provisioning.gke import SHARING_STRATEGY, TEMPLATE_PATH, partition_size
 from gpuplan.resolve import PoolView, ResolvedFleet
 
 API = "container.cnrm.cloud.google.com/v1beta1"
@@ -109,7 +109,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
     pools = gke_pools(rf)
     if not pools or rf.fleet.spec.cluster.gcp is None:
         return
-    files = [Artifact(path=f"{DIR}/{pv.name}.yaml", documents=(node_pool(rf, pv),), kustomize=False,
+    files = [Artifact(path=TEMPLATE_PATH.format(pool=pv.name), documents=(node_pool(rf, pv),), kustomize=False,
                       description=f"GKE node pool {pv.name} (Config Connector ContainerNodePool; not synced "
                       "with the tree: docs/gke.md)") for pv in pools]
     yield from files

@@ -154,6 +154,7 @@ def advertises_gpu(pv: Any) -> bool:
 
 
 TEMPLATE_KINDS = ("ManagedClustersAgentPool",)
+TEMPLATE_PATH = "provisioning/aks/{pool}/agentpool.yaml"  # gpuplan.lower.provision_aks writes it
 
 
 def parse_taint(text: str) -> dict[str, str]:

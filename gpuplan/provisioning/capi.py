@@ -117,6 +117,7 @@ def platform_labels(pv: Any) -> dict[str, str]:
 # The placement proof reads the generated bootstrap config back (gpuplan.placement: read_template);
 # `plan --base` asks what a changed MachineDeployment does (gpuplan.report.disruption: template_changes).
 TEMPLATE_KINDS = ("KubeadmConfigTemplate", "MachineDeployment")
+TEMPLATE_PATH = "provisioning/capi/{pool}.yaml"  # gpuplan.lower.provision_capi writes it
 NODE_LABELS_ARG = "node-labels"
 
 

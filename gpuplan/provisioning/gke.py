@@ -156,6 +156,7 @@ def preemptible(pool: Pool) -> bool:
 
 
 TEMPLATE_KINDS = ("ContainerNodePool",)
+TEMPLATE_PATH = "provisioning/gke/{pool}.yaml"  # gpuplan.lower.provision_gke writes it
 _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 

@@ -59,6 +59,7 @@ NODE_GROUP_BACKENDS = ("gke", "aks", "capi")
 #   preemptible(pool) -> bool           the pool's nodes can be reclaimed (spot)
 #   operator_driver(pool) -> bool       the GPU Operator installs the driver (default: not platform_gpu_stack)
 #   TEMPLATE_KINDS: tuple[str, ...]     kinds of the objects holding the node template (the proof reads them)
+#   TEMPLATE_PATH: str                  the tree path of a pool's template file, "{pool}" for its name
 #   read_template(doc) -> (pool, labels, taints) | None   such an object read back (Kubernetes taint form)
 #   template_changes(old, new) -> [(severity, message)]    what the platform does with a changed template
 #                                                          (gpuplan.report.disruption; severities as there)
@@ -92,6 +93,66 @@ def platform(cluster: Any, pool: Pool) -> str:
     if karpenter_pool(pool):
         return f"karpenter-{karpenter_cloud(cluster)}"
     return pool.provisioner
+
+
+def platforms() -> tuple[str, ...]:
+    """Every platform :func:`platform` can name: the spec's provisioners
+    (``gpuplan.spec.models.Provisioner``), Karpenter once per cloud (:data:`KARPENTER_CLOUDS`)."""
+    from typing import get_args
+
+    from gpuplan.spec.models import Provisioner
+
+    out: list[str] = []
+    for p in get_args(Provisioner):
+        out += [f"karpenter-{c}" for c in KARPENTER_CLOUDS] if p == "karpenter" else [p]
+    return tuple(out)
+
+
+# How a platform's nodes get gpuplan's labels: platform -> (set at node creation, why). A label
+# set at creation reaches a running node only by replacing it, so a node keeps the labels it was
+# made with (``nvidia.com/device-plugin.config``, ``nvidia.com/mig.config``) until it is gone
+# (gpuplan.identity.kept_plugin_configs); one relabelled in place gets the new value where it
+# stands, once the object that says so is applied, and until then needs only the name of the
+# pool's last change. Every platform of :func:`platforms` has an
+# entry (tests/rules/test_platform_families.py).
+NODE_LABELS: dict[str, tuple[bool, str]] = {
+    "static": (False, "nfd-master relabels the nodes in place when the pool's NodeFeatureRule changes "
+               "(kubernetes-sigs/node-feature-discovery@v0.19.0 pkg/nfd-master/nfd-api-controller.go:280-296)"),
+    "karpenter-aws": (True, "the NodePool template's labels are set when Karpenter launches the node; a changed "
+                      "template only marks the NodeClaim drifted (kubernetes-sigs/karpenter@v1.14.1 "
+                      "pkg/controllers/nodeclaim/disruption/drift.go:154-167), and the node keeps its labels "
+                      "until it is replaced"),
+    "karpenter-azure": (True, "as on AWS: the same Karpenter core launches the node with the NodePool "
+                        "template's labels and never relabels it (drift.go:154-167)"),
+    "gke": (True, "the ContainerNodePool's nodeConfig.labels are set when GKE creates a node, and Config "
+            "Connector refuses to change them (immutable in the pinned CRD; "
+            "GoogleCloudPlatform/k8s-config-connector@v1.155.1 pkg/controller/tf/controller.go:381-384): "
+            "a new value reaches the nodes only by replacing the node pool"),
+    "aks": (False, "AKS applies a changed nodeLabels to every node of the agent pool in place "
+            "(MicrosoftDocs/azure-aks-docs @fb060abe articles/aks/use-labels.md:155)"),
+    "capi": (True, "the kubelet registers the node with the bootstrap config's --node-labels and later "
+             "reconciles only its default labels (kubernetes@v1.36.3 pkg/kubelet/kubelet_node_status.go:"
+             "131, 232-245, 353-358); a changed KubeadmConfigTemplate is a new one, which Cluster API rolls "
+             "out by replacing every machine (kubernetes-sigs/cluster-api@v1.14.0 "
+             "core/reconcilers/machinedeployment/mdutil/util.go:359-411)"),
+}
+
+
+def labels_set_at_creation(cluster: Any, pool: Pool) -> bool:
+    """The pool's nodes get gpuplan's labels when they are made and keep them until they are
+    replaced (:data:`NODE_LABELS`): Karpenter, Cluster API, GKE node pools; not static pools
+    (nfd-master) nor AKS agent pools (relabelled in place)."""
+    return NODE_LABELS[platform(cluster, pool)][0]
+
+
+def template_path(pool: Pool) -> str | None:
+    """The tree path of the object that carries the labels of a pool whose template sets them: its
+    NodePool (Karpenter) or its back-end's template file (``TEMPLATE_PATH``); None for static pools."""
+    if karpenter_pool(pool):
+        return f"pools/{pool.name}/nodepool.yaml"
+    mod = backend(pool)
+    path = getattr(mod, "TEMPLATE_PATH", None) if mod is not None else None
+    return path.format(pool=pool.name) if path else None
 
 
 # Who takes a spot node back, and the least warning it gives: EC2 two minutes (AWS "Spot Instance

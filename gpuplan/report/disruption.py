@@ -111,6 +111,20 @@ def _objects(parsed: Parsed) -> dict[tuple[str, str, str], dict[str, Any]]:
     return out
 
 
+def _group_labels(objs: dict, doc: dict[str, Any]) -> dict[str, Any]:
+    """The node labels a node-group template gives its nodes: the template read back by its
+    back-end, or for a MachineDeployment the KubeadmConfigTemplate its ``bootstrap.configRef``
+    names (in ``objs``, the same tree)."""
+    read = read_template(doc)
+    if read is None and doc.get("kind") == "MachineDeployment":
+        ref = (((((doc.get("spec") or {}).get("template") or {}).get("spec") or {}).get("bootstrap") or {})
+               .get("configRef") or {})
+        ns = (doc.get("metadata") or {}).get("namespace") or ""
+        kct = objs.get(("KubeadmConfigTemplate", ns, ref.get("name")))
+        read = read_template(kct) if isinstance(kct, dict) else None
+    return read[1] if read else {}
+
+
 def _static_nodes(objs: dict) -> dict[str, tuple[str, dict[str, str], list[dict]]]:
     """node -> (pool, labels, taints) from the pools' NodeFeatureRules."""
     out = {}
@@ -266,7 +280,19 @@ def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = N
             read = read_template(n)
             pool_of = read[0] if read else ((n.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
             subject = f"{kind} {name}" + (f" (pool {pool_of})" if pool_of else "")
-            out += [Disruption(sev, subject, msg) for sev, msg in template_changes(o, n)]
+            changes = template_changes(o, n)
+            if changes:
+                # the old nodes carry the old template's config names until they are replaced or
+                # relabelled; the build keeps them (gpuplan.identity.kept_plugin_configs)
+                ol, nl = _group_labels(a, o), _group_labels(b, n)
+                kept = [f"{x}={ol.get(x)}" for x, new_cfgs in ((PLUGIN_LABEL, np_), (MIG_LABEL, nm))
+                        if ol.get(x) != nl.get(x) and ol.get(x) in new_cfgs]
+                if kept:
+                    sev, msg = changes[0]
+                    changes[0] = (sev, msg + f"; until they are replaced or relabelled, old nodes carry "
+                                  f"{', '.join(kept)}, which the device-plugin and mig-parted ConfigMaps keep "
+                                  "for them")
+            out += [Disruption(sev, subject, msg) for sev, msg in changes]
 
     on, nn = _static_nodes(a), _static_nodes(b)
     for node in sorted(set(on) & set(nn)):

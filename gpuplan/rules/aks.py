@@ -7,7 +7,8 @@ gpu-multi-instance.md, nvidia-gpu-operator.md, spot-node-pool.md, use-labels.md)
 makes), Azure/azure-service-operator v1api20250801 types @70edf9f0 (the agent pool name), and
 kubernetes/autoscaler@cluster-autoscaler-1.36.1 (the Azure provider's GPU label and the
 readiness of GPU nodes). The VM size against the pool's GPU model and count is GP637-GP639
-(``gpuplan.rules.provisioning``).
+(``gpuplan.rules.provisioning``). GP674 is checked with the other platforms' MIG-autoscaling
+refusals in ``gpuplan.rules.autoscaler`` (one table, ``MIG_AUTOSCALING``).
 
 Stage: check (docs/architecture.md)."""
 
@@ -132,7 +133,6 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
     for pv in pools:
         yield from _labels(rf, pv)
         yield from _mig(rf, pv)
-        yield from _autoscaler(rf, pv)
     yield from _driver(rf, pools)
 
 
@@ -201,19 +201,6 @@ def _mig(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
         yield rf.diag(E_MIG_PROFILE, f"pool {pv.name}: {uni[1]}x {uni[0]} per GPU is no gpuInstanceProfile on "
                       f"{m.name} ({why})", (*pv.path, "sharing", "layout"),
                       hint=GPU_OPERATOR_HINT if offered else "use a VM size with A100, H100 or H200 GPUs")
-
-
-def _autoscaler(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
-    from gpuplan.provisioning.aks import advertises_gpu, max_nodes, settings
-
-    if not pv.gpus_per_node or settings(pv.pool).min_nodes >= max_nodes(pv) or advertises_gpu(pv):
-        return
-    what = ", ".join(pv.node_resources()) or "no GPU resource"
-    yield rf.diag(E_CA_GPU_UNREADY, f"pool {pv.name} is scaled by AKS's cluster autoscaler, which counts its nodes "
-                  f"({what}, no nvidia.com/gpu) as unready (kubernetes/autoscaler#8095): its scale-up and the "
-                  "cluster's stall", (*pv.path, "sharing"),
-                  hint=f"make the pool fixed-size (aks.minNodes: {max_nodes(pv)}), or share it so that nodes "
-                       "advertise nvidia.com/gpu (MIG strategy single, time-slicing without renameByDefault)")
 
 
 def _driver(rf: ResolvedFleet, pools: list[PoolView]) -> Iterator[Diagnostic]:

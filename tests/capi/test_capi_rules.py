@@ -212,3 +212,9 @@ def test_a_kubelet_flag_value_cannot_carry_more_flags(tmp_path, value):
     assert d.line == text[:text.index(value)].count("\n") + 1
     p.write_text(EXAMPLE, encoding="utf-8")
     assert not [d for d in check_fleet(p).diagnostics if d.is_error]
+
+
+def test_a_fixed_size_mig_pool_carries_no_gpu_label_and_no_warning(tmp_path):
+    """GP975 is for platforms that label the nodes themselves: gpuplan leaves cluster-api/accelerator
+    off the fixed-size infer-a100, so the autoscaler never counts its nodes unready."""
+    assert "GP975" not in Run(tmp_path).codes(EXAMPLE)

@@ -459,3 +459,42 @@ def test_reports_name_the_node_pool_not_karpenter_or_bottlerocket(run):
     mon = run.resolved(BASE.replace("  tiers:\n", "  monitoring: {}\n  tiers:\n", 1))
     why = left_out(mon, mon.pools[0])["DCGMExporterNotReady"]
     assert "GKE node pool's own GPU stack" in why and "Bottlerocket" not in why
+
+
+# --- GP675 on the GPU Operator path: GKE's autoscaler sees no nvidia.com/mig-* --------------------
+
+GKE_OPERATOR_MIG = edit(EXAMPLE, "        maxGPUs: 8\n        minNodes: 2\n",
+                        "        maxGPUs: 8\n        minNodes: 2\n        driver: gpu-operator\n"
+                        "        imageType: UBUNTU_CONTAINERD\n")
+
+
+def test_an_autoscaled_operator_path_mig_pool_is_refused_at_its_sharing(run):
+    """examples/gke.yaml's infer-a100 on the GPU Operator path: mig-manager's partitions are
+    nvidia.com/mig-3g.40gb, while GKE's nodes carry the GCE provider's GPU label and the
+    autoscaler's template node has only nvidia.com/gpu (cloudprovider/gce/templates.go:83)."""
+    [d] = _codes(run(GKE_OPERATOR_MIG), "GP675")
+    assert d.is_error and "infer-a100" in d.message and "nvidia.com/mig-3g.40gb" in d.message
+    assert GKE_OPERATOR_MIG.count("        mode: mig\n") == 1
+    assert (d.line, d.col) == position(GKE_OPERATOR_MIG, "mode: mig\n")  # the pool's sharing block
+    assert "gke.minNodes: 8" in d.hint
+
+
+def test_gke_own_stack_and_a_fixed_size_operator_pool_scale_as_they_should(run):
+    """On GKE's own stack each partition is nvidia.com/gpu (no refusal); on the operator path a
+    fixed-size pool (minNodes at the ceiling) is not scaled."""
+    assert not _codes(run(EXAMPLE), "GP675")
+    fixed = edit(GKE_OPERATOR_MIG, "        maxGPUs: 8\n        minNodes: 2\n", "        maxGPUs: 8\n        minNodes: 8\n")
+    assert not _codes(run(fixed), "GP675")
+
+
+def test_a_fixed_size_operator_path_mig_pool_still_counts_unready(run):
+    """GP975: GKE puts the GCE provider's GPU label on every node, and the autoscaler counts a
+    labelled node without nvidia.com/gpu unready whether or not it scales its pool
+    (processors/customresources/gpu_processor.go:41-70): a warning at the pool's sharing."""
+    fixed = edit(GKE_OPERATOR_MIG, "        maxGPUs: 8\n        minNodes: 2\n", "        maxGPUs: 8\n        minNodes: 8\n")
+    [d] = _codes(run(fixed), "GP975")
+    assert d.severity.value == "warning" and "infer-a100" in d.message
+    assert "cloud.google.com/gke-accelerator" in d.message
+    assert (d.line, d.col) == position(fixed, "mode: mig\n")
+    assert not _codes(run(GKE_OPERATOR_MIG), "GP975")  # autoscaled: GP675, not both
+    assert not _codes(run(EXAMPLE), "GP975")  # GKE's stack: every partition is nvidia.com/gpu

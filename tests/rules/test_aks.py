@@ -167,3 +167,12 @@ def test_vm_size_decides_gpu_model(tmp_path):
     text = AKS.replace("vmSize: Standard_ND96isr_H100_v5", "vmSize: Standard_ND96amsr_A100_v4")
     [d] = _codes(_check(tmp_path, text), "GP638")
     assert "A100-SXM4-80GB" in d.message
+
+
+def test_a_fixed_size_mixed_mig_pool_still_counts_unready(tmp_path):
+    """GP975: AKS labels the nodes kubernetes.azure.com/accelerator itself (its driver), so a
+    fixed-size pool with only nvidia.com/mig-* is not scaled but still counted unready."""
+    text = AKS.replace("strategy: single", "strategy: mixed").replace("        minNodes: 1\n", "        minNodes: 4\n")
+    [d] = _codes(_check(tmp_path, text), "GP975")
+    assert "infer-a100" in d.message and "kubernetes.azure.com/accelerator" in d.message
+    assert not _codes(_check(tmp_path, AKS), "GP975")
