@@ -459,3 +459,45 @@ def test_reports_name_the_node_pool_not_karpenter_or_bottlerocket(run):
     mon = run.resolved(BASE.replace("  tiers:\n", "  monitoring: {}\n  tiers:\n", 1))
     why = left_out(mon, mon.pools[0])["DCGMExporterNotReady"]
     assert "GKE node pool's own GPU stack" in why and "Bottlerocket" not in why
+
+
+# --- the system-class quota GKE requires ----------------------------------------------------
+
+
+def _operator_quota(tree, path="gpu-operator/namespace.yaml"):
+    return [d for d in tree[path].documents if d["kind"] == "ResourceQuota"]
+
+
+def test_operator_namespace_gets_the_quota_gke_requires_for_system_classes(run):
+    """GKE refuses system-node-critical pods in a namespace with no ResourceQuota scoped to the
+    system PriorityClasses: the operator namespace gets one, in the file that makes the namespace
+    (so it exists before the operator Application), on GKE's own stack too (the operator and NFD
+    run there)."""
+    tree = _tree(run, BASE)
+    [q] = _operator_quota(tree)
+    assert q["metadata"]["name"] == "gpu-operator-quota" and q["metadata"]["namespace"] == "gpu-operator"
+    assert q["spec"]["scopeSelector"] == {"matchExpressions": [
+        {"operator": "In", "scopeName": "PriorityClass", "values": ["system-node-critical", "system-cluster-critical"]}]}
+    assert tree["gpu-operator/namespace.yaml"].kustomize
+    # never binding: the operand DaemonSets on every GPU node (8 + 2 + 4 nodes), nfd-worker on as
+    # many nodes as a GKE cluster may have, the three Deployments with a surge pod each
+    assert q["spec"]["hard"] == {"pods": str(6 + 18 * 14 + 15_000)}
+    more = _tree(run, edit(BASE, "gke: {machineType: a3-highgpu-8g, maxGPUs: 16}",
+                           "gke: {machineType: a3-highgpu-8g, maxGPUs: 64}"))
+    assert _operator_quota(more)[0]["spec"]["hard"] == {"pods": str(6 + 18 * 20 + 15_000)}
+
+
+def test_flux_puts_the_quota_beside_the_helm_release(run):
+    text = edit(BASE, "repoURL: https://git.example.com/fleet.git",
+                "engine: flux\n      repoURL: https://git.example.com/fleet.git")
+    tree = _tree(run, text)
+    path = "delivery/gpu-operator/namespace.yaml"
+    assert tree[path].documents[0]["kind"] == "Namespace"
+    [q] = _operator_quota(tree, path)
+    assert q["metadata"]["namespace"] == "gpu-operator"
+
+
+def test_no_system_class_quota_off_gke(run):
+    from gpuplan.lower.operator import system_class_quota
+
+    assert system_class_quota(run.resolved((REPO / "examples" / "aks.yaml").read_text(encoding="utf-8"))) is None
