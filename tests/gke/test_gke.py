@@ -501,3 +501,29 @@ def test_no_system_class_quota_off_gke(run):
     from gpuplan.lower.operator import system_class_quota
 
     assert system_class_quota(run.resolved((REPO / "examples" / "aks.yaml").read_text(encoding="utf-8"))) is None
+
+
+# --- node upgrades under training jobs --------------------------------------------------------
+
+
+def test_gp980_gke_upgrades_a_training_pools_nodes(run):
+    """GKE's node auto-upgrade recreates a training pool's nodes: a warning at the pool's `gke`
+    key, and none for the pools that run no jobs."""
+    diags = _codes(run(BASE), "GP980")
+    assert [d.severity.value for d in diags] == ["warning"]
+    [d] = diags
+    assert "'train'" in d.message and d.hint
+    assert (d.line, d.col) == position(BASE, "gke: {machineType: a3-highgpu-8g")
+    batch = edit(BASE, "workload: inference, priority: 5000", "workload: batch, priority: 5000")
+    assert sorted(m.message.split("'")[1] for m in _codes(run(batch), "GP980")) == ["infer", "train"]
+
+
+def test_auto_upgrade_off_is_written_and_silences_gp980(run):
+    text = edit(BASE, "gke: {machineType: a3-highgpu-8g, maxGPUs: 16}",
+                "gke: {machineType: a3-highgpu-8g, maxGPUs: 16, autoUpgrade: false}")
+    assert not _codes(run(text), "GP980")
+    tree = _tree(run, text)
+    [np] = tree["provisioning/gke/train.yaml"].documents
+    assert np["spec"]["management"] == {"autoRepair": True, "autoUpgrade": False}
+    [other] = tree["provisioning/gke/infer.yaml"].documents
+    assert "management" not in other["spec"]  # GKE's default where the spec says nothing
