@@ -43,7 +43,7 @@ from typing import Any, Sequence
 from gpuplan.dra.claims import is_dra
 from gpuplan.provisioning.pools import operator_runs_driver
 from gpuplan.artifacts import Artifact, Produced
-from gpuplan.lower.common import metadata, obj
+from gpuplan.lower.common import metadata, obj, system_quota
 from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as PLUGIN_CONFIGMAP
 from gpuplan.identity import DEFAULT_CONFIG, cluster_mig_strategy
 from gpuplan.lower.common import VALUES_PATH, object_annotations, operator_namespace_path
@@ -334,18 +334,12 @@ def system_class_quota(rf: ResolvedFleet) -> dict[str, Any] | None:
     PriorityClasses in a namespace without a quota scoped to them, so without it the operator, NFD
     and every operand stay at zero pods, on the GPU Operator path and on GKE's own stack alike (the
     operator and NFD run there too). Facts and the size: ``gpuplan.provisioning.gke``."""
-    from gpuplan.provisioning.gke import OPERATOR_QUOTA, SYSTEM_PRIORITY_CLASSES, gke_cluster, operator_quota_pods
+    from gpuplan.provisioning.gke import gke_cluster, operator_quota_pods
 
     if not gke_cluster(rf.pools):
         return None
-    ns = rf.fleet.spec.cluster.gpu_operator.namespace
     gpu_nodes = sum(pv.node_count or 0 for pv in rf.pools)
-    meta = metadata(rf, OPERATOR_QUOTA, namespace=ns, annotations=object_annotations(rf, "ResourceQuota"))
-    return obj("v1", "ResourceQuota", meta, spec={
-        "hard": {"pods": str(operator_quota_pods(gpu_nodes))},
-        "scopeSelector": {"matchExpressions": [
-            {"operator": "In", "scopeName": "PriorityClass", "values": list(SYSTEM_PRIORITY_CLASSES)}]},
-    })
+    return system_quota(rf, rf.fleet.spec.cluster.gpu_operator.namespace, operator_quota_pods(gpu_nodes))
 
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:

@@ -194,6 +194,20 @@ def operator_quota_pods(gpu_nodes: int) -> int:
     return OPERATOR_DEPLOYMENT_PODS + OPERAND_DAEMONSETS * gpu_nodes + GKE_MAX_NODES
 
 
+# The DRA driver chart gives the system classes to its pods too (kubernetes-sigs/dra-driver-nvidia-gpu
+# @95932046 deployments/helm/dra-driver-nvidia-gpu/values.yaml:172-177 webhook,
+# system-cluster-critical; :225-237 controller and :276-282 kubeletPlugin, system-node-critical), in
+# its own namespace: the same quota goes there, sized as the operator's: the kubelet plugin (a
+# DaemonSet, templates/kubeletplugin.yaml:21) on every node of the DRA pools, the controller and the
+# webhook Deployments (one replica each, :174, :226) twice over for a surge pod.
+DRA_DEPLOYMENT_PODS = 2 * 2
+
+
+def dra_quota_pods(dra_nodes: int) -> int:
+    """``hard.pods`` of the DRA driver namespace's system-class quota."""
+    return DRA_DEPLOYMENT_PODS + dra_nodes
+
+
 TEMPLATE_KINDS = ("ContainerNodePool",)
 _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 

@@ -527,3 +527,18 @@ def test_auto_upgrade_off_is_written_and_silences_gp980(run):
     assert np["spec"]["management"] == {"autoRepair": True, "autoUpgrade": False}
     [other] = tree["provisioning/gke/infer.yaml"].documents
     assert "management" not in other["spec"]  # GKE's default where the spec says nothing
+
+
+def test_the_dra_drivers_namespace_gets_the_quota_too(run):
+    """The DRA driver's controller and kubelet plugin are system-node-critical: on GKE its
+    namespace gets the same quota, sized by the DRA pools' nodes."""
+    text = edit(BASE, "gke: {machineType: a3-highgpu-8g, maxGPUs: 16}",
+                "gke: {machineType: a3-highgpu-8g, maxGPUs: 16, driver: gpu-operator, imageType: UBUNTU_CONTAINERD}\n"
+                "      allocation: {backend: dra, extendedResources: false}")
+    text = edit(text, 'kubernetesVersion: "1.33"', 'kubernetesVersion: "1.34"')
+    assert not [d for d in run(text) if d.is_error]
+    tree = _tree(run, text)
+    [q] = _operator_quota(tree, "dra-driver/namespace.yaml")
+    assert q["metadata"]["namespace"] == "dra-driver-nvidia-gpu"
+    assert q["spec"]["hard"] == {"pods": str(4 + 2)}  # two Deployments with a surge pod, 2 DRA nodes
+    assert q["spec"]["scopeSelector"] == _operator_quota(tree)[0]["spec"]["scopeSelector"]
