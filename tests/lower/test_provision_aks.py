@@ -240,3 +240,13 @@ def test_training_pools_keep_a_node_a_budget_protects_through_upgrades(tmp_path)
     v = Verifier(VerifyOptions(kubernetes_version="1.33"))
     v.add(train, "agentpool.yaml", lambda p, k: (None, None), None)
     assert not [d for d in v.result().diagnostics if d.is_error]
+
+
+def test_tenant_pages_tell_training_tenants_what_keeps_their_node(tmp_path):
+    """The tenant page of a training tier on an AKS pool says that only a PodDisruptionBudget keeps
+    the node through an upgrade; an inference tier's page says nothing of it."""
+    c = _build(tmp_path, AKS)
+    page = c.files["tenants/vision/README.md"].decode()
+    train = page.split("## Tier training")[1].split("\n## ")[0]
+    assert "PodDisruptionBudget with `maxUnavailable: 0`" in train
+    assert page.count("PodDisruptionBudget with") == 1
