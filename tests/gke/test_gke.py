@@ -542,3 +542,13 @@ def test_the_dra_drivers_namespace_gets_the_quota_too(run):
     assert q["metadata"]["namespace"] == "dra-driver-nvidia-gpu"
     assert q["spec"]["hard"] == {"pods": str(4 + 2)}  # two Deployments with a surge pod, 2 DRA nodes
     assert q["spec"]["scopeSelector"] == _operator_quota(tree)[0]["spec"]["scopeSelector"]
+
+
+def test_tenant_page_of_a_training_tier_says_gke_upgrades_its_nodes(run):
+    page = _tree(run, BASE)["tenants/a/README.md"].text
+    training = page.split("## Tier training")[1].split("\n## ")[0]
+    assert "GKE upgrades this pool's nodes itself" in training
+    assert page.count("GKE upgrades this pool's nodes itself") == 1
+    off = _tree(run, edit(BASE, "gke: {machineType: a3-highgpu-8g, maxGPUs: 16}",
+                          "gke: {machineType: a3-highgpu-8g, maxGPUs: 16, autoUpgrade: false}"))
+    assert "GKE upgrades this pool's nodes itself" not in off["tenants/a/README.md"].text
