@@ -99,8 +99,8 @@ W_GKE_UPGRADES_JOBS = Code(
     "enrolled in a release channel): each node is recreated with the new GKE version, and GKE's driver "
     "with it, after a drain that honours PodDisruptionBudgets and grace periods for at most an hour. A "
     "training or batch job on the node loses its work since its last checkpoint, and no disruption budget "
-    "of gpuplan's holds the upgrade (those are Karpenter's). A node pool has no setting that holds it on a "
-    "release channel; the cluster's maintenance exclusions do (scope \"no minor or node upgrades\"). On a "
+    "of gpuplan's holds the upgrade (those are Karpenter's). The pinned ContainerNodePool (Config Connector "
+    "v1.155.1) has no field that holds it on a release channel; the cluster's maintenance exclusions do (scope \"no minor or node upgrades\"). On a "
     "cluster in no release channel, `gke.autoUpgrade: false` turns the pool's upgrades off "
     "(`management.autoUpgrade`); then its nodes change only when you upgrade the pool.",
     bad="pools:\n  - name: train\n    gke: {machineType: a3-highgpu-8g, maxGPUs: 16}\n"
@@ -263,7 +263,7 @@ def _upgrades(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
         return
     yield rf.diag(W_GKE_UPGRADES_JOBS,
                   f"pool {pv.name!r} runs training or batch jobs, and GKE's node auto-upgrade recreates its nodes "
-                  "(and GKE's driver) under them, draining each for at most an hour; no per-pool setting holds "
-                  "it on a release channel", pv.path + ("gke",), key=True,
+                  "(and GKE's driver) under them, draining each for at most an hour; no ContainerNodePool field "
+                  "holds it on a release channel", pv.path + ("gke",), key=True,
                   hint="on a release channel: add a maintenance exclusion (scope: no minor or node upgrades) to "
                   "the cluster for the runs and disable GP980; on no release channel: set gke.autoUpgrade: false")
