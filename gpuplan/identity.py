@@ -899,6 +899,12 @@ DRIVER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"  # "false": the operator's 
 JOB_WORKLOADS = ("training", "batch")
 
 
+def job_pool(rf: ResolvedFleet, pv: PoolView) -> bool:
+    """Some tier on the pool runs training or batch jobs (the pools whose node upgrades gpuplan
+    holds or warns about: driver upgrades here, platform node upgrades on GKE and AKS)."""
+    return any(t.pool == pv.name and t.workload in JOB_WORKLOADS for t in rf.fleet.spec.tiers)
+
+
 def pool_driver_version(rf: ResolvedFleet, pv: PoolView) -> str | None:
     """The driver a static pool's nodes run: the pool's ``driverVersion``, else the
     fleet's, else (managed driver) the chart's default; None when gpuplan cannot know."""

@@ -178,6 +178,20 @@ def operator_namespace_path(rf: ResolvedFleet) -> tuple[str, bool]:
     return f"{FLUX_OPERATOR_DIR}/namespace.yaml", False
 
 
+def system_quota(rf: ResolvedFleet, namespace: str, pods: int) -> dict[str, Any]:
+    """A ResourceQuota scoped to the system PriorityClasses, ``hard.pods`` = ``pods``: what GKE's
+    quota admission requires before pods of those classes run in ``namespace``
+    (``gpuplan.provisioning.gke``; the name is the one NVIDIA's GKE guide uses)."""
+    from gpuplan.provisioning.gke import OPERATOR_QUOTA, SYSTEM_PRIORITY_CLASSES
+
+    meta = metadata(rf, OPERATOR_QUOTA, namespace=namespace, annotations=object_annotations(rf, "ResourceQuota"))
+    return obj("v1", "ResourceQuota", meta, spec={
+        "hard": {"pods": str(pods)},
+        "scopeSelector": {"matchExpressions": [
+            {"operator": "In", "scopeName": "PriorityClass", "values": list(SYSTEM_PRIORITY_CLASSES)}]},
+    })
+
+
 # --- Markdown ------------------------------------------------------------------------------
 
 

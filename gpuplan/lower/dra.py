@@ -196,6 +196,24 @@ def namespace(rf: ResolvedFleet) -> dict[str, Any]:
     return obj("v1", "Namespace", meta)
 
 
+def system_class_quota(rf: ResolvedFleet) -> dict[str, Any] | None:
+    """On GKE: the quota GKE requires before the driver's system-class pods run in its namespace
+    (``gpuplan.provisioning.gke.dra_quota_pods``); None elsewhere."""
+    from gpuplan.dra.claims import is_dra
+    from gpuplan.lower.common import system_quota
+    from gpuplan.provisioning.gke import dra_quota_pods, gke_cluster
+
+    if not gke_cluster(rf.pools):
+        return None
+    nodes = sum(pv.node_count or 0 for pv in rf.pools if is_dra(rf, pv))
+    return system_quota(rf, NAMESPACE, dra_quota_pods(nodes))
+
+
+def namespace_documents(rf: ResolvedFleet) -> tuple[dict[str, Any], ...]:
+    quota = system_class_quota(rf)
+    return (namespace(rf), *([quota] if quota else []))
+
+
 def argo_application(rf: ResolvedFleet) -> dict[str, Any]:
     chart = {"repoURL": CHART_REPO_OCI.removeprefix("oci://"), "chart": CHART, "targetRevision": chart_version(rf)}
     # synced with the DeviceClasses (lower/common.py WAVES): its chart's GPU DeviceClasses exist only
@@ -222,7 +240,7 @@ def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
         "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 3}},
         "values": values(rf),
     })
-    return [namespace(rf), repo, release]
+    return [*namespace_documents(rf), repo, release]
 
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
@@ -235,7 +253,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
         description=f"Helm values for chart {CHART} {version} (the DRA driver, on DRA pools' nodes only)",
     )]
     if engine(rf) == "argocd":
-        out.append(Artifact(path="dra-driver/namespace.yaml", documents=(namespace(rf),),
+        out.append(Artifact(path="dra-driver/namespace.yaml", documents=namespace_documents(rf),
                             description="the DRA driver's namespace (Pod Security: privileged)"))
         out.append(Artifact(path=ARGO_APP_PATH, documents=(argo_application(rf),),
                             description=f"Argo CD Application: the DRA driver chart {version}, "

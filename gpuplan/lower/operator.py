@@ -45,7 +45,7 @@ from gpuplan.nodefacts import fact
 from gpuplan.provisioning.pools import operator_runs_driver
 from gpuplan.provisioning.runtime import runtime_class, unconfigurable_toolkit_pools
 from gpuplan.artifacts import Artifact, Produced
-from gpuplan.lower.common import metadata, obj
+from gpuplan.lower.common import metadata, obj, system_quota
 from gpuplan.identity import DEVICE_PLUGIN_CONFIGMAP as PLUGIN_CONFIGMAP
 from gpuplan.identity import DEFAULT_CONFIG, cluster_mig_strategy
 from gpuplan.lower.common import VALUES_PATH, object_annotations, operator_namespace_path
@@ -349,8 +349,23 @@ def namespace(rf: ResolvedFleet) -> dict[str, Any]:
     return obj("v1", "Namespace", meta)
 
 
+def system_class_quota(rf: ResolvedFleet) -> dict[str, Any] | None:
+    """On GKE: the ResourceQuota that lets the operator's pods use ``system-node-critical`` in its
+    namespace (None elsewhere). GKE's quota admission configuration refuses pods of the system
+    PriorityClasses in a namespace without a quota scoped to them, so without it the operator, NFD
+    and every operand stay at zero pods, on the GPU Operator path and on GKE's own stack alike (the
+    operator and NFD run there too). Facts and the size: ``gpuplan.provisioning.gke``."""
+    from gpuplan.provisioning.gke import gke_cluster, operator_quota_pods
+
+    if not gke_cluster(rf.pools):
+        return None
+    gpu_nodes = sum(pv.node_count or 0 for pv in rf.pools)
+    return system_quota(rf, rf.fleet.spec.cluster.gpu_operator.namespace, operator_quota_pods(gpu_nodes))
+
+
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     ns_path, in_root = operator_namespace_path(rf)
+    quota = system_class_quota(rf)
     drivers: list[Artifact] = []
     if per_pool_drivers(rf):
         docs = tuple(nvidia_driver(rf, pv) for pv in rf.pools if operator_runs_driver(pv.pool))
@@ -365,8 +380,9 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
         ),
         Artifact(
             path=ns_path,
-            documents=(namespace(rf),),
+            documents=(namespace(rf), *([quota] if quota else [])),
             kustomize=in_root,
-            description="the GPU Operator namespace (Pod Security: privileged)",
+            description="the GPU Operator namespace (Pod Security: privileged)"
+            + ("; the quota GKE requires for its system-node-critical pods" if quota else ""),
         ),
     ]

@@ -94,6 +94,8 @@ def agent_pool_spec(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     spec["gpuProfile"] = {"driver": DRIVER[s.driver]}
     if (gip := aks.gpu_instance_profile(pv.pool)) is not None:
         spec["gpuInstanceProfile"] = gip
+    if (upgrades := aks.upgrade_settings(rf, pv)) is not None:
+        spec["upgradeSettings"] = upgrades
     if s.spot:
         spec["scaleSetPriority"] = "Spot"
         spec["scaleSetEvictionPolicy"] = "Delete"
@@ -145,6 +147,19 @@ def _readme(rf: ResolvedFleet, pools: list[PoolView]) -> str:
         "autoscaler enabled\"): apply a changed agent pool while the pool is at its minimum, and check the "
         "object's `Ready` condition (docs/aks.md).",
     ]
+    held = [pv.name for pv in pools if aks.upgrade_settings(rf, pv) is not None]
+    if held:
+        lines += [
+            "",
+            "## Upgrades under training jobs",
+            "",
+            f"AKS upgrades the nodes itself (the cluster's upgrade and node OS channels), draining each. Pools "
+            f"{', '.join(cell(n) for n in held)} run training or batch jobs and say `undrainableNodeBehavior: "
+            "Cordon`: a node whose pods a PodDisruptionBudget keeps from eviction is cordoned and labelled "
+            f"`{aks.QUARANTINE_LABEL}=Quarantined` instead of deleted, and its job runs on. Only pods with such a "
+            "budget (`maxUnavailable: 0` over the job's pods) are kept; the others are evicted. Delete a "
+            "quarantined node once its job has finished (docs/aks.md).",
+        ]
     return "\n".join(lines) + "\n"
 
 

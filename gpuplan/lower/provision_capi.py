@@ -164,6 +164,9 @@ def machine_deployment(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     spec: dict[str, Any] = {"clusterName": cfg.cluster_name}
     if capi.fixed_size(pv):
         spec["replicas"] = capi.max_nodes(pv)
+    strategy = capi.rollout(pv.pool)
+    if strategy is not None:
+        spec["rollout"] = strategy
     spec["selector"] = {"matchLabels": dict(selector)}
     spec["template"] = {"metadata": {"labels": {**selector, POOL_LABEL: pv.name}}, "spec": machine}
     return obj(MD_API, "MachineDeployment", meta, spec=spec)
@@ -217,6 +220,15 @@ def _readme(rf: ResolvedFleet, pools: list[PoolView]) -> str:
         "Cluster API then replaces every machine of the pool, one at a time (the MachineDeployment's "
         "rollout strategy), draining each node: `gpuplan plan --base` lists such a change.",
     ]
+    metal = [pv.name for pv in pools if capi.bare_metal(pv.pool)]
+    if metal:
+        lines += [
+            "",
+            f"Bare-metal pools ({', '.join(cell(n) for n in metal)}) roll with `maxSurge: 0, maxUnavailable: 1`: "
+            "each old machine is deleted (its node drained) before its replacement is created, so the "
+            "replacement takes the freed BareMetalHost; no spare host is needed, and the pool runs one node "
+            "short during the rollout.",
+        ]
     return "\n".join(lines) + "\n"
 
 

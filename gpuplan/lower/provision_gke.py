@@ -99,6 +99,10 @@ def node_pool(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     if g.zones:
         spec["nodeLocations"] = list(g.zones)
     spec["autoscaling"] = {"totalMinNodeCount": g.min_nodes, "totalMaxNodeCount": node_count(pv)}
+    if not g.auto_upgrade:
+        # ContainerNodePool spec.management (the pinned CRD: management {autoRepair, autoUpgrade});
+        # written only when the spec turns upgrades off, autoRepair stated so that it stays on
+        spec["management"] = {"autoRepair": True, "autoUpgrade": False}
     spec["nodeConfig"] = node_config
     meta = metadata(rf, pv.name, namespace=gcp.namespace, extra_labels={POOL_LABEL: pv.name},
                     annotations={PROJECT_ANNOTATION: gcp.project})

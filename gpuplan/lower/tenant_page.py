@@ -123,6 +123,25 @@ def _interruption(rf: ResolvedFleet, tier) -> str | None:
                 "they run. Expiry (`expireAfter`) still ends the node"
                 + (f": its pods get at most {grace} (the NodePool's terminationGracePeriod)" if grace else "")
                 + ". Checkpoint within that.")
+    return _platform_upgrades(rf, pv)
+
+
+def _platform_upgrades(rf: ResolvedFleet, pv) -> str | None:
+    """A job pool whose nodes the platform upgrades itself: AKS quarantines a node a
+    PodDisruptionBudget keeps (``undrainableNodeBehavior: Cordon``, gpuplan.provisioning.aks); GKE
+    drains it for at most an hour (GP980, gpuplan.rules.gke)."""
+    from gpuplan.provisioning import aks
+
+    if pv.pool.aks is not None and aks.upgrade_settings(rf, pv) is not None:
+        return ("AKS upgrades this pool's nodes itself (cluster and node-image upgrades), draining each. A node whose "
+                "pods a PodDisruptionBudget keeps from eviction is cordoned and quarantined instead, and the job runs "
+                "on: give the job's pods a PodDisruptionBudget with `maxUnavailable: 0`. Without one the upgrade "
+                "evicts them: write checkpoints to storage outside the node.")
+    from gpuplan.identity import job_pool
+
+    if pv.pool.gke is not None and pv.pool.gke.auto_upgrade and job_pool(rf, pv):
+        return ("GKE upgrades this pool's nodes itself, recreating each after a drain that waits at most an hour for "
+                "PodDisruptionBudgets: write checkpoints to storage outside the node, and resume from the latest.")
     return None
 
 

@@ -153,6 +153,28 @@ def advertises_gpu(pv: Any) -> bool:
     return bool(pv.node_resources().get(GPU))
 
 
+# AKS upgrades an agent pool's nodes itself (the cluster's Kubernetes and node OS upgrade channels,
+# ``ManagedCluster`` settings, not the pool's): each node is cordoned, drained and reimaged, a surge
+# node standing in (MicrosoftDocs/azure-aks-docs@fb060abe articles/aks/upgrade-conceptual.md:49).
+# What AKS does with a node it cannot drain, because a PodDisruptionBudget blocks eviction, is the
+# pool's ``upgradeSettings.undrainableNodeBehavior`` (the pinned v1api20250801 CRD: enum Cordon,
+# Schedule): ``Schedule``, the default, "deletes blocked node and surges replacement";
+# ``Cordon`` cordons it, labels it ``kubernetes.azure.com/upgrade-status=Quarantined`` and goes on
+# with the other nodes, the blocked pods still running there (articles/aks/upgrade-options.md:
+# 222-241; upgrade-conceptual.md:113-115, 179-193: the node stays on the old version until someone
+# resolves it). A training or batch pool gets ``Cordon``: a job whose pods a PodDisruptionBudget
+# protects keeps its node through an upgrade instead of losing it.
+UNDRAINABLE_CORDON = {"undrainableNodeBehavior": "Cordon"}
+QUARANTINE_LABEL = "kubernetes.azure.com/upgrade-status"
+
+
+def upgrade_settings(rf: Any, pv: Any) -> dict[str, Any] | None:
+    """The agent pool's ``upgradeSettings`` (None: AKS's defaults)."""
+    from gpuplan.identity import job_pool
+
+    return dict(UNDRAINABLE_CORDON) if job_pool(rf, pv) else None
+
+
 TEMPLATE_KINDS = ("ManagedClustersAgentPool",)
 TEMPLATE_PATH = "provisioning/aks/{pool}/agentpool.yaml"  # gpuplan.lower.provision_aks writes it
 

@@ -31,6 +31,7 @@ Stage: resolve (docs/architecture.md)."""
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from gpuplan.nodefacts import fact
@@ -112,6 +113,36 @@ def platform_labels(pv: Any) -> dict[str, str]:
     """Labels the pool's nodes carry beyond gpuplan's identity labels: the accelerator label
     (the kubelet sets it with the others, from the bootstrap config)."""
     return {ACCELERATOR_LABEL: accelerator(pv.pool)} if accelerator_labelled(pv) else {}
+
+
+# How a MachineDeployment replaces its machines. Cluster API defaults a RollingUpdate to
+# ``maxSurge: 1, maxUnavailable: 0`` (kubernetes-sigs/cluster-api@v1.14.0
+# core/webhooks/admission/machinedeployment.go:111-118): the new MachineSet grows to ``replicas +
+# maxSurge`` machines before any old one goes (core/reconcilers/machinedeployment/mdutil/
+# util.go:665-679 ``NewMSNewReplicas``), and an old MachineSet shrinks only while ``replicas -
+# maxUnavailable`` machines stay available (machinedeployment_rollout_rollingupdate.go:224-225).
+# On bare metal a machine is a host: a Metal3Machine binds a free BareMetalHost, and with none free
+# it waits, requeuing "no available host found" (metal3-io/cluster-api-provider-metal3@v1.13.2
+# baremetal/metal3machine_manager.go:366-378, ``chooseHost`` :841-857). A pool whose every host is
+# in use would then never roll: the surge machine waits for a host that only the rollout could
+# free. ``maxSurge: 0, maxUnavailable: 1`` deletes one old machine first (its node drained), whose
+# host the next machine takes (ResolveFenceposts keeps at least one unavailable when both are 0,
+# util.go:729-747). The strategy is not part of ``MachineTemplateUpToDate`` (machine_rollout
+# below), so setting it rolls no machine.
+METAL3_TEMPLATE = ("infrastructure.cluster.x-k8s.io", "Metal3MachineTemplate")
+METAL3_ROLLOUT = {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}}
+
+
+def bare_metal(pool: Pool) -> bool:
+    """The pool's machines are Metal3 BareMetalHosts (its ``infrastructureRef`` is a
+    ``Metal3MachineTemplate``)."""
+    ref = settings(pool).infrastructure_ref
+    return (ref.api_group, ref.kind) == METAL3_TEMPLATE
+
+
+def rollout(pool: Pool) -> dict[str, Any] | None:
+    """The MachineDeployment's ``spec.rollout`` (None: Cluster API's default, a surge machine)."""
+    return copy.deepcopy(METAL3_ROLLOUT) if bare_metal(pool) else None
 
 
 # The placement proof reads the generated bootstrap config back (gpuplan.placement: read_template);

@@ -155,6 +155,60 @@ def preemptible(pool: Pool) -> bool:
     return settings(pool).spot
 
 
+# GKE Standard limits pods of the system PriorityClasses to namespaces holding a ResourceQuota scoped
+# to them: its quota admission configuration lists ``pods`` under ``limitedResources`` with
+# ``matchScopes`` PriorityClass In [system-node-critical, system-cluster-critical], and the
+# ResourceQuota admission plugin refuses such a pod where no quota's scope covers it ("insufficient
+# quota to match these scopes", k8s.io/apiserver@v0.36.3 pkg/admission/plugin/resourcequota/
+# controller.go:388-399 getMatchedLimitedScopes, :583-591). NVIDIA's "GPU Operator with Google GKE"
+# creates ResourceQuota ``gpu-operator-quota`` with that scope selector in the operator's namespace
+# (NVIDIA/aicr#915 reported the pods staying at zero without it). The GPU Operator chart gives that
+# class to the operator, to every operand DaemonSet and to NFD (NVIDIA/gpu-operator@v26.7.0
+# deployments/gpu-operator/values.yaml:44 daemonsets, :80 operator, :619 node-feature-discovery).
+SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+OPERATOR_QUOTA = "gpu-operator-quota"
+# The quota only has to exist and cover ``pods``; its ``hard`` is sized so that it never binds:
+# - the operand DaemonSets of the operator that set system-node-critical, all of them on one node
+#   (NVIDIA/gpu-operator@v26.7.0 assets/state-*/: 18 DaemonSets with ``priorityClassName:
+#   system-node-critical``, state-dcgm/0400_dcgm.yml among them; a node runs fewer, some exclude
+#   each other), on
+#   every GPU node the fleet can have (static nodes, and every pool's ceiling);
+# - nfd-worker, a DaemonSet with no node selector (charts/node-feature-discovery/templates/
+#   worker.yaml:1-3,43-44), on every node of the cluster, GPU or not: gpuplan does not know the
+#   cluster's other nodes, so it counts as many as a GKE Standard cluster may have (15,000 nodes,
+#   GKE "Quotas and limits");
+# - the three Deployments, gpu-operator, nfd-master and nfd-gc (templates/operator.yaml:2,11,
+#   charts/node-feature-discovery/templates/master.yaml:3,40-41, nfd-gc.yaml:3,36-37), one replica
+#   each, twice over for a rolling update's surge pod.
+OPERAND_DAEMONSETS = 18
+GKE_MAX_NODES = 15_000
+OPERATOR_DEPLOYMENT_PODS = 3 * 2
+
+
+def gke_cluster(pools: Any) -> bool:
+    """The fleet is on GKE Standard: some pool is a GKE node pool."""
+    return any(pv.pool.gke is not None for pv in pools)
+
+
+def operator_quota_pods(gpu_nodes: int) -> int:
+    """``hard.pods`` of the operator namespace's system-class quota (the bound above)."""
+    return OPERATOR_DEPLOYMENT_PODS + OPERAND_DAEMONSETS * gpu_nodes + GKE_MAX_NODES
+
+
+# The DRA driver chart gives the system classes to its pods too (kubernetes-sigs/dra-driver-nvidia-gpu
+# @95932046 deployments/helm/dra-driver-nvidia-gpu/values.yaml:172-177 webhook,
+# system-cluster-critical; :225-237 controller and :276-282 kubeletPlugin, system-node-critical), in
+# its own namespace: the same quota goes there, sized as the operator's: the kubelet plugin (a
+# DaemonSet, templates/kubeletplugin.yaml:21) on every node of the DRA pools, the controller and the
+# webhook Deployments (one replica each, :174, :226) twice over for a surge pod.
+DRA_DEPLOYMENT_PODS = 2 * 2
+
+
+def dra_quota_pods(dra_nodes: int) -> int:
+    """``hard.pods`` of the DRA driver namespace's system-class quota."""
+    return DRA_DEPLOYMENT_PODS + dra_nodes
+
+
 TEMPLATE_KINDS = ("ContainerNodePool",)
 TEMPLATE_PATH = "provisioning/gke/{pool}.yaml"  # gpuplan.lower.provision_gke writes it
 _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}

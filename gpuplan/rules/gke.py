@@ -1,4 +1,4 @@
-"""GP662-GP667: GKE node pools (``pools[].gke``) against what GKE and Config Connector do.
+"""GP662-GP667, GP980: GKE node pools (``pools[].gke``) against what GKE and Config Connector do.
 
 Sources (docs/gke.md lists them with what each rule models):
 
@@ -93,7 +93,23 @@ E_GKE_STACK = Code(
     bad="gke: {machineType: a3-highgpu-8g, maxGPUs: 16, driver: gpu-operator}   # COS_CONTAINERD",
     good="gke: {machineType: a3-highgpu-8g, maxGPUs: 16, driver: gpu-operator, imageType: UBUNTU_CONTAINERD}",
 )
-CODES = (E_GKE_SETTINGS, E_GKE_MIG_LAYOUT, E_GKE_PARTITION, E_GKE_SHARING, E_GKE_QUOTA, E_GKE_STACK)
+W_GKE_UPGRADES_JOBS = Code(
+    "GP980", "GKE upgrades a training pool's nodes", Severity.WARNING,
+    "GKE upgrades a node pool's nodes itself (node auto-upgrade, on by default and always on for a cluster "
+    "enrolled in a release channel): each node is recreated with the new GKE version, and GKE's driver "
+    "with it, after a drain that honours PodDisruptionBudgets and grace periods for at most an hour. A "
+    "training or batch job on the node loses its work since its last checkpoint, and no disruption budget "
+    "of gpuplan's holds the upgrade (those are Karpenter's). The pinned ContainerNodePool (Config Connector "
+    "v1.155.1) has no field that holds it on a release channel; the cluster's maintenance exclusions do (scope \"no minor or node upgrades\"). On a "
+    "cluster in no release channel, `gke.autoUpgrade: false` turns the pool's upgrades off "
+    "(`management.autoUpgrade`); then its nodes change only when you upgrade the pool.",
+    bad="pools:\n  - name: train\n    gke: {machineType: a3-highgpu-8g, maxGPUs: 16}\n"
+        "tiers:\n  - {name: training, pool: train, workload: training}",
+    good="pools:\n  - name: train\n    gke: {machineType: a3-highgpu-8g, maxGPUs: 16, autoUpgrade: false}\n"
+         "# or, on a release channel: a maintenance exclusion on the cluster, and rules.disable: [GP980]",
+)
+CODES = (E_GKE_SETTINGS, E_GKE_MIG_LAYOUT, E_GKE_PARTITION, E_GKE_SHARING, E_GKE_QUOTA, E_GKE_STACK,
+         W_GKE_UPGRADES_JOBS)
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
@@ -105,6 +121,7 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
         yield from _mig(rf, pv)
         yield from _sharing(rf, pv)
         yield from _stack(rf, pv)
+        yield from _upgrades(rf, pv)
 
 
 def _settings(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
@@ -232,3 +249,21 @@ def _stack(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
                       f"pool {pv.name!r}: a GKE node pool's kubeletConfig cannot set {', '.join(unset)} "
                       "(Config Connector v1.155.1 ContainerNodePool)", pv.path + ("topology",), key=True,
                       hint="remove them (cpuManagerPolicy: static is supported)")
+
+
+def _upgrades(rf: ResolvedFleet, pv: PoolView) -> Iterator[Diagnostic]:
+    """GP980: a training or batch pool that GKE's node auto-upgrade may recreate under its jobs
+    (GKE "Node auto-upgrades": auto-upgrade cannot be turned off on a release channel; GKE "Node pool
+    upgrade strategies": PodDisruptionBudgets and grace periods are honoured for up to one hour)."""
+    from gpuplan.identity import job_pool
+
+    g = pv.pool.gke
+    assert g is not None
+    if not g.auto_upgrade or not job_pool(rf, pv):
+        return
+    yield rf.diag(W_GKE_UPGRADES_JOBS,
+                  f"pool {pv.name!r} runs training or batch jobs, and GKE's node auto-upgrade recreates its nodes "
+                  "(and GKE's driver) under them, draining each for at most an hour; no ContainerNodePool field "
+                  "holds it on a release channel", pv.path + ("gke",), key=True,
+                  hint="on a release channel: add a maintenance exclusion (scope: no minor or node upgrades) to "
+                  "the cluster for the runs and disable GP980; on no release channel: set gke.autoUpgrade: false")

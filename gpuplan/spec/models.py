@@ -663,6 +663,13 @@ class Gke(Model):
     image_type: Literal["COS_CONTAINERD", "UBUNTU_CONTAINERD"] = Field(
         default="COS_CONTAINERD", description="Node image (`nodeConfig.imageType`)."
     )
+    auto_upgrade: bool = Field(
+        default=True,
+        description="GKE upgrades the pool's nodes (`management.autoUpgrade`): it recreates each node with the "
+        "new GKE version and its driver, draining it. `false` is written as `management.autoUpgrade: false`, "
+        "which GKE accepts only on a cluster enrolled in no release channel; on a release channel hold upgrades "
+        "with the cluster's maintenance exclusions (GP980, docs/gke.md).",
+    )
 
 
 class Aks(Model):

@@ -256,3 +256,25 @@ def test_plan_base_lists_the_pools_whose_machines_roll(tmp_path, built):
     assert found == [("replace", "MachineDeployment gpuplan-train-h100 (pool train-h100)")]
     assert "pool train-h100: every node replaced (MachineDeployment)" in by_pool(ds)
     assert [d for d in disruptions(built.files, built.files) if "MachineDeployment" in d.subject] == []
+
+
+def test_bare_metal_pools_roll_without_a_spare_host(tmp_path, built):
+    """A Metal3 pool's MachineDeployment deletes an old machine before creating its replacement
+    (``maxSurge: 0, maxUnavailable: 1``): Cluster API's default surge machine would wait for a free
+    BareMetalHost that only the rollout could free. Another provider keeps Cluster API's default,
+    and the verifier accepts the strategy against the pinned schema."""
+    _, md = _pool(built, "train-h100")
+    assert md["spec"]["rollout"] == {"strategy": {"type": "RollingUpdate",
+                                                  "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}}
+    assert _errors(md) == []
+    assert "maxSurge: 0" in built.files["provisioning/capi/README.md"].decode()
+    text = EXAMPLE.read_text().replace("infrastructureRef: {kind: Metal3MachineTemplate, name: hgx-h100-v2}",
+                                       "infrastructureRef: {kind: VSphereMachineTemplate, name: hgx-h100-v2}")
+    p = tmp_path / "fleet.yaml"
+    p.write_text(text, encoding="utf-8")
+    _, other = _pool(compile_ok(p), "train-h100")
+    assert "rollout" not in other["spec"]
+    # the strategy rolls no machine: an existing pool gets it without a rollout
+    old = copy.deepcopy(md)
+    del old["spec"]["rollout"]
+    assert capi.machine_rollout(old, md) is None

@@ -272,7 +272,10 @@ class ControlPlane:
         return f.read_bytes()[-n:].decode(errors="replace") if f.exists() else ""
 
     def start(self, admission_plugins: tuple[str, ...] = (), crds: list[dict] | None = None,
-              timeout: float = 120) -> None:
+              timeout: float = 120, admission_config: dict | None = None) -> None:
+        """``admission_config``: an ``apiserver.config.k8s.io/v1`` AdmissionConfiguration, written
+        beside the logs and handed to kube-apiserver's ``--admission-control-config-file`` (the
+        plugins' own settings, e.g. the ResourceQuota plugin's ``limitedResources``)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         pki = self.dir / "pki"
         _pki(pki)
@@ -286,6 +289,11 @@ class ControlPlane:
             "--quota-backend-bytes=2147483648",
         ])
         plugins = ",".join(admission_plugins)
+        config_flag = []
+        if admission_config is not None:
+            config_file = self.dir / "admission-config.json"
+            config_file.write_text(json.dumps(admission_config, sort_keys=True))
+            config_flag = [f"--admission-control-config-file={config_file}"]
         self._spawn("kube-apiserver", [
             f"--etcd-servers=http://127.0.0.1:{etcd_port}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.port}",
@@ -297,6 +305,7 @@ class ControlPlane:
             "--service-cluster-ip-range=10.96.0.0/16",  # allocation only: nothing here sends traffic to it
             "--allow-privileged=true",
             *( [f"--enable-admission-plugins={plugins}"] if plugins else []),
+            *config_flag,
             "--profiling=false", "--v=0",
         ])
         self.write_kubeconfig()

@@ -42,11 +42,12 @@ class Clusters:
         self.running: list[ControlPlane] = []
         self.tmp = Path(tempfile.mkdtemp(prefix="gpuplan-cp-"))
 
-    def start(self, name: str, admission_plugins: tuple[str, ...] = ()) -> ControlPlane:
+    def start(self, name: str, admission_plugins: tuple[str, ...] = (),
+              admission_config: dict | None = None) -> ControlPlane:
         cp = ControlPlane(self.tmp / name, self.bin_dir)
         self.running.append(cp)
         try:
-            cp.start(admission_plugins, self.crds)
+            cp.start(admission_plugins, self.crds, admission_config=admission_config)
         except ControlPlaneError:
             cp.stop()
             raise

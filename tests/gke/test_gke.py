@@ -498,3 +498,96 @@ def test_a_fixed_size_operator_path_mig_pool_still_counts_unready(run):
     assert (d.line, d.col) == position(fixed, "mode: mig\n")
     assert not _codes(run(GKE_OPERATOR_MIG), "GP975")  # autoscaled: GP675, not both
     assert not _codes(run(EXAMPLE), "GP975")  # GKE's stack: every partition is nvidia.com/gpu
+
+
+# --- the system-class quota GKE requires ----------------------------------------------------
+
+
+def _operator_quota(tree, path="gpu-operator/namespace.yaml"):
+    return [d for d in tree[path].documents if d["kind"] == "ResourceQuota"]
+
+
+def test_operator_namespace_gets_the_quota_gke_requires_for_system_classes(run):
+    """GKE refuses system-node-critical pods in a namespace with no ResourceQuota scoped to the
+    system PriorityClasses: the operator namespace gets one, in the file that makes the namespace
+    (so it exists before the operator Application), on GKE's own stack too (the operator and NFD
+    run there)."""
+    tree = _tree(run, BASE)
+    [q] = _operator_quota(tree)
+    assert q["metadata"]["name"] == "gpu-operator-quota" and q["metadata"]["namespace"] == "gpu-operator"
+    assert q["spec"]["scopeSelector"] == {"matchExpressions": [
+        {"operator": "In", "scopeName": "PriorityClass", "values": ["system-node-critical", "system-cluster-critical"]}]}
+    assert tree["gpu-operator/namespace.yaml"].kustomize
+    # never binding: the operand DaemonSets on every GPU node (8 + 2 + 4 nodes), nfd-worker on as
+    # many nodes as a GKE cluster may have, the three Deployments with a surge pod each
+    assert q["spec"]["hard"] == {"pods": str(6 + 18 * 14 + 15_000)}
+    more = _tree(run, edit(BASE, "gke: {machineType: a3-highgpu-8g, maxGPUs: 16}",
+                           "gke: {machineType: a3-highgpu-8g, maxGPUs: 64}"))
+    assert _operator_quota(more)[0]["spec"]["hard"] == {"pods": str(6 + 18 * 20 + 15_000)}
+
+
+def test_flux_puts_the_quota_beside_the_helm_release(run):
+    text = edit(BASE, "repoURL: https://git.example.com/fleet.git",
+                "engine: flux\n      repoURL: https://git.example.com/fleet.git")
+    tree = _tree(run, text)
+    path = "delivery/gpu-operator/namespace.yaml"
+    assert tree[path].documents[0]["kind"] == "Namespace"
+    [q] = _operator_quota(tree, path)
+    assert q["metadata"]["namespace"] == "gpu-operator"
+
+
+def test_no_system_class_quota_off_gke(run):
+    from gpuplan.lower.operator import system_class_quota
+
+    assert system_class_quota(run.resolved((REPO / "examples" / "aks.yaml").read_text(encoding="utf-8"))) is None
+
+
+# --- node upgrades under training jobs --------------------------------------------------------
+
+
+def test_gp980_gke_upgrades_a_training_pools_nodes(run):
+    """GKE's node auto-upgrade recreates a training pool's nodes: a warning at the pool's `gke`
+    key, and none for the pools that run no jobs."""
+    diags = _codes(run(BASE), "GP980")
+    assert [d.severity.value for d in diags] == ["warning"]
+    [d] = diags
+    assert "'train'" in d.message and d.hint
+    assert (d.line, d.col) == position(BASE, "gke: {machineType: a3-highgpu-8g")
+    batch = edit(BASE, "workload: inference, priority: 5000", "workload: batch, priority: 5000")
+    assert sorted(m.message.split("'")[1] for m in _codes(run(batch), "GP980")) == ["infer", "train"]
+
+
+def test_auto_upgrade_off_is_written_and_silences_gp980(run):
+    text = edit(BASE, "gke: {machineType: a3-highgpu-8g, maxGPUs: 16}",
+                "gke: {machineType: a3-highgpu-8g, maxGPUs: 16, autoUpgrade: false}")
+    assert not _codes(run(text), "GP980")
+    tree = _tree(run, text)
+    [np] = tree["provisioning/gke/train.yaml"].documents
+    assert np["spec"]["management"] == {"autoRepair": True, "autoUpgrade": False}
+    [other] = tree["provisioning/gke/infer.yaml"].documents
+    assert "management" not in other["spec"]  # GKE's default where the spec says nothing
+
+
+def test_the_dra_drivers_namespace_gets_the_quota_too(run):
+    """The DRA driver's controller and kubelet plugin are system-node-critical: on GKE its
+    namespace gets the same quota, sized by the DRA pools' nodes."""
+    text = edit(BASE, "gke: {machineType: a3-highgpu-8g, maxGPUs: 16}",
+                "gke: {machineType: a3-highgpu-8g, maxGPUs: 16, driver: gpu-operator, imageType: UBUNTU_CONTAINERD}\n"
+                "      allocation: {backend: dra, extendedResources: false}")
+    text = edit(text, 'kubernetesVersion: "1.33"', 'kubernetesVersion: "1.34"')
+    assert not [d for d in run(text) if d.is_error]
+    tree = _tree(run, text)
+    [q] = _operator_quota(tree, "dra-driver/namespace.yaml")
+    assert q["metadata"]["namespace"] == "dra-driver-nvidia-gpu"
+    assert q["spec"]["hard"] == {"pods": str(4 + 2)}  # two Deployments with a surge pod, 2 DRA nodes
+    assert q["spec"]["scopeSelector"] == _operator_quota(tree)[0]["spec"]["scopeSelector"]
+
+
+def test_tenant_page_of_a_training_tier_says_gke_upgrades_its_nodes(run):
+    page = _tree(run, BASE)["tenants/a/README.md"].text
+    training = page.split("## Tier training")[1].split("\n## ")[0]
+    assert "GKE upgrades this pool's nodes itself" in training
+    assert page.count("GKE upgrades this pool's nodes itself") == 1
+    off = _tree(run, edit(BASE, "gke: {machineType: a3-highgpu-8g, maxGPUs: 16}",
+                          "gke: {machineType: a3-highgpu-8g, maxGPUs: 16, autoUpgrade: false}"))
+    assert "GKE upgrades this pool's nodes itself" not in off["tenants/a/README.md"].text

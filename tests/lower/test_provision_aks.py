@@ -222,3 +222,31 @@ def test_plan_base_lists_what_aks_does_with_a_changed_agent_pool(tmp_path):
     found = [(d.severity, d.subject) for d in disruptions(old, new)]
     assert ("hand-step", "ManagedClustersAgentPool train-h100 (pool train-h100)") in found
     assert not [s for s in found if s[1].startswith(("ManagedClustersAgentPool infer", "ManagedClustersAgentPool nb"))]
+
+
+def test_training_pools_keep_a_node_a_budget_protects_through_upgrades(tmp_path):
+    """AKS deletes a node it cannot drain by default; a training or batch pool says `Cordon`, so a
+    node whose job a PodDisruptionBudget protects is quarantined and the job runs on. Pools without
+    jobs keep AKS's default, and the schema accepts the setting."""
+    from gpuplan.verify.verifier import Options as VerifyOptions, Verifier
+
+    c = _build(tmp_path, AKS)
+    train = _doc(c, "provisioning/aks/train-h100/agentpool.yaml")
+    assert train["spec"]["upgradeSettings"] == {"undrainableNodeBehavior": "Cordon"}
+    for other in ("infer-a100", "nb-t4"):
+        assert "upgradeSettings" not in _doc(c, f"provisioning/aks/{other}/agentpool.yaml")["spec"]
+    readme = c.files["provisioning/aks/README.md"].decode()
+    assert "train-h100" in readme.split("## Upgrades under training jobs")[1]
+    v = Verifier(VerifyOptions(kubernetes_version="1.33"))
+    v.add(train, "agentpool.yaml", lambda p, k: (None, None), None)
+    assert not [d for d in v.result().diagnostics if d.is_error]
+
+
+def test_tenant_pages_tell_training_tenants_what_keeps_their_node(tmp_path):
+    """The tenant page of a training tier on an AKS pool says that only a PodDisruptionBudget keeps
+    the node through an upgrade; an inference tier's page says nothing of it."""
+    c = _build(tmp_path, AKS)
+    page = c.files["tenants/vision/README.md"].decode()
+    train = page.split("## Tier training")[1].split("\n## ")[0]
+    assert "PodDisruptionBudget with `maxUnavailable: 0`" in train
+    assert page.count("PodDisruptionBudget with") == 1
