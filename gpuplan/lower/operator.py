@@ -325,12 +325,20 @@ def mig_reboot_needed(rf: ResolvedFleet) -> bool:
     operator takes from ``migManager.env`` (NVIDIA/gpu-operator@v26.7.0
     controllers/object_controls.go:2113-2116).
 
-    None is left: Karpenter AL2023 MIG pools partition in their userData, rebooting once
-    themselves (:func:`gpuplan.identity.boot_mig`), Bottlerocket MIG pools are refused
-    (GP643), and gpuplan cannot tell whether a static pool's nodes are EC2 instances (the
-    README says what to do when a static node's reset is refused). So no fleet gets it:
-    rebooting a static node is a decision for its owner, not a fleet-wide default."""
-    return any(isinstance(pv.pool.sharing, Mig) and pv.pool.karpenter is not None and not boot_mig(pv)
+    GKE node pools on the GPU Operator path are Compute Engine VMs, where NVIDIA's MIG guide
+    has mig-manager reboot ("In a CSP environment such as Google Cloud, also specify ...
+    WITH_REBOOT", gpuplan/upstream/nodes/gke.json ``migManager.withReboot``): a fleet with
+    such a MIG pool gets it. Karpenter AL2023 MIG pools partition in their userData,
+    rebooting once themselves (:func:`gpuplan.identity.boot_mig`), Bottlerocket MIG pools are
+    refused (GP643), and gpuplan cannot tell whether a static pool's nodes are EC2 instances
+    (the README says what to do when a static node's reset is refused): rebooting a static
+    node is a decision for its owner, not a fleet-wide default."""
+    from gpuplan.nodefacts import fact
+
+    gke_reboot = fact("gke", "migManager.withReboot")
+    return any(isinstance(pv.pool.sharing, Mig)
+               and ((pv.pool.karpenter is not None and not boot_mig(pv))
+                    or (gke_reboot and pv.pool.gke is not None and pv.pool.gke.driver == "gpu-operator"))
                for pv in rf.pools)
 
 

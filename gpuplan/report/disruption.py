@@ -448,21 +448,28 @@ def _rolled_nodes(policy: dict, rolled: list[str], skipped: list[str]) -> tuple[
 
 
 def _driver_pools(objs: dict) -> tuple[set[str], set[str]]:
-    """(static pools whose nodes the upgrade controller rolls, pools it skips), from the pools'
-    NodeFeatureRule labels: the skip label (k8s-operator-libs pkg/upgrade/consts.go:23, as vendored
-    in gpu-operator v26.7.0) holds a pool; ``gpu.deploy.driver: "false"`` runs no operator driver."""
-    from gpuplan.identity import DRIVER_DEPLOY_LABEL, DRIVER_UPGRADE_SKIP_LABEL
+    """(pools whose nodes the upgrade controller rolls, pools it skips), from the labels the pools'
+    nodes get: a static pool's NodeFeatureRule, a node-group pool's template (MachineDeployment,
+    ContainerNodePool, agent pool: :func:`gpuplan.provisioning.pools.read_template`). The skip label
+    (k8s-operator-libs pkg/upgrade/consts.go:23, as vendored in gpu-operator v26.7.0) holds a pool;
+    ``gpu.deploy.driver: "false"`` or ``gpu.deploy.operands: "false"`` runs no operator driver."""
+    from gpuplan.identity import DRIVER_DEPLOY_LABEL, DRIVER_UPGRADE_SKIP_LABEL, OPERANDS_LABEL
+    from gpuplan.provisioning.pools import read_template
 
     rolled, skipped = set(), set()
+
+    def add(pool: str, labels: dict) -> None:
+        if labels.get(DRIVER_DEPLOY_LABEL) == "false" or labels.get(OPERANDS_LABEL) == "false":
+            return
+        (skipped if labels.get(DRIVER_UPGRADE_SKIP_LABEL) == "true" else rolled).add(pool)
+
     for (kind, _, name), obj in objs.items():
-        if kind != "NodeFeatureRule":
-            continue
-        for rule in obj.get("spec", {}).get("rules", []):
-            labels = rule.get("labels", {})
-            pool = labels.get("gpuplan.dev/pool", name)
-            if labels.get(DRIVER_DEPLOY_LABEL) == "false":
-                continue
-            (skipped if labels.get(DRIVER_UPGRADE_SKIP_LABEL) == "true" else rolled).add(pool)
+        if kind == "NodeFeatureRule":
+            for rule in obj.get("spec", {}).get("rules", []):
+                labels = rule.get("labels", {})
+                add(labels.get("gpuplan.dev/pool", name), labels)
+        elif (template := read_template(obj)) is not None:
+            add(template[0], template[1])
     return rolled, skipped
 
 
@@ -480,7 +487,7 @@ def _upgrade_how(policy: dict, rolled: list[str], skipped: list[str]) -> str:
     if skipped:
         parts.append(f"pools {', '.join(skipped)} are held (their nodes carry {DRIVER_UPGRADE_SKIP_LABEL}): roll each "
                      "node by hand when its jobs are done (README, \"Driver upgrades\")")
-    return "; ".join(parts) or "no static pool runs the operator's driver"
+    return "; ".join(parts) or "no pool runs the operator's driver"
 
 
 def _delivery(old: Parsed, new: Parsed):

@@ -591,3 +591,16 @@ def test_tenant_page_of_a_training_tier_says_gke_upgrades_its_nodes(run):
     off = _tree(run, edit(BASE, "gke: {machineType: a3-highgpu-8g, maxGPUs: 16}",
                           "gke: {machineType: a3-highgpu-8g, maxGPUs: 16, autoUpgrade: false}"))
     assert "GKE upgrades this pool's nodes itself" not in off["tenants/a/README.md"].text
+
+
+def test_operator_path_mig_pools_have_mig_manager_reboot(run):
+    """On Compute Engine VMs mig-manager must reboot the node to turn MIG mode on (NVIDIA's MIG
+    guide; gpuplan/upstream/nodes/gke.json `migManager.withReboot`): a fleet with a GKE MIG pool on
+    the GPU Operator path gets WITH_REBOOT; GKE's own stack partitions the GPUs itself."""
+    fixed = edit(GKE_OPERATOR_MIG, "        maxGPUs: 8\n        minNodes: 2\n", "        maxGPUs: 8\n        minNodes: 8\n")
+
+    def mig_manager(text):
+        return _tree(run, text)["gpu-operator/values.yaml"].documents[0]["migManager"]
+
+    assert {"name": "WITH_REBOOT", "value": "true"} in mig_manager(fixed).get("env", [])
+    assert "env" not in mig_manager(EXAMPLE)

@@ -49,7 +49,11 @@ def _plugin_strategy(values: dict) -> str:
 
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_the_operator_runtime_class_is_a_handler_of_every_operand_node(example):
-    path = REPO / "examples" / f"{example}.yaml"
+    assert_node_facts_hold(REPO / "examples" / f"{example}.yaml")
+
+
+def assert_node_facts_hold(path) -> None:
+    """The tree of ``path`` against the tables: runtime class and device-plugin strategy."""
     spec = yaml.safe_load(path.read_text())["spec"]
     c = compile_ok(path)
     if VALUES not in c.files:
