@@ -138,6 +138,30 @@ NODE_LABELS: dict[str, tuple[bool, str]] = {
 }
 
 
+# Who replaces a pool's nodes on its own (a new node image or Kubernetes version, which also brings
+# a new driver where the platform installs it), and what keeps a training or batch pool's running
+# jobs through it: platform -> (the upgrader, None where nothing but the owner changes the nodes;
+# the protection gpuplan emits or reports). Every platform of :func:`platforms` has an entry, and
+# tests/rules/test_platform_families.py holds each protection to the tree of a job pool there.
+JOB_POOL_UPGRADES: dict[str, tuple[str | None, str]] = {
+    "static": (None, "nothing replaces static nodes but their owner; the operator's driver upgrades skip "
+               "job pools (nvidia.com/gpu-driver-upgrade.skip)"),
+    "karpenter-aws": ("Karpenter drift: a new AMI behind the EC2NodeClass's alias, a changed NodePool or "
+                      "EC2NodeClass", "the job pool's NodePool budget {nodes: 0, reasons: [Drifted]} "
+                      "(gpuplan.lower.karpenter)"),
+    "karpenter-azure": ("Karpenter drift: a new node image or Kubernetes version "
+                        "(Azure/karpenter-provider-azure@v1.14.2 pkg/cloudprovider/drift.go:59-75)",
+                        "the same Drifted budget of 0"),
+    "gke": ("GKE node auto-upgrade (on unless management.autoUpgrade is false; always on a release channel)",
+            "gke.autoUpgrade: false (ContainerNodePool management.autoUpgrade), else GP980 at the pool"),
+    "aks": ("AKS cluster and node-image upgrades (auto-upgrade channels), which drain and reimage nodes",
+            "upgradeSettings.undrainableNodeBehavior: Cordon on job pools: a node whose PodDisruptionBudget "
+            "blocks the drain is cordoned, not deleted"),
+    "capi": (None, "Cluster API replaces machines only when the MachineDeployment or its templates change "
+             "(a fleet.yaml change that plan --base reports)"),
+}
+
+
 def labels_set_at_creation(cluster: Any, pool: Pool) -> bool:
     """The pool's nodes get gpuplan's labels when they are made and keep them until they are
     replaced (:data:`NODE_LABELS`): Karpenter, Cluster API, GKE node pools; not static pools

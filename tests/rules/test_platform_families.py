@@ -174,3 +174,53 @@ def test_the_mig_autoscaling_refusal_covers_every_platform(tmp_path, platform):
         assert not diags, f"{platform} is exempt"
     else:
         assert code in [d.code for d in diags if pool in d.message], platform
+
+
+# --- upgrade protection for job pools ---------------------------------------------------------
+
+from gpuplan.provisioning.pools import JOB_POOL_UPGRADES  # noqa: E402
+
+# platform -> (example, its training or batch pool)
+JOB_POOLS = {
+    "static": ("fleet", "train-a100"),
+    "karpenter-aws": ("aws-burst", "train-h100"),
+    "karpenter-azure": ("aks-nap", "batch-a100"),
+    "gke": ("gke", "train-h100"),
+    "aks": ("aks", "train-h100"),
+    "capi": ("onprem-capi", "train-h100"),
+}
+
+
+def test_every_platform_says_who_upgrades_its_nodes():
+    assert set(JOB_POOL_UPGRADES) == set(platforms()) == set(JOB_POOLS)
+
+
+@pytest.mark.parametrize("platform", platforms())
+def test_job_pools_are_protected_wherever_the_platform_upgrades_nodes_itself(tmp_path, platform):
+    """A platform that replaces nodes by itself gets the protection its row names, on the job pool
+    of its example (and, on GKE, the warning once the protection is off); one that does not is
+    exempt with its reason."""
+    from gpuplan.compiler import compile_fleet
+
+    upgrader, protection = JOB_POOL_UPGRADES[platform]
+    assert protection
+    example, pool = JOB_POOLS[platform]
+    c = compile_ok(REPO / "examples" / f"{example}.yaml")
+    if upgrader is None:
+        return
+    if platform.startswith("karpenter-"):
+        budgets = one(c, f"pools/{pool}/nodepool.yaml")["spec"]["disruption"]["budgets"]
+        assert {"nodes": "0", "reasons": ["Drifted"]} in budgets
+    elif platform == "gke":
+        assert one(c, f"provisioning/gke/{pool}.yaml")["spec"]["management"]["autoUpgrade"] is False
+        text = _example(example)
+        assert "        autoUpgrade: false\n" in text
+        p = tmp_path / "fleet.yaml"
+        p.write_text(text.replace("        autoUpgrade: false\n", "", 1))
+        off = compile_fleet(p, out_dir=tmp_path / "generated")
+        assert [d.code for d in off.diagnostics if d.code == "GP980"] == ["GP980"]
+    elif platform == "aks":
+        settings = one(c, f"provisioning/aks/{pool}/agentpool.yaml")["spec"]["upgradeSettings"]
+        assert settings["undrainableNodeBehavior"] == "Cordon"
+    else:
+        pytest.fail(f"{platform} upgrades nodes by itself, but this test does not check its protection")
