@@ -103,6 +103,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.capi",
     "gpuplan.objchecks.placement",
     "gpuplan.objchecks.dra",
+    "gpuplan.objchecks.monitoring",
     "gpuplan.objchecks.charts",
     "gpuplan.probe.codes",
     "gpuplan.probe.paths",
