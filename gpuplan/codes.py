@@ -85,6 +85,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.capacity",
     "gpuplan.rules.spot",
     "gpuplan.rules.tenancy",
+    "gpuplan.rules.nodetaints",
     "gpuplan.kept",
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",
