@@ -270,6 +270,9 @@ def left_out(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
     operands_off = pool_labels(rf, pv).get(OPERANDS_LABEL) == "false"
     # whose GPU stack runs there instead: Bottlerocket's, or a platform's (GKE)
     owner = f"the {title(pv.pool)}'s own GPU stack" if platform_gpu_stack(pv.pool) else "Bottlerocket"
+    if pv.pool.sharing.mode == "mig" and platform_gpu_stack(pv.pool):
+        out["MIGConfigFailed"] = (f"the {title(pv.pool)} partitions the GPUs itself: no mig-manager runs "
+                                  "there, so nothing ever sets `nvidia.com/mig.config.state`")
     if boot_mig(pv):
         out["MIGConfigFailed"] = ("the nodes' userData applies the MIG layout at boot and no mig-manager runs: "
                                   "the NodePool sets `nvidia.com/mig.config.state=success`, and a node whose "

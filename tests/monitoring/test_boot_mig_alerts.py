@@ -80,3 +80,24 @@ def test_registration_timeout_fires_and_stays_quiet(compiled, tmp_path):
     (tmp_path / "t.yaml").write_text(yaml.safe_dump({"rule_files": ["r.yaml"], "tests": tests}), encoding="utf-8")
     r = run_promtool("test", "rules", "t.yaml", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_platform_mig_pools_get_no_mig_manager_alert():
+    """A GKE node pool partitions its GPUs itself (gpuPartitionSize) and runs no mig-manager:
+    nothing sets nvidia.com/mig.config.state there, so MIGConfigFailed could never fire."""
+    from gpuplan.provisioning.pools import platform_gpu_stack
+
+    src = REPO / "examples" / "gke.yaml"
+    data = yaml.safe_load(src.read_text(encoding="utf-8"))
+    data["spec"]["monitoring"] = {"release": "kube-prometheus-stack"}
+    variant = src.parent / ".monitoring-variant-gke.yaml"
+    variant.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    try:
+        c = compile_ok(variant)
+    finally:
+        variant.unlink()
+    mig = [pv for pv in c.resolved.pools if pv.pool.sharing.mode == "mig" and platform_gpu_stack(pv.pool)]
+    assert mig
+    for pv in mig:
+        assert "MIGConfigFailed" not in {r["alert"] for r in pool_rules(c, pv.name)[1]}
+    assert "partitions the GPUs itself" in c.files["monitoring/RUNBOOK.md"].decode()
