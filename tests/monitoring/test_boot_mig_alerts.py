@@ -23,12 +23,9 @@ def compiled(tmp_path_factory):
     src = REPO / "examples" / "aws-burst.yaml"
     data = yaml.safe_load(src.read_text(encoding="utf-8"))
     data["spec"]["monitoring"] = {"release": "kube-prometheus-stack"}
-    variant = src.parent / f".monitoring-variant-{tmp_path_factory.mktemp('v').name}.yaml"
+    variant = tmp_path_factory.mktemp("v") / src.name  # the examples read no file beside them
     variant.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    try:
-        return compile_ok(variant)
-    finally:
-        variant.unlink()
+    return compile_ok(variant)
 
 
 def pool_rules(compiled, pool: str) -> tuple[dict, list[dict]]:
@@ -82,7 +79,7 @@ def test_registration_timeout_fires_and_stays_quiet(compiled, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_platform_mig_pools_get_no_mig_manager_alert():
+def test_platform_mig_pools_get_no_mig_manager_alert(tmp_path):
     """A GKE node pool partitions its GPUs itself (gpuPartitionSize) and runs no mig-manager:
     nothing sets nvidia.com/mig.config.state there, so MIGConfigFailed could never fire."""
     from gpuplan.provisioning.pools import platform_gpu_stack
@@ -90,12 +87,9 @@ def test_platform_mig_pools_get_no_mig_manager_alert():
     src = REPO / "examples" / "gke.yaml"
     data = yaml.safe_load(src.read_text(encoding="utf-8"))
     data["spec"]["monitoring"] = {"release": "kube-prometheus-stack"}
-    variant = src.parent / ".monitoring-variant-gke.yaml"
+    variant = tmp_path / src.name
     variant.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    try:
-        c = compile_ok(variant)
-    finally:
-        variant.unlink()
+    c = compile_ok(variant)
     mig = [pv for pv in c.resolved.pools if pv.pool.sharing.mode == "mig" and platform_gpu_stack(pv.pool)]
     assert mig
     for pv in mig:

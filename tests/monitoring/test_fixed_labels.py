@@ -16,22 +16,18 @@ EXAMPLE_FILES = sorted((REPO / "examples").glob("*.yaml"))
 
 
 def with_monitoring(src: Path, tmp_path: Path) -> Path:
-    """The example with ``spec.monitoring`` (its own, or a stock one), next to a copy of
-    whatever it reads beside it."""
+    """The example with ``spec.monitoring`` (its own, or a stock one), under ``tmp_path``
+    (the examples read no file beside them)."""
     data = yaml.safe_load(src.read_text(encoding="utf-8"))
     data["spec"].setdefault("monitoring", {"release": "kube-prometheus-stack"})
-    out = src.parent / f".monitoring-variant-{src.stem}-{tmp_path.name}.yaml"
+    out = tmp_path / src.name
     out.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return out
 
 
 @pytest.mark.parametrize("example", EXAMPLE_FILES, ids=lambda p: p.stem)
 def test_no_alert_selects_a_fixed_node_label(example, tmp_path):
-    variant = with_monitoring(example, tmp_path)
-    try:
-        checked = check_fleet(variant)
-    finally:
-        variant.unlink()
+    checked = check_fleet(with_monitoring(example, tmp_path))
     assert checked.resolved is not None, checked.diagnostics
     errors = [d for d in checked.diagnostics if d.is_error]
     assert not errors, errors
