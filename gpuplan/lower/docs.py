@@ -291,15 +291,18 @@ def _prerequisites(rf: ResolvedFleet) -> dict[str, Any]:
     op = rf.fleet.spec.cluster.gpu_operator
     kp = [pv for pv in rf.pools if pv.pool.karpenter is not None]
     aws = rf.fleet.spec.cluster.aws
-    if op.driver == "managed" and per_pool_drivers(rf):
+    on_nodes = ", ".join(pv.name for pv in rf.pools if operator_runs_driver(pv.pool))
+    if op.driver == "managed" and not on_nodes:
+        driver = "the driver each pool's node image or platform installs (the operator's driver runs on no pool)"
+    elif op.driver == "managed" and per_pool_drivers(rf):
         from gpuplan.identity import pool_driver_version
 
         each = ", ".join(f"{pv.name} {pool_driver_version(rf, pv)}" for pv in rf.pools if operator_runs_driver(pv.pool))
-        driver = ("driver installed by the operator on static nodes, one NVIDIADriver per static pool "
+        driver = (f"driver installed by the operator on the nodes of {on_nodes}, one NVIDIADriver per pool "
                   f"(`gpu-operator/nvidiadrivers.yaml`: {each}), each built for its nodes' own OS"
                   + (" (the EKS AMIs of Karpenter pools ship their own)" if kp else ""))
     elif op.driver == "managed":
-        driver = (f"driver {op.driver_version or 'of the chart'} installed by the operator on static nodes"
+        driver = (f"driver {op.driver_version or 'of the chart'} installed by the operator on the nodes of {on_nodes}"
                   + (" (the EKS AMIs of Karpenter pools ship their own)" if kp else ""))
     else:
         driver = "the NVIDIA driver preinstalled on every GPU node"
@@ -323,6 +326,58 @@ def _prerequisites(rf: ResolvedFleet) -> dict[str, Any]:
         "driver_note": cell(driver),
         "toolkit_note": toolkit,
     }
+
+
+# Where the CRD of a kind that may be missing at sync time comes from (gpuplan.lower.common
+# CRD_MAY_BE_MISSING): the README names only those of the kinds this tree holds.
+CRD_SOURCES = {"NodeFeatureRule": "the operator chart's NFD", "NVIDIADriver": "the operator chart",
+               "NodePool": "Karpenter", "EC2NodeClass": "Karpenter", "NodeOverlay": "Karpenter",
+               "AKSNodeClass": "AKS Node Auto Provisioning"}
+
+
+def tree_kinds(produced: Sequence[Produced]) -> frozenset[str]:
+    """The kinds of the objects the root sync applies (the artifacts it lists)."""
+    return frozenset(k for a in produced if a.applied for k in a.kinds)
+
+
+def _delivery(rf: ResolvedFleet, produced: Sequence[Produced]) -> dict[str, Any]:
+    """The sync waves and the may-be-missing CRDs of the kinds this tree holds, from the same
+    tables that annotate its objects (``gpuplan.lower.common.WAVES``, ``CRD_MAY_BE_MISSING``)."""
+    from gpuplan.lower.common import CRD_MAY_BE_MISSING, sync_wave
+
+    kinds = tree_kinds(produced)
+    waves: dict[int, list[str]] = {}
+    for k in sorted(kinds):
+        waves.setdefault(sync_wave(k), []).append(k)
+    missing: dict[str, list[str]] = {}
+    for k in sorted(kinds & CRD_MAY_BE_MISSING):
+        missing.setdefault(CRD_SOURCES.get(k, "its own chart"), []).append(k)
+    return {
+        "waves": "; ".join(f"`{w}` " + ", ".join(names) for w, names in sorted(waves.items())),
+        "missing_crds": "; ".join(f"{', '.join(names)}, from {src}" for src, names in missing.items()),
+        "nfd_rules": "NodeFeatureRule" in kinds,
+    }
+
+
+def _label_paths(rf: ResolvedFleet) -> dict[str, Any]:
+    """How each kind of pool in this tree gets its labels and taints, and how a changed label
+    reaches its nodes: static pools through NFD NodeFeatureRules, Karpenter pools through their
+    NodePool template, node groups through their template (``gpuplan.provisioning``'s facts)."""
+    from gpuplan.provisioning.pools import karpenter_pool, labels_change, static_nodes
+
+    def names(pvs: list) -> str:
+        return ", ".join(f"`{cell(pv.name)}`" for pv in pvs)
+
+    static = [pv for pv in rf.pools if static_nodes(pv.pool)]
+    karp = [pv for pv in rf.pools if karpenter_pool(pv.pool)]
+    groups: dict[str, list] = {}
+    for pv in rf.pools:
+        if node_group_pool(pv.pool):
+            groups.setdefault(title(pv.pool), []).append(pv)
+    # title and change are gpuplan's own text (Markdown included), not the spec's
+    group_rows = [{"title": t, "pools": names(pvs), "change": labels_change(pvs[0].pool) or ""}
+                  for t, pvs in groups.items()]
+    return {"static_pools": names(static), "karpenter_pools": names(karp), "group_rows": group_rows}
 
 
 def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
@@ -390,6 +445,8 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
         file_dirs=file_dirs,
         static_files=static_files,
         **_prerequisites(rf),
+        **_delivery(rf, produced),
+        **_label_paths(rf),
         **_admission(rf),
         **_driver_upgrades(rf),
     )

@@ -27,9 +27,10 @@ at ``allocation.draDriverVersion``, values in ``dra-driver/values.yaml``:
   pools' nodes and on no other: one label value, one back-end per node;
 - ``kubeletPlugin.tolerations``: the chart default plus every pool taint, as
   for the operator's DaemonSets;
-- ``kubeletPlugin.affinity`` on fleets with DRA MIG pools: the plugin runs on a
-  node with a MIG configuration only once mig-manager has applied it, so it
-  never enumerates an unpartitioned GPU (:func:`mig_gate`).
+- ``kubeletPlugin.affinity``: only on nodes whose ``gpuplan.dev/pool`` names a DRA
+  pool (:func:`plugin_affinity`: the switch above has other writers), and on fleets
+  with DRA MIG pools only once mig-manager has applied a node's MIG configuration,
+  so it never enumerates an unpartitioned GPU (:func:`mig_gate`).
 
 Delivered like the operator: an Argo CD Application (``delivery/dra-driver.yaml``,
 chart from the OCI registry — ``repoURL`` without ``oci://``, argo-cd v3.5.1
@@ -154,7 +155,7 @@ def values(rf: ResolvedFleet) -> dict[str, Any]:
         "kubeletPlugin": {
             "nodeSelector": {DEVICE_PLUGIN_DEPLOY_LABEL: "false"},
             "tolerations": tol,
-            **({"affinity": mig_gate()} if any(dra_mig_pools(rf)) else {}),
+            "affinity": plugin_affinity(rf),
         },
     }
 
@@ -168,6 +169,31 @@ def dra_mig_pools(rf: ResolvedFleet) -> list[str]:
     from gpuplan.spec.models import Mig
 
     return [pv.name for pv in rf.pools if is_dra(rf, pv) and isinstance(pv.pool.sharing, Mig)]
+
+
+def plugin_affinity(rf: ResolvedFleet) -> dict[str, Any]:
+    """The kubelet plugin's required node affinity: a node of a DRA pool (gpuplan's own pool
+    label, :data:`gpuplan.identity.POOL_LABEL`), and on fleets with DRA MIG pools the MIG gate
+    (:func:`mig_gate`) in every term (node selector terms are ORed, the expressions of one term
+    ANDed: k8s.io/api@v0.36.3 core/v1/types.go lines 3771-3794, ``NodeSelector``/``NodeSelectorTerm``).
+
+    The ``nodeSelector`` on the device-plugin switch stays: it is what hands a node from one
+    back-end to the other in one label change (docs/dra.md "Moving a pool to DRA"). But that switch is
+    written by several hands — nfd-master from the pool's NodeFeatureRule on static pools, which
+    removes it again when the rule stops setting it; the GPU Operator, which sets ``true`` where
+    it is missing or empty (NVIDIA/gpu-operator@v26.7.0 controllers/state_manager.go:98-108
+    ``gpuStateLabels``, 476-485 ``addGPUStateLabels``); a person
+    pausing the device plugin on one node — so on its own it would put the DRA plugin on any node
+    where it reads ``false``, and DRA tiers would take that node's GPUs. The pool label limits the
+    plugin to the pools this tree serves through DRA."""
+    from gpuplan.dra.claims import is_dra
+    from gpuplan.identity import POOL_LABEL
+
+    pools = {"key": POOL_LABEL, "operator": "In", "values": sorted(pv.name for pv in rf.pools if is_dra(rf, pv))}
+    terms = (mig_gate()["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+             if any(dra_mig_pools(rf)) else [{"matchExpressions": []}])
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [pools, *t["matchExpressions"]]} for t in terms]}}}
 
 
 def mig_gate() -> dict[str, Any]:

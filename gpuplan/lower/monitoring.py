@@ -63,7 +63,7 @@ from typing import Any, Sequence
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import OPERANDS_LABEL, POOL_LABEL, TENANT_LABEL
-from gpuplan.identity import mig_config_name
+from gpuplan.identity import boot_mig, mig_config_name
 from gpuplan.dra.claims import is_dra
 from gpuplan.resolve import GPU, PoolView, ResolvedFleet, mig_resource
 from gpuplan.spec.models import Monitoring, Tier
@@ -110,6 +110,7 @@ MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 HARDWARE_XIDS = ("48", "61", "62", "64", "74", "79", "92", "94", "95", "119", "120", "140")
 USER_XIDS = ("13", "31", "43", "45")
 XID_COUNT = "DCGM_EXP_XID_ERRORS_COUNT"
+REGISTRATION_WINDOW = "1h"  # Karpenter's registration timeouts counted over the last hour
 XID_WINDOW = "1h"  # an XID stays in the alert for an hour after the exporter's 5-minute window
 
 # The counters file gpuplan gives the exporter: the file it reads by default
@@ -269,6 +270,13 @@ def left_out(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
     operands_off = pool_labels(rf, pv).get(OPERANDS_LABEL) == "false"
     # whose GPU stack runs there instead: Bottlerocket's, or a platform's (GKE)
     owner = f"the {title(pv.pool)}'s own GPU stack" if platform_gpu_stack(pv.pool) else "Bottlerocket"
+    if pv.pool.sharing.mode == "mig" and platform_gpu_stack(pv.pool):
+        out["MIGConfigFailed"] = (f"the {title(pv.pool)} partitions the GPUs itself: no mig-manager runs "
+                                  "there, so nothing ever sets `nvidia.com/mig.config.state`")
+    if boot_mig(pv):
+        out["MIGConfigFailed"] = ("the nodes' userData applies the MIG layout at boot and no mig-manager runs: "
+                                  "the NodePool sets `nvidia.com/mig.config.state=success`, and a node whose "
+                                  "layout fails powers off before it registers (see GPUNodeRegistrationTimeout)")
     if is_dra(rf, pv):
         out["GPUNodeCapacityOffPlan"] = ("DRA pool: its devices are ResourceSlices, never in "
                                          "Node.status.capacity (use `gpuplan verify-cluster` and "
@@ -364,6 +372,25 @@ ALERTS: dict[str, AlertDoc] = {a.name: a for a in (
          "Usually GPUs still busy (pods or host processes holding them) or a reboot needed; drain the node, "
          "then relabel: `kubectl label node <node> nvidia.com/mig.config-` and let gpuplan's rule set it back.",
          "Run `gpuplan verify-cluster` to compare every node with the plan."),
+    ),
+    AlertDoc(
+        "GPUNodeRegistrationTimeout", "warning",
+        "Karpenter deleted a MIG-at-boot node that did not register in time",
+        "On a Karpenter AL2023 MIG pool the userData partitions the GPUs before kubelet starts, rebooting "
+        "once where a MIG mode change stays pending. A node whose layout fails powers off, and Karpenter "
+        "deletes a NodeClaim whose node has not registered within its fixed 15 minutes "
+        "(`karpenter_nodeclaims_disrupted_total{reason=\"registration_timeout\"}`) and launches a "
+        "replacement that boots the same way: pods stay pending while Karpenter loops. Needs Prometheus to "
+        "scrape Karpenter (its chart's `serviceMonitor.enabled: true` with the `release` label). No "
+        "MIGConfigFailed alert on these pools: no mig-manager runs there and the NodePool presets "
+        "`nvidia.com/mig.config.state=success`.",
+        ("`kubectl get nodeclaims -l karpenter.sh/nodepool=<nodepool>` and `kubectl describe nodeclaim` "
+         "for the launch and registration conditions; the NodePool's `NodeRegistrationHealthy` condition.",
+         "The instance's console output (`aws ec2 get-console-output --instance-id <id>`) shows the "
+         "`gpuplan-mig:` lines: a refused MIG mode, a mode still pending after the reboot, or a GPU "
+         "instance that could not be created.",
+         "If the layout was applied but boot and the reboot took longer than 15 minutes, use instance "
+         "types that take the MIG mode without a reboot, or a static pool with mig-manager."),
     ),
     AlertDoc(
         "GPUNodeCapacityOffPlan", "warning",
@@ -488,6 +515,38 @@ def _money(x: float) -> str:
     return f"${x:,.2f}"
 
 
+def registration_timeout_rule(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
+    """NodeClaims of a boot-MIG pool that Karpenter deleted because their node did not register.
+
+    Karpenter's liveness controller deletes a NodeClaim whose node has not registered within
+    ``registrationTimeout = time.Minute * 15`` and counts it in
+    ``karpenter_nodeclaims_disrupted_total{reason="registration_timeout", nodepool=<NodePool>}``
+    (kubernetes-sigs/karpenter@v1.14.1 pkg/controllers/nodeclaim/lifecycle/liveness.go lines
+    51-53 and 104, ``deleteNodeClaimForTimeout`` lines 148-159, the increment at 153-157; the metric:
+    pkg/metrics/metrics.go lines 61-73, namespace ``karpenter`` and the ``reason``/``nodepool``
+    labels in pkg/metrics/constants.go lines 27-30). The pool's provisioner then launches a
+    replacement, which boots the same way: a layout that fails (the instance powers off) or a
+    partition plus reboot that takes longer than 15 minutes loops. The series exist only where
+    Prometheus scrapes Karpenter (the Karpenter chart's ``serviceMonitor.enabled``,
+    aws/karpenter-provider-aws@v1.14.1 charts/karpenter/values.yaml lines 28-32)."""
+    from gpuplan.lower.karpenter import nodepool_names
+
+    m = monitoring(rf)
+    assert m is not None
+    sel = f"reason=\"registration_timeout\", nodepool=~{alternation(nodepool_names(pv))}"
+    return _rule(
+        rf, "GPUNodeRegistrationTimeout",
+        f"sum by (nodepool) (increase(karpenter_nodeclaims_disrupted_total{{{sel}}}[{REGISTRATION_WINDOW}])) > 0",
+        "0m", {"pool": pv.name},
+        f"Karpenter deleted NodeClaims of NodePool {{{{ $labels.nodepool }}}} (pool {pv.name}) whose node "
+        "did not register in 15 minutes",
+        f"{{{{ $value | humanize }}}} NodeClaims of pool {pv.name} timed out before registering in the last "
+        f"{REGISTRATION_WINDOW}: the MIG layout its userData applies at boot failed (the instance powers "
+        "off) or the partition and its reboot took longer than Karpenter's 15 minutes; each replacement "
+        "boots the same way.",
+    )
+
+
 def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
     m = monitoring(rf)
     assert m is not None
@@ -508,7 +567,7 @@ def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
             f"Every node of pool {pv.name} should advertise {count} {res} (the spec's sharing and "
             f"GPUs per node); node {{{{ $labels.node }}}} has {{{{ $value }}}}.",
         ))
-    if pv.pool.sharing.mode == "mig":
+    if pv.pool.sharing.mode == "mig" and "MIGConfigFailed" not in skip:
         rules.append(_rule(
             rf, "MIGConfigFailed",
             f"kube_node_labels{{{POOL_KSM}={q(pv.name)}, {MIG_STATE_KSM}=\"failed\"}}",
@@ -517,6 +576,8 @@ def pool_rules(rf: ResolvedFleet, pv: PoolView) -> list[dict[str, Any]]:
             "mig-manager set nvidia.com/mig.config.state=failed on node {{ $labels.node }}; "
             "the pool's MIG resources are missing there.",
         ))
+    if boot_mig(pv):
+        rules.append(registration_timeout_rule(rf, pv))
     for alert, ds in (("GPUDevicePluginNotReady", DEVICE_PLUGIN_DS), ("DCGMExporterNotReady", DCGM_EXPORTER_DS)):
         if alert in skip:
             continue

@@ -209,7 +209,7 @@ def per_pool_drivers(rf: ResolvedFleet) -> bool:
     """One NVIDIADriver per static pool instead of the ClusterPolicy's one driver.
 
     In ClusterPolicy mode the driver image is ``<repo>/driver:<version>-<osTag>``
-    (NVIDIA/gpu-operator@v26.7.0 controllers/object_controls.go:3423-3427) and ``osTag``
+    (NVIDIA/gpu-operator@v26.7.0 controllers/object_controls.go:3424-3427) and ``osTag``
     comes from the NFD labels of whichever node with ``nvidia.com/gpu.present=true`` the
     API lists first (controllers/state_manager.go:579-611): a Karpenter AL2023 node gives
     the static Ubuntu nodes an ``amzn2023`` image. An NVIDIADriver groups the nodes it
@@ -285,8 +285,9 @@ def driver_values(rf: ResolvedFleet) -> dict[str, Any]:
     the operator then replaces the driver on every node and evicts GPU pods.
     No ``driverVersion``: the chart's own default for ``chartVersion``
     (:data:`CHART_DEFAULT_DRIVER`), written out. A branch (``R535``) selects precompiled driver images, whose tag is
-    ``<branch>-<kernel>`` (controllers/object_controls.go:3375-3393,
-    ``resolveDriverTag``); a full version selects the compiled driver image."""
+    ``<branch>-<kernel version>-<os tag>`` (controllers/object_controls.go:3375-3429,
+    ``resolveDriverTag``: the kernel version appended at line 3393, the OS tag at 3424-3427);
+    a full version selects the compiled driver image, ``<version>-<os tag>``."""
     op = rf.fleet.spec.cluster.gpu_operator
     out: dict[str, Any] = {"enabled": op.driver == "managed"}
     if op.driver != "managed":

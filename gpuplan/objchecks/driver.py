@@ -30,18 +30,19 @@ FAMILIES: dict[str, tuple[str, ...]] = {
                                     "gpuplan.lower.provision_gke", "gpuplan.lower.provision_aks",
                                     "gpuplan.lower.provision_capi"),
     "gpuplan.objchecks.dra": ("gpuplan.lower.dra",),
+    "gpuplan.objchecks.monitoring": ("gpuplan.lower.monitoring",),
 }
+# families that run only on some fleets: module -> its ``needed(rf)``
+_OPTIONAL = ("gpuplan.objchecks.dra", "gpuplan.objchecks.monitoring")
 KINDS = frozenset({"NodePool", "NodeFeatureRule", "Namespace", "ResourceQuota", "PriorityClass", "ValidatingAdmissionPolicy",
-                   "ValidatingAdmissionPolicyBinding", "ResourceClaimTemplate"})
+                   "ValidatingAdmissionPolicyBinding", "ResourceClaimTemplate", "PrometheusRule"})
 # Checks over the whole tree: the AppProject admits what every target made, so these
 # read the files the build streams (``TreeObjects``) rather than a few targets'
 # objects, and run in `build` and `check` (`validate` lowers no tree).
 TREE_FAMILIES = ("gpuplan.objchecks.charts",)
 
 def _active(rf: "ResolvedFleet") -> list[str]:
-    from gpuplan.objchecks.dra import needed
-
-    return [f for f in FAMILIES if f != "gpuplan.objchecks.dra" or needed(rf)]
+    return [f for f in FAMILIES if f not in _OPTIONAL or importlib.import_module(f).needed(rf)]
 
 
 def targets(rf: "ResolvedFleet") -> dict[str, tuple[str, ...]]:

@@ -46,6 +46,10 @@ if TYPE_CHECKING:
     from gpuplan.spec.models import Aks
 
 TITLE = "AKS agent pool"
+# How a changed node label reaches the nodes, for the generated README: AKS updates an agent
+# pool's labels and taints on its existing nodes (articles/aks/use-labels.md:155,
+# use-node-taints.md:65-67; template_changes, below).
+LABELS_CHANGE = "AKS updates an agent pool's node labels and taints on its existing nodes in place"
 MACHINE_FIELD = "vmSize"
 
 # labels and taints from the node-facts table (gpuplan/upstream/nodes/aks.json)

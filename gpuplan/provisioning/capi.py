@@ -42,6 +42,11 @@ if TYPE_CHECKING:
     from gpuplan.spec.models import Capi
 
 TITLE = "Cluster API MachineDeployment"
+# How a changed node label reaches the nodes, for the generated README: the labels are kubelet
+# flags in the content-addressed KubeadmConfigTemplate, whose new name the MachineDeployment's
+# ``configRef`` names, and Cluster API rolls every machine out (machine_rollout, below).
+LABELS_CHANGE = ("a changed label renames the pool's KubeadmConfigTemplate, and Cluster API replaces every "
+                 "machine of the MachineDeployment (a rolling update, each node drained first)")
 
 # kubernetes/autoscaler@cluster-autoscaler-1.36.1 cluster-autoscaler/cloudprovider/clusterapi/
 ACCELERATOR_LABEL = fact("capi", "label.accelerator")  # clusterapi_provider.go:52 (GPULabel), gpuplan/upstream/nodes/capi.json

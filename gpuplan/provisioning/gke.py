@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from gpuplan.cloud.machine import Machine
 
 TITLE = "GKE node pool"
+# How a changed node label (a new device-plugin or MIG config name) reaches the nodes, for the
+# generated README: ``nodeConfig.labels`` is immutable in the pinned CRD (IMMUTABLE, below).
+LABELS_CHANGE = ("Config Connector cannot change a ContainerNodePool's `nodeConfig.labels` (immutable): "
+                 "a changed label is a hand step, the node pool deleted and created again "
+                 "(`gpuplan plan --base` lists it)")
 MACHINE_FIELD = "machineType"  # the spec key under ``gke`` (GP637-GP639 point at it)
 
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"

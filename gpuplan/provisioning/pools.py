@@ -238,6 +238,13 @@ def title(pool: Pool) -> str:
     return getattr(mod, "TITLE", f"{pool.provisioner} pool")
 
 
+def labels_change(pool: Pool) -> str | None:
+    """How a node-group back-end brings a changed node label to the pool's existing nodes
+    (its ``LABELS_CHANGE``; None for static and Karpenter pools)."""
+    mod = backend(pool)
+    return getattr(mod, "LABELS_CHANGE", None) if mod is not None else None
+
+
 def settings(pool: Pool) -> Any:
     """The pool's provisioning block (``karpenter``, ``gke``, ...; None for static pools)."""
     return None if static_nodes(pool) else getattr(pool, pool.provisioner)

@@ -21,7 +21,7 @@ compared object by object, and the plan says:
   ``"true"`` where it is absent, ``NVIDIA/gpu-operator@v26.7.0 :
   controllers/state_manager.go`` L476-483) and the operator values enable
   it; the DRA kubelet plugin runs where its Helm ``kubeletPlugin.nodeSelector``
-  matches.
+  and required node affinity (the DRA pools' ``gpuplan.dev/pool``, the MIG gate) match.
 
 Stage: report (docs/architecture.md)."""
 
@@ -115,10 +115,26 @@ def backends(labels: dict[str, str], files: dict[str, bytes]) -> set[str]:
         out.add("device-plugin")
     dra = _docs(files, "dra-driver/values.yaml")
     if dra:
-        selector = dra[0].get("kubeletPlugin", {}).get("nodeSelector", {})
-        if all(labels.get(k) == v for k, v in selector.items()):
+        plugin = dra[0].get("kubeletPlugin", {})
+        selector = plugin.get("nodeSelector", {})
+        if all(labels.get(k) == v for k, v in selector.items()) and _affinity_matches(plugin.get("affinity"), labels):
             out.add("dra")
     return out
+
+
+def _affinity_matches(affinity: Any, labels: dict[str, str]) -> bool:
+    """A required node affinity against a node's labels: its terms ORed, each term's expressions
+    ANDed (k8s.io/api@v0.36.3 core/v1/types.go lines 3771-3794); none: any node."""
+    terms = ((affinity or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms")
+    if not terms:
+        return True
+
+    def ok(e: dict[str, Any]) -> bool:
+        has, val = e["key"] in labels, labels.get(e["key"])
+        return {"In": has and val in e.get("values", ()), "NotIn": not has or val not in e.get("values", ()),
+                "Exists": has, "DoesNotExist": not has}.get(e["operator"], False)
+    return any(all(ok(e) for e in t.get("matchExpressions", ())) for t in terms)
 
 
 def _overlaps(old: dict[str, bytes], new: dict[str, bytes], pools: list[str]) -> list[str]:
@@ -178,7 +194,17 @@ def _steps(pv: "PoolView", old: str, new: str) -> tuple[str, ...]:
             f"{DEVICE_PLUGIN_DEPLOY_LABEL}=false, so it starts on no node yet" if to_dra else
             "merge and sync: the operator values, DeviceClasses and claim templates change first")
     if pv.pool.karpenter is not None:
+        # Leaving DRA, the kubelet plugin's affinity (the DRA pools' gpuplan.dev/pool) drops the pool
+        # at the sync, before Karpenter replaces its nodes; a pod holding a claim there cannot finish
+        # terminating without it: the kubelet unprepares its claims through the plugin before the pod
+        # is done (kubernetes v1.36.3 pkg/kubelet/kubelet.go:2388-2395, SyncTerminatingPod;
+        # pkg/kubelet/cm/dra/manager.go:667, no plugin registered is an error).
+        leave = () if to_dra else (
+            "before merging, scale the pool's DRA workloads down (or drain its nodes): the DRA kubelet "
+            "plugin leaves the pool's nodes at the sync, and a pod holding a ResourceClaim on a node "
+            "without it stays Terminating",)
         return (
+            *leave,
             sync,
             f"the NodePool template now carries {label}: Karpenter sees the NodePool drifted and replaces "
             "every node, cordoning and draining each before it terminates it",

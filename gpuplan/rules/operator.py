@@ -36,7 +36,7 @@ E_TOOLKIT_MIX = Code(
 E_DRIVER_VERSION = Code(
     "GP641", "driver version not understood", Severity.ERROR,
     "`driverVersion` is either a driver branch, `R` and three digits (`R535`: the GPU Operator uses "
-    "precompiled driver images `<branch>-<kernel>`), or a full driver version such as `535.104.05` "
+    "precompiled driver images `<branch>-<kernel version>-<os tag>`), or a full driver version such as `535.104.05` "
     "(the compiled driver image of that release). Words such as `latest` name no image the operator "
     "can pull.",
     bad="gpuOperator: {driver: managed, driverVersion: latest}",

@@ -23,6 +23,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.capacity",
     "gpuplan.rules.spot",
     "gpuplan.rules.tenancy",
+    "gpuplan.rules.nodetaints",  # static pools' taints through nfd-master
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",
     "gpuplan.rules.autoscaler",

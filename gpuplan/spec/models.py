@@ -517,7 +517,9 @@ class Taint(Model):
     key: LabelKey = Field(description="Taint key, a label key.", examples=["nvidia.com/gpu"])
     value: LabelValue | None = Field(default=None, description="Taint value.", examples=["present"])
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
-        description="What the taint does to pods that do not tolerate it."
+        description="What the taint does to pods that do not tolerate it. `NoExecute` only on autoscaled "
+        "pools: a static pool's taints are applied to running nodes, where NoExecute evicts every pod "
+        "that does not tolerate it (GP986)."
     )
 
 

@@ -41,11 +41,27 @@ def _runs_daemon(plugin: dict, labels: dict[str, str]) -> bool:
 
 def test_the_plugin_waits_for_the_mig_layout_and_restarts_after_a_change(tmp_path):
     plugin = _values(tmp_path)
-    mig = {"nvidia.com/gpu.deploy.device-plugin": "false", "nvidia.com/mig.config": "gpuplan-infer-a100-x"}
+    mig = {"nvidia.com/gpu.deploy.device-plugin": "false", "nvidia.com/mig.config": "gpuplan-infer-a100-x",
+           "gpuplan.dev/pool": "infer-a100"}
     assert not _runs_daemon(plugin, mig)  # a fresh node: mig-manager has not run yet
     assert not _runs_daemon(plugin, {**mig, "nvidia.com/mig.config.state": "pending"})
     assert _runs_daemon(plugin, {**mig, "nvidia.com/mig.config.state": "success"})
     assert not _runs_daemon(plugin, {**mig, "nvidia.com/mig.config.state": "failed"})
     # a DRA pool without a MIG configuration runs it at once; a device-plugin pool never
-    assert _runs_daemon(plugin, {"nvidia.com/gpu.deploy.device-plugin": "false"})
+    assert _runs_daemon(plugin, {"nvidia.com/gpu.deploy.device-plugin": "false", "gpuplan.dev/pool": "infer-a100"})
     assert not _runs_daemon(plugin, {"nvidia.com/mig.config.state": "success"})
+
+
+def test_the_plugin_runs_only_on_the_dra_pools_nodes(tmp_path):
+    """The device-plugin switch (``nvidia.com/gpu.deploy.device-plugin=false``) is a label several
+    hands write: nfd-master on static pools (and removes again), the GPU Operator (``true`` where it
+    is missing), an operator pausing the plugin on one node by hand. The DRA plugin also requires
+    gpuplan's own pool label to name a DRA pool: a device-plugin pool's node with the switch off
+    never gets it, so DRA tiers never take its GPUs."""
+    plugin = _values(tmp_path)
+    off = {"nvidia.com/gpu.deploy.device-plugin": "false"}
+    assert _runs_daemon(plugin, {**off, "gpuplan.dev/pool": "infer-a100", "nvidia.com/mig.config": "x",
+                                 "nvidia.com/mig.config.state": "success"})
+    assert not _runs_daemon(plugin, {**off, "gpuplan.dev/pool": "train-h100"})  # the device-plugin pool
+    assert not _runs_daemon(plugin, off)  # a node of no gpuplan pool
+    assert not _runs_daemon(plugin, {"gpuplan.dev/pool": "infer-a100"})  # the switch not (yet) off

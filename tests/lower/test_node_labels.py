@@ -113,7 +113,7 @@ def test_static_pool_taints_follow_the_spec_on_existing_nodes(build):
     one_taint = build(fleet(spec.replace("{taints}", "{key: nvidia.com/gpu, value: present, effect: NoSchedule}")),
                       "a.yaml")
     two = build(fleet(spec.replace("{taints}", "{key: nvidia.com/gpu, value: present, effect: NoSchedule}, "
-                                               "{key: example.com/team, value: ml, effect: NoExecute}")), "b.yaml")
+                                               "{key: example.com/team, value: ml, effect: PreferNoSchedule}")), "b.yaml")
     node = {"name": "n1", "taints": [("nvidia.com/gpu", "present", "NoSchedule")]}  # registered with it
 
     def enabled(c):
@@ -121,6 +121,6 @@ def test_static_pool_taints_follow_the_spec_on_existing_nodes(build):
 
     node = _nfd_master(node, [_rule(one_taint, "p")], enabled(one_taint))
     node = _nfd_master(node, [_rule(two, "p")], enabled(two))
-    assert ("example.com/team", "ml", "NoExecute") in node["taints"]
+    assert ("example.com/team", "ml", "PreferNoSchedule") in node["taints"]
     node = _nfd_master(node, [_rule(one_taint, "p")], enabled(one_taint))
     assert node["taints"] == [("nvidia.com/gpu", "present", "NoSchedule"), ("gpuplan.dev/pool", "p", "NoSchedule")]

@@ -159,14 +159,14 @@ def test_tolerations_cover_every_pool_taint_once_in_order(build):
       gpusPerNode: 4
       nodes: [a1]
       taints:
-        - {key: z.example.com/gpu, value: "yes", effect: NoExecute}
+        - {key: z.example.com/gpu, value: "yes", effect: PreferNoSchedule}
         - {key: nvidia.com/gpu, value: present, effect: NoSchedule}
     - name: b
       gpu: L40S
       gpusPerNode: 4
       nodes: [b1]
       taints:
-        - {key: z.example.com/gpu, value: other, effect: NoExecute}
+        - {key: z.example.com/gpu, value: other, effect: NoSchedule}
         - {key: a.example.com/team, effect: PreferNoSchedule}
 """))
     v = one(c, VALUES)
@@ -175,10 +175,13 @@ def test_tolerations_cover_every_pool_taint_once_in_order(build):
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
         {"key": "a.example.com/team", "operator": "Exists", "effect": "PreferNoSchedule"},
         {"key": "gpuplan.dev/pool", "operator": "Exists", "effect": "NoSchedule"},  # every pool's binding taint
-        {"key": "z.example.com/gpu", "operator": "Exists", "effect": "NoExecute"},
+        # one key, two effects: by key, then NoSchedule before PreferNoSchedule (static pools
+        # take no NoExecute, GP986)
+        {"key": "z.example.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "z.example.com/gpu", "operator": "Exists", "effect": "PreferNoSchedule"},
     ]
     worker = v["node-feature-discovery"]["worker"]["tolerations"]
-    assert worker[-4:] == tol, "nfd-worker must run on every GPU node for the NodeFeatureRules to match"
+    assert worker[-5:] == tol, "nfd-worker must run on every GPU node for the NodeFeatureRules to match"
     assert {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"} in worker
 
 

@@ -132,3 +132,27 @@ def test_karpenter_pools_move_by_drift(tmp_path):
     m = migrate(resolved(a), resolved(b))
     assert m.moves[0].karpenter and any("drift" in s for s in m.moves[0].steps)
     assert m.overlaps == []
+
+
+def test_a_pool_of_another_back_end_never_runs_the_dra_plugin():
+    """The kubelet plugin's affinity names the DRA pools: a device-plugin pool's node whose
+    switch reads "false" (set by hand, or left by another writer) runs neither back-end, not both."""
+    files = render_files(resolved(NEW), "fleet.yaml")
+    assert backends({"nvidia.com/gpu.deploy.device-plugin": "false", "gpuplan.dev/pool": "infer-a100"},
+                    files) == {"dra"}
+    assert backends({"nvidia.com/gpu.deploy.device-plugin": "false", "gpuplan.dev/pool": "train-h100"},
+                    files) == set()
+
+
+def test_karpenter_pools_leaving_dra_scale_their_claims_down_first(tmp_path):
+    def karp(text):
+        text = text.replace("""      gpusPerNode: 4
+      nodes: [gpu-a100-01, gpu-a100-02]""", """      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, nodeOverlay: true}""")
+        text = text.replace("      driver: managed\n", "      driver: managed\n      toolkit: preinstalled\n")
+        return text.replace("    allocation:\n", "    aws: {clusterName: c, nodeRole: r}\n    allocation:\n")
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(karp(NEW.read_text()))
+    b.write_text(karp(OLD.read_text()))
+    [move] = migrate(resolved(a), resolved(b)).moves
+    assert move.new == "device-plugin"
+    assert "before merging" in move.steps[0] and "Terminating" in move.steps[0]
