@@ -119,6 +119,24 @@ def _tenant_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
     return rows
 
 
+
+# The Argo CD release each feature of a tree first needs (argoproj/argo-cd), highest wins:
+# (version, why, applies to the tree?). v3.0: the `argocd.argoproj.io/tracking-id` annotation
+# instead of a 63-character label (v3.0.0 docs/operator-manual/upgrading/2.14-3.0.md:234-238);
+# v3.1: an Application source from an OCI registry (`path: .`, docs/user-guide/oci.md, first in
+# v3.1.0), which the Kueue chart's Application uses (gpuplan.lower.kueue.CHART_REPO).
+ARGOCD_FEATURES = (
+    ("v3.0", "the tracking-id annotation", lambda rf: True),
+    ("v3.1", "the Kueue chart's OCI Helm source (`oci://registry.k8s.io/kueue/charts`)",
+     lambda rf: rf.fleet.spec.queueing is not None),
+)
+
+
+def argocd_floor(rf: ResolvedFleet) -> tuple[str, str]:
+    """(the oldest Argo CD release that runs this tree, what needs it), from :data:`ARGOCD_FEATURES`."""
+    used = [(v, why) for v, why, applies in ARGOCD_FEATURES if applies(rf)]
+    return max(used, key=lambda vw: tuple(int(x) for x in vw[0][1:].split(".")))
+
 def _preinstalled_toolkit_note(rf: ResolvedFleet, managed_driver: bool) -> str:
     """What a node's own toolkit must say (CDI off): ``nvidia`` as containerd's default
     runtime (the operator gives only its operands ``runtimeClassName: nvidia``,
@@ -417,8 +435,11 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
             n[1] += f["kustomize"] != "no"
         file_dirs = [{"path": d + ("/" if d != "." else ""), "files": n, "kustomize": k}
                      for d, (n, k) in sorted(per.items())]
+    floor, floor_why = argocd_floor(rf)
     return render(
         "readme.md.j2",
+        argocd_floor=floor,
+        argocd_floor_why=floor_why,
         fleet=cell(rf.fleet.metadata.name),
         version=cell(gpuplan.__version__),
         spec=cell(os.path.basename(rf.file)),

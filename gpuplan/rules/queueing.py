@@ -72,6 +72,17 @@ W_MIXED_QUEUED = Code(
     bad="tiers:\n  - {name: training, pool: p, workload: training}\n  - {name: dev, pool: p, workload: interactive}",
     good="spec:\n  queueing: {tiers: [training, dev]}",
 )
+E_BORROW_ONLY = Code(
+    "GP432", "queue a tenant may borrow into but no namespace can reach", Severity.ERROR,
+    "A namespace gets the tenant's LocalQueue, and with it every queued tier the tenant's ClusterQueue "
+    "covers (a tier it may only borrow included), when the tenant's `quotas` has a row for a queued tier "
+    "there. A tenant with a `borrowingLimit` but no such row in any namespace has a ClusterQueue with "
+    "borrowing room and no LocalQueue: no Job can name its queue, and the tier's pods are refused in "
+    "every namespace of the tenant. To borrow without a nominal quota, give a namespace the tier at 0.",
+    bad="tenants:\n  - name: research\n    namespaces: [research]\n    queueing: {borrowingLimit: {training: 8}}",
+    good="tenants:\n  - name: research\n    namespaces: [research]\n    quotas: {research: {training: 0}}\n"
+         "    queueing: {borrowingLimit: {training: 8}}",
+)
 I_BORROW_UNREACHABLE = Code(
     "GP427", "borrowing limit beyond what the cohort lends", Severity.INFO,
     "A tenant's borrowingLimit is larger than everything the other queues of the cohort lend on that "
@@ -108,7 +119,7 @@ E_TAS_EMPTY_POOL = Code(
     good="tiers:\n  - {name: burst, pool: karpenter-h100, gang: {nodesPerJob: 2}}",
 )
 
-CODES = (E_GANG_POOL, E_GANG_QUOTA, E_LENDING_ABOVE_NOMINAL, E_LIMIT_TIER, W_NO_QUEUEING, E_TOPOLOGY_LEVEL,
+CODES = (E_BORROW_ONLY, E_GANG_POOL, E_GANG_QUOTA, E_LENDING_ABOVE_NOMINAL, E_LIMIT_TIER, W_NO_QUEUEING, E_TOPOLOGY_LEVEL,
          W_MIXED_QUEUED, I_BORROW_UNREACHABLE, E_COHORT_NAME, E_KUEUE_LIMITS, E_TAS_EMPTY_POOL)
 
 
@@ -204,6 +215,18 @@ def _references(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                     yield rf.diag(E_LIMIT_TIER, f"tenant {tn.name}: {field} names tier {name!r}, which {what}",
                                   ("spec", "tenants", i, "queueing", field, name), key=True,
                                   hint="name a queued tier (queueing.tiers)")
+        borrowed = [name for name in tq.borrowing_limit or {} if name in queued]
+        if borrowed and not any(set(row) & set(queued) for row in tn.quotas.values()):
+            # no namespace gets the LocalQueue (gpuplan.queues.queued_namespaces): the borrowing is dead
+            name = borrowed[0]
+            ns = next(iter(tn.quotas), tn.namespaces[0] if tn.namespaces else tn.name)
+            row = ", ".join(f"{k}: {v}" for k, v in {**tn.quotas.get(ns, {}), name: 0}.items())
+            yield rf.diag(E_BORROW_ONLY, f"tenant {tn.name}: borrowingLimit lets its queue borrow tier {name}, but no "
+                          "namespace of the tenant has a quota row for a queued tier, so none gets the LocalQueue: "
+                          "no workload can reach the queue",
+                          ("spec", "tenants", i, "queueing", "borrowingLimit", name), key=True,
+                          hint=f"give a namespace the tier at 0 — quotas: {{{ns}: {{{row}}}}} — or drop "
+                               f"{name} from borrowingLimit")
 
 
 def _gangs(rf: ResolvedFleet) -> Iterator[Diagnostic]:

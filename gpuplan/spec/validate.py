@@ -323,7 +323,11 @@ def _key_hint(model: type[BaseModel] | None, key: Any) -> str | None:
 def _allowed_keys(model: type[BaseModel] | None) -> list[str]:
     if model is None:
         return []
-    return [f.alias or n for n, f in model.model_fields.items()]
+    # a field's YAML key is its alias; where pydantic has not resolved it yet (a forward
+    # reference defers it), the model's alias generator gives it: the schema's key, never the
+    # Python name (fleet.yaml refuses snake_case keys: validate(by_name=False))
+    gen = model.model_config.get("alias_generator")
+    return [f.alias or (gen(n) if callable(gen) else n) for n, f in model.model_fields.items()]
 
 
 # --- error mapping -----------------------------------------------------------
@@ -488,7 +492,7 @@ def parse_fleet(doc: Document) -> tuple[Fleet | None, list[Diagnostic]]:
             f"the document is {describe(doc.data)}, not a mapping", file=doc.file, line=1, col=1,
             hint="a fleet spec starts with apiVersion, kind, metadata and spec")]
     try:
-        fleet = Fleet.model_validate(doc.data)
+        fleet = Fleet.model_validate(doc.data, by_alias=True, by_name=False)
     except ValidationError as exc:
         return None, _schema_diags(doc, exc)
     return fleet, list(check_names(fleet, doc))
@@ -545,7 +549,7 @@ def _first_errors(data: Any) -> list[dict]:
         return node
 
     try:
-        Fleet.model_validate(cut(data))
+        Fleet.model_validate(cut(data), by_alias=True, by_name=False)
     except ValidationError as exc:
         return exc.errors(include_url=False)[: MAX_SCHEMA_DIAGS + 1]
     return []

@@ -96,3 +96,14 @@ def test_dra_fleet_readme_has_the_validator_caveat(examples):
     assert "`plugin-validation`" in section and "`infer-a100`" in section
     assert section.count("`infer-a100`") >= 2  # the pool list and its MIG bullet
     assert "### DRA caveats" not in examples["argocd"].files["README.md"].decode()
+
+
+def test_the_argo_cd_floor_is_what_the_tree_uses():
+    """The Kueue chart's Application reads an OCI registry, which Argo CD serves from v3.1.0
+    (argoproj/argo-cd docs/user-guide/oci.md); without Kueue the floor is v3.0 (tracking-id)."""
+    from tests.outputkit import REPO, compile_ok
+
+    for example, floor in (("kueue", "v3.1"), ("fleet", "v3.0")):
+        readme = compile_ok(REPO / "examples" / f"{example}.yaml").files["README.md"].decode()
+        [line] = [ln for ln in readme.splitlines() if ln.startswith("- **Argo CD v")]
+        assert line.startswith(f"- **Argo CD {floor}** or later"), (example, line)

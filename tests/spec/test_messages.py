@@ -79,3 +79,22 @@ def test_range_error_says_why(tmp_path):
                          "(system-cluster-critical, system-node-critical) and the API server refuses them; "
                          "the value is an int32")
     assert d.hint == "use a value at most 1,000,000,000"
+
+
+def test_snake_case_keys_are_refused_as_the_schema_refuses_them(tmp_path):
+    """fleet.yaml's keys are the JSON Schema's (camelCase): a Python field name is an unknown key,
+    and the hint names the key the schema takes, also for a field pydantic defers
+    (`capacityReservations`, a forward reference)."""
+    text = BASE.replace("    - name: train\n      gpu: A100-SXM4-80GB\n      gpusPerNode: 4\n      nodes: [n1, n2]\n",
+                        "    - name: train\n      gpu: A100-SXM4-80GB\n"
+                        "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16,"
+                        " capacity_types: [on-demand]}\n")
+    errors = _errors(tmp_path, text)
+    snake = [d for d in errors if "capacity_types" in d.message]
+    assert [d.code for d in snake] == ["GP101"] and snake[0].hint == "did you mean 'capacityTypes'?"
+    assert (snake[0].line, snake[0].col) == position(text, "capacity_types")
+    near = edit(BASE, "    - name: train\n      gpu: A100-SXM4-80GB\n      gpusPerNode: 4\n      nodes: [n1, n2]\n",
+                "    - name: train\n      gpu: A100-SXM4-80GB\n"
+                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, capacityReservation: []}\n")
+    (d,) = _errors(tmp_path, near)
+    assert d.code == "GP101" and d.hint == "did you mean 'capacityReservations'?"
