@@ -98,7 +98,7 @@ def check_fleet(path: Path | str, *, display: str | None = None, options: Option
     try:
         doc = load_file(path, display=name, max_bytes=options.max_bytes, nofollow=True)
     except LoadError as exc:
-        return Checked([exc.diag])
+        return Checked([exc.diag], sources={exc.diag.file: exc.text} if exc.text is not None and exc.diag.file else {})
     sources = {doc.file: doc.text}
     fleet, diags = parse_fleet(doc)
     if fleet is None:

@@ -212,9 +212,13 @@ class Document:
 
 
 class LoadError(Exception):
-    def __init__(self, diag: Diagnostic):
+    """A file that cannot be read as YAML. ``text``: its decoded text when it was read (a syntax
+    error), so the diagnostic is shown with its code frame."""
+
+    def __init__(self, diag: Diagnostic, text: str | None = None):
         super().__init__(diag.message)
         self.diag = diag
+        self.text = text
 
 
 # YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution)
@@ -487,16 +491,31 @@ def _load_events(text: str, file: str, limits: Limits, *, multi: bool) -> list[D
     except LoadError:
         raise
     except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
         problem = exc.problem or exc.context or "invalid YAML"
+        # a key without its ':' is found only on a later line; the scanner's context mark is
+        # where that key began, the line the user changed
+        key_start = exc.context_mark is not None and "expected ':'" in problem
+        mark = exc.context_mark if key_start else (exc.problem_mark or exc.context_mark)
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+        lines = text.splitlines()
+        at = lines[line - 1] if line is not None and 0 < line <= len(lines) else ""
+        if not key_start and line is not None and "mapping values are not allowed" in problem:
+            # `key value` then `other: x` below at its indent: the scanner read both lines as one
+            # plain scalar and fails on the second's ':'; the line that lost its colon is above
+            above = _colonless_key_above(lines, line)
+            if above is not None:
+                key_start, (line, col) = True, above
+        if key_start:
+            problem = "a key without ':' (or a line that continues the one above)"
+        elif "tab" in problem or (col is not None and at[col - 1:col] == "\t"):
+            problem = "a tab character in the indentation (YAML indents with spaces only)"
         raise LoadError(E_SYNTAX.diag(problem, file=file, line=line, col=col,
-                                      hint=_syntax_hint(problem))) from None
+                                      hint=_syntax_hint(problem)), text=text) from None
     except (YAMLError, ValueError, TypeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
         raise LoadError(E_SYNTAX.diag(str(exc).splitlines()[0] if str(exc) else "invalid YAML",
-                                      file=file, line=line, col=col)) from None
+                                      file=file, line=line, col=col), text=text) from None
     return out
 
 
@@ -504,13 +523,28 @@ def _size(n: int) -> str:
     return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n // 1024} KiB"
 
 
+def _colonless_key_above(lines: list[str], line: int) -> tuple[int, int] | None:
+    """(line, col) of the line above ``line`` (1-based) when it sits at the same indent and holds
+    no ``:`` — a key whose colon is missing; None otherwise."""
+    here = lines[line - 1]
+    indent = len(here) - len(here.lstrip(" "))
+    for n in range(line - 2, -1, -1):
+        above = lines[n]
+        if not above.strip() or above.lstrip().startswith("#"):
+            continue
+        if len(above) - len(above.lstrip(" ")) == indent and ":" not in above:
+            return n + 1, indent + 1
+        return None
+    return None
+
+
 def _syntax_hint(problem: str) -> str | None:
     if "tab" in problem:
         return "YAML indentation must use spaces, not tabs"
     if "mapping values are not allowed" in problem:
         return "a value containing ': ' must be quoted, or the indentation is off"
-    if "could not find expected ':'" in problem:
-        return "check the indentation of this line and the one above"
+    if "without ':'" in problem:
+        return "write `key: value` (a space after the colon), or indent the line under the one above"
     return None
 
 

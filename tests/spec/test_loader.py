@@ -154,3 +154,28 @@ def test_positions_are_exact_past_any_packed_field_width():
     assert doc.locate(("last", "c"), key=True) == (70_001, last.index(", c: ") + 3)
     assert doc.value_pos.get(("last", "c")) == (70_001, last.index(", c: ") + 6)
     assert doc.value_pos.get(("nope",)) is None and ("last", "b") in doc.value_pos
+
+
+def _syntax(tmp_path, text):
+    import subprocess
+    import sys
+
+    p = tmp_path / "fleet.yaml"
+    p.write_text(text)
+    r = subprocess.run([sys.executable, "-m", "gpuplan", "validate", str(p)], capture_output=True, text=True)
+    assert r.returncode == 1
+    return r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("broken,line,what", [
+    ("    kubernetesVersion \"1.33\"\n", 3, "without ':'"),
+    ("\tkubernetesVersion: \"1.33\"\n", 3, "tab character"),
+])
+def test_a_syntax_error_is_shown_at_the_line_changed_with_its_code_frame(tmp_path, broken, line, what):
+    """A key that lost its colon is reported where the key is, not where the scanner noticed (the
+    next line); a tab is named as a tab; both with the code frame every other error has."""
+    text = "apiVersion: gpuplan.dev/v1alpha1\nspec:\n" + broken + "    gitops: {engine: argocd}\n"
+    out = _syntax(tmp_path, text)
+    first = out.splitlines()[0]
+    assert f"fleet.yaml:{line}:" in first and "error[GP001]" in first and what in first
+    assert f"{line} | " in out and broken.strip("\n").lstrip("\t").strip() in out
