@@ -94,7 +94,11 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
         limit_txt = "" if limit == 1.0 else f" × maxOversubscription {limit:g} = {allowed:g}"
         msg = (f"quota {tr.pool_resource_quota} {tr.resource} on {who} exceeds capacity {tr.capacity} "
                f"({tr.capacity_explained}){limit_txt}; oversubscribed {ratio:.2f}×")
-        at = ("spec", "tiers", i, "maxOversubscription") if t.max_oversubscription is not None else ("spec", "tiers", i, "name")
+        # at the tier's own maxOversubscription when it sets one; else at a quota cell, where an
+        # oversubscription is made (a quota raised, a grant added): the largest grant on the pool's
+        # resource, the later one of equals
+        at = (("spec", "tiers", i, "maxOversubscription") if t.max_oversubscription is not None
+              else _largest_grant_path(rf, set(group)) or ("spec", "tiers", i, "name"))
         by_tenant: dict[str, int] = {}
         for r in report.tiers:
             if (r.pool, r.resource) == key:
@@ -115,6 +119,17 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
                       pv.path + ("name",),
                       hint=f"add a tier with `pool: {st.pool}`" if not any(r.pool == st.pool for r in report.tiers)
                       else "add a tier for this resource, or change the pool's layout")
+
+
+def _largest_grant_path(rf: ResolvedFleet, tiers: set[str]) -> tuple | None:
+    """The spec path of the largest quota cell granting any of ``tiers`` (the last of equals)."""
+    best: tuple[int, tuple] | None = None
+    for i, tn in enumerate(rf.fleet.spec.tenants):
+        for ns, per_tier in tn.quotas.items():
+            for tier, units in per_tier.items():
+                if tier in tiers and units and (best is None or units >= best[0]):
+                    best = (units, ("spec", "tenants", i, "quotas", ns, tier))
+    return best[1] if best else None
 
 
 def _first_grant_path(rf: ResolvedFleet, tier: str) -> tuple | None:

@@ -108,7 +108,9 @@ def _check_mig_pool(rf: ResolvedFleet, pv: PoolView, driver: str | None) -> Iter
         if f.did_you_mean:
             hint_parts.append(f"did you mean {f.did_you_mean[0]!r}?")
         if result.suggestions:
-            shown = "; ".join(f"{{{s.text}}}" for s in result.suggestions[:3])
+            # each one the spec's own YAML, pasteable over the `layout:` line
+            shown = " | ".join("layout: {" + ", ".join(f"{p}: {n}" for p, n in s.layout) + "}"
+                               for s in result.suggestions[:3])
             hint_parts.append(f"creatable layouts nearby: {shown}")
         msg = f.message if gpu.key in f.message else f"{gpu.key}: {f.message}"
         yield rf.diag(code, msg, at, key=f.profile is not None,

@@ -11,7 +11,8 @@ def test_gp410_time_sliced_quota_above_replicas(run):
     d = only(run(text), "GP410")
     assert d.message == ("quota 20 nvidia.com/gpu.shared on tier notebooks exceeds capacity 16 "
                          "(1 node × 4 GPUs × 4 replicas); oversubscribed 1.25×")
-    assert (d.line, d.col) == position(text, "notebooks, pool: dev")
+    # at the quota cell that makes it, not at the tier
+    assert (d.line, d.col) == position(text, "20}")
     assert "alpha 20" in d.hint and "maxOversubscription: 1.25" in d.hint
 
 
@@ -24,6 +25,7 @@ def test_gp410_brief_example_two_nodes(run):
     assert d.message.startswith("quota 40 nvidia.com/gpu.shared on tier notebooks exceeds capacity 32 "
                                 "(2 nodes × 4 GPUs × 4 replicas)")
     assert d.hint.startswith("granted: alpha 24, beta 16.")
+    assert (d.line, d.col) == position(text, "24}"), "at the largest grant"
 
 
 def test_gp410_allowed_by_max_oversubscription(run):
@@ -105,3 +107,25 @@ def test_stranded_capacity_is_a_line_of_the_plan_with_its_price(tmp_path):
     # a layout every slice of which some tier names strands nothing
     p.write_text(BASE)
     assert check_fleet(p).resolved.capacity.stranded == ()
+
+
+def test_gp204_hint_is_yaml_that_fixes_the_layout(tmp_path):
+    """Each layout the hint proposes is the spec's own YAML: pasted over the `layout:` line it
+    compiles without GP204."""
+    import re
+
+    from gpuplan.compiler import check_fleet
+    from tests.outputkit import REPO
+
+    text = (REPO / "examples" / "fleet.yaml").read_text()
+    line = "        layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}\n"
+    assert line in text
+    bad = text.replace(line, "        layout: {3g.40gb: 2, 2g.20gb: 1}\n")
+    p = tmp_path / "fleet.yaml"
+    p.write_text(bad)
+    [d] = [d for d in check_fleet(p).diagnostics if d.code == "GP204"]
+    proposals = re.findall(r"layout: \{[^}]*\}", d.hint)
+    assert proposals
+    for proposal in proposals:
+        p.write_text(bad.replace("        layout: {3g.40gb: 2, 2g.20gb: 1}\n", f"        {proposal}\n"))
+        assert "GP204" not in {x.code for x in check_fleet(p).diagnostics}, proposal
