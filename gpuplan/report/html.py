@@ -28,7 +28,10 @@ from gpuplan.report.tables import (
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#e15759", "#9c755f",
            "#bab0ac", "#ff9da7")
 _NUMERIC = re.compile(r"^(—|∞|[0-9][0-9,.]*×?|[0-9]+/[0-9]+)$")
-OK, WARN, BAD, TRACK = "#59a14f", "#edc948", "#e15759", "#e8eaee"
+# the bar's colour says how full the pool resource is: OK up to 75 % of capacity, FULL up to 100 %,
+# WARN oversubscribed within the tier's maxOversubscription, BAD over it
+OK, FULL, WARN, BAD, TRACK = "#59a14f", "#edc948", "#f28e2b", "#e15759", "#e8eaee"
+FULL_FROM = 0.75
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans","Liberation Sans",sans-serif;
@@ -73,7 +76,9 @@ def _bar_colour(t: TierReport) -> str:
     if tier_status(t) != "ok":
         return BAD
     r = t.oversubscription or 0.0
-    return WARN if r > 1.0 else OK
+    if r > 1.0:
+        return WARN
+    return FULL if r > FULL_FROM else OK
 
 
 def bar_chart(tiers: tuple[TierReport, ...]) -> str:
@@ -86,7 +91,8 @@ def bar_chart(tiers: tuple[TierReport, ...]) -> str:
            f'viewBox="0 0 {width} {height}" role="img" aria-label="quota against capacity per tier" '
            f'font-family="system-ui,DejaVu Sans,sans-serif" font-size="13">']
     out.append(f'<text x="{label_w}" y="16" fill="#5b6476" font-size="12">grey track = capacity of the pool '
-               f'resource; bar = quota of the tier (all tiers on that resource, lighter)</text>')
+               f'resource; bar = quota of the tier (all tiers on that resource, lighter); green up to '
+               f'{FULL_FROM:.0%}, yellow to 100 %, orange oversubscribed, red over the limit</text>')
     for i, t in enumerate(tiers):
         y = 26 + i * row_h
         scale_max = max(t.capacity, t.pool_resource_quota, t.capacity * t.max_oversubscription, 1)
@@ -117,8 +123,16 @@ def bar_chart(tiers: tuple[TierReport, ...]) -> str:
     return "".join(out)
 
 
-def slice_diagram(gpu: str, u: LayoutUsage) -> str:
-    """Which profile sits on which compute and memory slices of one GPU."""
+def profile_colours(pools: tuple[PoolReport, ...]) -> dict[str, str]:
+    """One colour per MIG profile for the whole report (profiles in name order), so a profile
+    looks the same in every diagram."""
+    names = sorted({p for pool in pools for u in pool.layouts for p, *_ in u.placements})
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+
+
+def slice_diagram(gpu: str, u: LayoutUsage, palette: dict[str, str] | None = None) -> str:
+    """Which profile sits on which compute and memory slices of one GPU; ``palette``: the report's
+    colour of each profile (:func:`profile_colours`)."""
     from gpuplan.mig.diagram import render_diagram
     from gpuplan.mig.solver import Placement
 
@@ -130,7 +144,7 @@ def slice_diagram(gpu: str, u: LayoutUsage) -> str:
     height = 22 + 2 * (row_h + 6) + 8
     colours: dict[str, str] = {}
     for b in d.boxes:
-        colours.setdefault(b.profile, PALETTE[len(colours) % len(PALETTE)])
+        colours.setdefault(b.profile, (palette or {}).get(b.profile) or PALETTE[len(colours) % len(PALETTE)])
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="MIG slices of {escape(gpu)}" '
            f'font-family="system-ui,DejaVu Sans,sans-serif" font-size="12">']
@@ -159,6 +173,7 @@ def slice_diagram(gpu: str, u: LayoutUsage) -> str:
 
 
 def _mig_section(pools: tuple[PoolReport, ...]) -> str:
+    palette = profile_colours(pools)
     parts = []
     for p in pools:
         for u in p.layouts:
@@ -169,7 +184,7 @@ def _mig_section(pools: tuple[PoolReport, ...]) -> str:
             cap = (f"<b>{escape(p.name)}</b> ({escape(p.gpu)}): {escape(layout_text(u.layout))} on {u.gpus} GPUs — "
                    f"idle per GPU: {idle_c} compute, {idle_m} memory slices; pool total {u.idle_compute} / "
                    f"{u.idle_memory}")
-            parts.append(f"<figure><figcaption>{cap}</figcaption>{slice_diagram(p.gpu, u)}</figure>")
+            parts.append(f"<figure><figcaption>{cap}</figcaption>{slice_diagram(p.gpu, u, palette)}</figure>")
     if not parts:
         return ""
     return ('<h2>MIG layouts</h2><p class="legend">One GPU per diagram: dashed cells are slices no instance '
@@ -193,6 +208,22 @@ def _placement_section(r: CapacityReport) -> str:
     return ("<h2>Placement (tier × pool)</h2><p>Where each tier's contract pod can land (admitted in a "
             "namespace granted the tier), from the generated NodePools, NodeFeatureRules, quotas and "
             "admission policy.</p>" + _table(*matrix_rows(r.placement)) + _boundary_section(r))
+
+
+def _spot_section(r: CapacityReport) -> str:
+    from gpuplan.report.render import SPOT_HEADING, spot_section
+
+    spot = spot_section(r)
+    if spot is None:
+        return ""
+    notice, tables = spot
+    return f"<h2>{escape(SPOT_HEADING)}</h2><p>{escape(notice)}</p>" + "".join(_table(*t) for t in tables)
+
+
+def _notes_section(r: CapacityReport) -> str:
+    from gpuplan.report.render import notes
+
+    return "<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes(r)) + "</ul>"
 
 
 def _stranded_section(r: CapacityReport) -> str:
@@ -239,8 +270,10 @@ def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None, di
         "<h2>Tenants</h2>", _table(*_tenant_rows(r)),
         _queue_section(r),
         _placement_section(r),
+        _spot_section(r),
         _stranded_section(r),
         _mig_section(r.pools),
+        _notes_section(r),
     ]
     if disruption is not None:  # first and loudly: above the capacity report
         from gpuplan.report.disruption import render_html as disruption_html
@@ -252,9 +285,7 @@ def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None, di
         body.append(render_diff_html(diff))
     if optimise is not None:
         body.append(optimise.html())
-    body.append(f'<p class="legend">Units: 1 whole GPU = 1 GPU-eq; a time-sliced/MPS replica = 1/replicas; a MIG '
-                f'instance = its memory slices / the GPU\'s. Cost = GPU-eq × price per GPU-hour × '
-                f'{r.hours_per_month} h/month. Generated by gpuplan plan.</p>')
+    body.append('<p class="legend">Generated by gpuplan plan.</p>')
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>Capacity: {escape(r.fleet)}</title>"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -168,12 +168,10 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
         if r.boundary.breaches:
             parts.append(table(["namespace", "pod", "gets"], [[x.namespace, x.pod, x.escape]
                                                               for x in r.boundary.breaches]))
-    interruptible = _exposure_rows(r)
-    if interruptible:
-        parts += [heading(2, "Interruptible capacity (spot)"),
-                  f"Grants on pools that allow spot: {_reclaim_notice(r)} "
-                  "(GPU-hours a month open to interruption, and their cost at on-demand and at spot prices).",
-                  table(*_split_rows(r)), table(*interruptible[0]), table(*interruptible[1])]
+    spot = spot_section(r)
+    if spot is not None:
+        notice, tables = spot
+        parts += [heading(2, SPOT_HEADING), notice, *(table(*t) for t in tables)]
     if r.stranded:
         parts += [heading(2, "Stranded capacity"),
                   "Paid for and grantable by no tier (no tier hands out these resources):",
@@ -186,6 +184,27 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
                          f"{u.compute_slices - u.used_compute} compute, {u.memory_slices - u.used_memory} memory "
                          f"slices (pool total {u.idle_compute}/{u.idle_memory})")
             parts.append(code(text))
+    parts.append(heading(2, "Notes"))
+    parts.extend(notes(r, esc))
+    return parts
+
+
+SPOT_HEADING = "Interruptible capacity (spot)"
+
+
+def spot_section(r: CapacityReport):
+    """(the notice, its tables) of the spot section, None without a pool that allows spot; one
+    source for every format."""
+    interruptible = _exposure_rows(r)
+    if not interruptible:
+        return None
+    notice = (f"Grants on pools that allow spot: {_reclaim_notice(r)} "
+              "(GPU-hours a month open to interruption, and their cost at on-demand and at spot prices).")
+    return notice, (_split_rows(r), interruptible[0], interruptible[1])
+
+
+def notes(r: CapacityReport, esc=lambda t: t) -> list[str]:
+    """The report's notes, in every format."""
     notes = [f"Units: 1 whole GPU = 1 GPU-eq; a time-sliced/MPS replica = 1/replicas; a MIG instance = its "
              f"memory slices / the GPU's. Cost = GPU-eq × price per GPU-hour × {r.hours_per_month} h."]
     if any(t.over_limit for t in r.tiers):
@@ -205,9 +224,7 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
         if order:
             notes.append("Karpenter tries NodePools by weight, then name descending: "
                          + ", ".join(f"{esc(p.name)} ({p.weight})" for p in order) + ".")
-    parts.append(heading(2, "Notes"))
-    parts.extend(notes)
-    return parts
+    return notes
 
 
 def render_text(r: CapacityReport, diff=None, optimise=None, disruption=None) -> str:
