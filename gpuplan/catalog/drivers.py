@@ -98,6 +98,13 @@ def ami_driver_source() -> dict[str, Any]:
     return dict(_read(_AMI_DATA)["source"])
 
 
+def newest_known_ami(ami_family: str) -> str | None:
+    """The newest EKS AMI release :func:`ami_driver` knows (None for a family it does not read)."""
+    if ami_family != "AL2023":
+        return None
+    return max(_read(_AMI_DATA)["al2023"], default=None)
+
+
 def ami_driver(ami_family: str, ami_version: str) -> str | None:
     """The NVIDIA driver an EKS AMI release ships (``ami_drivers.json``, built by
     ``build_ami_drivers.py`` from the AMI release notes); None when the table does not

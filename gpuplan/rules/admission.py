@@ -113,7 +113,7 @@ E_AMI_ALIAS = Code(
     "GP625", "AMI version the EC2NodeClass refuses", Severity.ERROR,
     "The EC2NodeClass selects the AMI by alias `<family>@<amiVersion>`; the CRD refuses an alias "
     "longer than 30 characters or one that does not match `^[a-zA-Z0-9]+@.+$`, and Karpenter finds no "
-    "AMI for a version not in the family's format (`v20260801` for AL2023, `v1.40.0` for Bottlerocket).",
+    "AMI for a version not in the family's format (`v20260714` for AL2023, `v1.40.0` for Bottlerocket).",
     bad="karpenter: {amiFamily: Bottlerocket, amiVersion: v1.40.0-nvidia-2026-08-01, ...}",
     good="karpenter: {amiFamily: Bottlerocket, amiVersion: v1.40.0, ...}",
 )
@@ -147,7 +147,7 @@ _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-
 
 _ALIAS = re.compile(r"^[a-zA-Z0-9]+@.+$")  # EC2NodeClass CEL: self.matches('^[a-zA-Z0-9]+@.+$')
 _AMI_VERSION = {
-    "AL2023": (re.compile(r"v[0-9]{8}\Z"), "v20260801"),
+    "AL2023": (re.compile(r"v[0-9]{8}\Z"), "v20260714"),
     "Bottlerocket": (re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+\Z"), "v1.40.0"),
 }
 

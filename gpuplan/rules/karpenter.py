@@ -48,7 +48,7 @@ W_AMI_LATEST = Code(
     "node of the pool, and Karpenter replaces them (running training jobs included, unless drift is "
     "blocked). Pin a version and bump it in a reviewed change.",
     bad="karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16}   # amiVersion: latest",
-    good="karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260801}",
+    good="karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260714}",
 )
 E_NO_AWS = Code(
     "GP614", "Karpenter pool without cluster.aws", Severity.ERROR,
@@ -282,7 +282,7 @@ def _pool(rf: ResolvedFleet, pv: PoolView, aws: bool = True) -> Iterator[Diagnos
             f"pool {pv.name!r}: amiVersion latest — every new {k.ami_family} AMI release drifts and replaces "
             "the pool's nodes",
             where, key=where == kpath,
-            hint=("pin a release, e.g. amiVersion: v20260801 (AL2023)" if k.ami_family == "AL2023" else
+            hint=("pin a release, e.g. amiVersion: v20260714 (AL2023)" if k.ami_family == "AL2023" else
                   "pin a release, e.g. amiVersion: v1.40.0 (Bottlerocket)"),
         )
     gpn = pv.gpus_per_node

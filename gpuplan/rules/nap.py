@@ -35,7 +35,7 @@ E_OTHER_CLOUD_FIELD = Code(
     "`kubelet` takes only `cpuManagerPolicy` and `topologyManagerPolicy` of the topology settings "
     "(pkg/apis/crds/karpenter.azure.com_aksnodeclasses.yaml). On AWS, `imageFamily` and `driver` mean nothing.",
     bad="cluster:\n  azure: {managedCluster: aks-ml}\npools:\n  - karpenter: {instanceTypes: [Standard_NC24ads_A100_v4], "
-        "maxGPUs: 8, amiVersion: v20260801}",
+        "maxGPUs: 8, amiVersion: v20260714}",
     good="cluster:\n  azure: {managedCluster: aks-ml}\npools:\n  - karpenter: {instanceTypes: [Standard_NC24ads_A100_v4], "
          "maxGPUs: 8, imageFamily: Ubuntu2204}",
 )

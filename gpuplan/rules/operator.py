@@ -375,7 +375,7 @@ def _ami_driver(rf: ResolvedFleet, pv) -> Iterator[Diagnostic]:
     """GP650 / GP655 for a Karpenter pool: the driver its pinned EKS AMI release ships
     (:func:`gpuplan.catalog.drivers.ami_driver`) against its GPU's floor. ``latest`` is
     GP613's; a GPU without a floor has nothing to check."""
-    from gpuplan.catalog.drivers import ami_driver, below_floor, driver_floor
+    from gpuplan.catalog.drivers import ami_driver, below_floor, driver_floor, newest_known_ami
 
     k = pv.pool.karpenter
     if k is None or k.ami_version == "latest" or pv.gpu is None or driver_floor(pv.gpu.key) is None:
@@ -391,8 +391,11 @@ def _ami_driver(rf: ResolvedFleet, pv) -> Iterator[Diagnostic]:
             f"pool {pv.name!r}: gpuplan does not know which NVIDIA driver {k.ami_family} {k.ami_version} ships; "
             f"{pv.gpu.key}'s driver floor ({driver_floor(pv.gpu.key).first}) is not checked",  # type: ignore[union-attr]
             where, key=on_key,
-            hint=("Bottlerocket's drivers are not in the table" if k.ami_family != "AL2023" else
-                  "refresh the table: python -m gpuplan.catalog.build_ami_drivers <amazon-eks-ami clone>"),
+            hint=("Bottlerocket's drivers are not in the table: check the driver of the release in its notes "
+                  "(bottlerocket-os/bottlerocket CHANGELOG.md)" if k.ami_family != "AL2023" else
+                  f"pin a release gpuplan knows (the newest: amiVersion: {newest_known_ami('AL2023')}), or look up "
+                  f"the kmod-nvidia-latest-dkms row of {k.ami_version} in the AMI release notes "
+                  "(awslabs/amazon-eks-ami CHANGELOG.md)"),
         )
         return
     if (need := below_floor(pv.gpu.key, driver)) is not None:

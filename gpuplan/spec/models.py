@@ -575,7 +575,7 @@ class Karpenter(Model):
     ami_family: Literal["AL2023", "Bottlerocket"] = Field(
         default="AL2023", description="Node image family of the EC2NodeClass (`amiSelectorTerms` alias)."
     )
-    ami_version: str = Field(default="latest", description="Pinned version, e.g. v20260801.")
+    ami_version: str = Field(default="latest", description="Pinned version, e.g. v20260714.")
     # at least one: an `In` requirement without values is refused by the NodePool CEL rule
     # "requirements with operator 'In' must have a value defined"
     zones: list[LabelValue] | None = Field(

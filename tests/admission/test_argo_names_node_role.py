@@ -74,7 +74,7 @@ spec:
   pools:
     - name: infer
       gpu: L40S
-      karpenter: {instanceTypes: [g6e.xlarge], maxGPUs: 8, amiVersion: v20260801}
+      karpenter: {instanceTypes: [g6e.xlarge], maxGPUs: 8, amiVersion: v20260714}
 """
 
 
@@ -104,6 +104,6 @@ def test_node_role_accepted(run, role):
 
 def test_node_role_not_checked_without_karpenter_pools(run):
     text = KARP.replace("ROLE", '"Karpenter Node Role"').replace(
-        "      karpenter: {instanceTypes: [g6e.xlarge], maxGPUs: 8, amiVersion: v20260801}\n",
+        "      karpenter: {instanceTypes: [g6e.xlarge], maxGPUs: 8, amiVersion: v20260714}\n",
         "      gpusPerNode: 4\n      nodes: [n1]\n")
     assert "GP632" not in run.codes(text)

@@ -50,7 +50,7 @@ def _kind(objs, kind):
     return [o for o in objs if o.get("kind") == kind]
 
 
-def _spec(tmp_path, label="example.com/team", ami="v20260801", name="fleet.yaml"):
+def _spec(tmp_path, label="example.com/team", ami="v20260714", name="fleet.yaml"):
     text = KARPENTER.replace("LABEL", label).replace("AMI", ami)
     p = tmp_path / name
     p.write_text(text, encoding="utf-8")
@@ -103,7 +103,7 @@ def test_bad_ami_version(tmp_path, ami, refused_by):
         assert any("is too long" in e for e in schema_errors(nodeclass))
 
 
-@pytest.mark.parametrize("ami", ["latest", "v20260801"])
+@pytest.mark.parametrize("ami", ["latest", "v20260714"])
 def test_good_ami_version(tmp_path, ami):
     path, _ = _spec(tmp_path, ami=ami)
     assert not [d for d in check_fleet(path).diagnostics if d.code == "GP625"]
@@ -119,7 +119,7 @@ def test_good_ami_version(tmp_path, ami):
     ("{karpenter.sh/discovery: '*'}", False),
 ])
 def test_selector_tags(tmp_path, tags, bad):
-    text = KARPENTER.replace("LABEL", "example.com/team").replace("AMI", "v20260801").replace(
+    text = KARPENTER.replace("LABEL", "example.com/team").replace("AMI", "v20260714").replace(
         "nodeRole: KarpenterNodeRole-t}", f"nodeRole: KarpenterNodeRole-t, subnetTags: {tags}}}")
     path = tmp_path / "f.yaml"
     path.write_text(text, encoding="utf-8")

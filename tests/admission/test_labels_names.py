@@ -43,7 +43,7 @@ def test_kubernetes_io_label_on_karpenter_pool_is_not_an_nfd_problem(run):
     # Karpenter sets template labels itself; only its CRD's rules apply (GP621)
     text = BASE.replace("    - name: train\n      gpu: A100-SXM4-80GB\n      gpusPerNode: 4\n      nodes: [n1, n2]\n",
                         "    - name: train\n      gpu: A100-SXM4-80GB\n      labels: {node.kubernetes.io/role: x}\n"
-                        "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260801}\n")
+                        "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260714}\n")
     text = edit(text, '      repoURL: https://git.example.com/fleet.git\n',
                 '      repoURL: https://git.example.com/fleet.git\n    aws: {clusterName: c, nodeRole: r}\n')
     codes = run.codes(text)
@@ -54,7 +54,7 @@ def test_too_many_nodepool_labels(run):
     labels = ", ".join(f"example.com/l{i}: v" for i in range(98))
     text = BASE.replace("    - name: train\n      gpu: A100-SXM4-80GB\n      gpusPerNode: 4\n      nodes: [n1, n2]\n",
                         "    - name: train\n      gpu: A100-SXM4-80GB\n      labels: {" + labels + "}\n"
-                        "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260801}\n")
+                        "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260714}\n")
     text = edit(text, '      repoURL: https://git.example.com/fleet.git\n',
                 '      repoURL: https://git.example.com/fleet.git\n    aws: {clusterName: c, nodeRole: r}\n')
     d = only(run(text), "GP624")

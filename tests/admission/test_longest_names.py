@@ -36,7 +36,7 @@ spec:
       labels: {{{"example." + "d" * 240 + "/" + "k" * 63}: {"v" * 63}}}
     - name: {"k" * 61 + "-z"}
       gpu: H100-SXM5-80GB
-      karpenter: {{instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260801, nodeOverlay: true}}
+      karpenter: {{instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260714, nodeOverlay: true}}
       sharing: {{mode: time-slicing, replicas: 4}}
   tiers:
     - {{name: {"t" * 61 + "-z"}, pool: {MIG55}, profile: 1g.10gb, enforcePriority: true, priority: 100}}

@@ -56,7 +56,7 @@ spec:
   pools:
     - name: infer
       gpu: L40S
-      karpenter: {instanceTypes: [TYPES], maxGPUs: 8, amiVersion: v20260801}
+      karpenter: {instanceTypes: [TYPES], maxGPUs: 8, amiVersion: v20260714}
       topology: {policy: restricted, reservedSystemCPUs: "CPUS"}
 """
 

@@ -21,7 +21,7 @@ SPEC = Path(__file__).resolve().parents[2] / "examples" / "aws-burst.yaml"
 CEL = {"NodePool": "nodepool-karpenter-v1.cel.json", "EC2NodeClass": "ec2nodeclass-karpenter-v1.cel.json",
        "NodeOverlay": "nodeoverlay-karpenter-v1alpha1.cel.json"}
 VALUES = ["", "x" * 64, "karpenter.sh/x", "kubernetes.io/hostname", "karpenter.k8s.aws/x", "a b", "*",
-          "v20260801", "v1.2.3", "latest"]
+          "v20260714", "v1.2.3", "latest"]
 
 
 def _set_key(d: dict, old: str, new: str) -> None:

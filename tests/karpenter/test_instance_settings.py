@@ -11,7 +11,7 @@ from gpuplan.compiler import compile_fleet
 
 from test_karpenter_output import problems, spec_file
 
-H100 = "    - name: train\n      gpu: H100-SXM5-80GB\n      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260801%s}\n"
+H100 = "    - name: train\n      gpu: H100-SXM5-80GB\n      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260714%s}\n"
 GANG = "    - {name: training, pool: train, workload: training, priority: 100000, gang: {nodesPerJob: 2}}\n"
 SERVE = "    - {name: serving, pool: train, workload: inference, priority: 300000}\n"
 QUEUE = "  queueing: {}\n"
@@ -70,7 +70,7 @@ def test_efa_off_without_gang_or_when_switched_off(tmp_path: Path) -> None:
 
 def test_efa_on_instance_type_without_efa_is_gp653(tmp_path: Path) -> None:
     p = spec_file(tmp_path, "    - name: l4\n      gpu: L4\n      karpenter: {instanceTypes: [g6.xlarge], "
-                  "maxGPUs: 4, amiVersion: v20260801, efa: true}\n")
+                  "maxGPUs: 4, amiVersion: v20260714, efa: true}\n")
     r = compile_fleet(p)
     d = [x for x in r.diagnostics if x.code == "GP653"]
     assert len(d) == 1 and "g6.xlarge" in d[0].message and d[0].path.endswith("karpenter.efa")

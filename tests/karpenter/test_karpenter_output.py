@@ -186,7 +186,7 @@ def test_inference_pool_disruption_and_zones() -> None:
 def test_limit_is_whole_nodes_and_custom_taints(tmp_path: Path) -> None:
     p = spec_file(tmp_path,
                   "    - name: train\n      gpu: H100-SXM5-80GB\n"
-                  "      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 20, amiVersion: v20260801, weight: 50}\n"
+                  "      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 20, amiVersion: v20260714, weight: 50}\n"
                   "      taints: [{key: example.com/team, value: ml, effect: NoSchedule}]\n")
     r = compile_fleet(p)
     assert any(d.code == "GP617" for d in r.diagnostics)
@@ -206,7 +206,7 @@ def test_limit_is_whole_nodes_and_custom_taints(tmp_path: Path) -> None:
 
 def test_ec2nodeclass_shape() -> None:
     nc = pool_objects(EXAMPLES[1], "train-h100")["ec2nodeclass"]["spec"]
-    assert nc["amiSelectorTerms"] == [{"alias": "al2023@v20260801"}]
+    assert nc["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
     assert nc["role"] == "KarpenterNodeRole-aws-burst" and "instanceProfile" not in nc
     assert nc["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "aws-burst"}}]
     assert nc["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "aws-burst"}}]
@@ -237,7 +237,7 @@ def test_al2023_userdata_is_yaml_safe(tmp_path: Path) -> None:
     evil = '0,1\\n    evictionHard: {memory.available: \\"0%\\"} # {{ x }}'
     p = spec_file(tmp_path,
                   "    - name: train\n      gpu: H100-SXM5-80GB\n"
-                  "      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260801}\n"
+                  "      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260714}\n"
                   f'      topology: {{policy: restricted, reservedSystemCPUs: "{evil}"}}\n')
     from gpuplan.compiler import check_fleet
     from gpuplan.lower.karpenter_aws import al2023_userdata
@@ -329,7 +329,7 @@ def test_al2023_userdata_without_topology_has_only_the_toolkit_script(tmp_path: 
     awslabs/amazon-eks-ami@81fec2e8 nodeadm/internal/containerd/runtime_config_nvidia.go:25-35)."""
     p = spec_file(tmp_path,
                   "    - name: infer\n      gpu: L40S\n"
-                  "      karpenter: {instanceTypes: [g6e.xlarge], maxGPUs: 4, amiVersion: v20260801}\n")
+                  "      karpenter: {instanceTypes: [g6e.xlarge], maxGPUs: 4, amiVersion: v20260714}\n")
     nc = yaml.safe_load(compile_fleet(p).files["pools/infer/ec2nodeclass.yaml"])
     msg = email.message_from_string(nc["spec"]["userData"])
     assert msg.is_multipart()

@@ -231,7 +231,7 @@ PER_GPU = """
         capacityTypes: [on-demand]
         maxGPUs: 16
         amiFamily: AL2023
-        amiVersion: v20260801
+        amiVersion: v20260714
         nodeOverlay: true
       sharing:
         mode: mig

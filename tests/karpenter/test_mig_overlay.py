@@ -16,7 +16,7 @@ from gpuplan.importer.pipeline import import_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 AWS = (REPO / "examples" / "aws-burst.yaml").read_text(encoding="utf-8")
-OVERLAY = "        amiVersion: v20260801\n        nodeOverlay: true\n"
+OVERLAY = "        amiVersion: v20260714\n        nodeOverlay: true\n"
 
 
 def _compile(tmp_path: Path, text: str):
@@ -29,7 +29,7 @@ def test_dropping_the_overlay_of_a_mixed_mig_pool_is_an_error(tmp_path):
     assert AWS.count(OVERLAY) == 1
     before = _compile(tmp_path, AWS)
     assert before.files and "pools/mig-a100/nodeoverlay.yaml" in before.files
-    after = _compile(tmp_path, AWS.replace(OVERLAY, "        amiVersion: v20260801\n", 1))
+    after = _compile(tmp_path, AWS.replace(OVERLAY, "        amiVersion: v20260714\n", 1))
     [d] = [d for d in after.diagnostics if d.code == "GP615"]
     assert d.is_error and "nvidia.com/mig-1g.10gb" in d.message
     assert d.path == "spec.pools[1].karpenter" and d.line is not None

@@ -33,7 +33,7 @@ def _l4_pool(name: str, sharing: str) -> str:
         capacityTypes: [on-demand]
         maxGPUs: 8
         amiFamily: AL2023
-        amiVersion: v20260801
+        amiVersion: v20260714
         nodeOverlay: true
       sharing: {sharing}
 """

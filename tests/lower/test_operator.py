@@ -106,7 +106,7 @@ spec:
     - {name: s, gpu: L40S, gpusPerNode: 4, nodes: [n1]}
     - name: k
       gpu: H100-SXM5-80GB
-      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 8, amiVersion: v20260801}
+      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 8, amiVersion: v20260714}
 """
     for toolkit, want in (("managed", ["GP640"]), ("preinstalled", [])):
         p = tmp_path / f"{toolkit}.yaml"
@@ -436,7 +436,7 @@ def test_pool_driver_on_a_karpenter_pool_is_refused(tmp_path):
     - name: k
       gpu: H100-SXM5-80GB
       driverVersion: 570.133.20
-      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 8, amiVersion: v20260801}
+      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 8, amiVersion: v20260714}
 """).replace("    gitops:", "    aws: {clusterName: t, nodeRole: r}\n    gpuOperator: {toolkit: preinstalled}\n"
              "    gitops:"))
     [d] = [d for d in check_fleet(p).diagnostics if d.code == "GP652"]

@@ -87,7 +87,7 @@ def test_oversubscription_and_shared_resource_groups(tmp_path):
 
 def test_karpenter_pool_counts_at_max_gpus(tmp_path):
     text = edit(BASE, "      gpusPerNode: 4\n      nodes: [n1, n2]\n",
-                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 20, amiVersion: v20260801}\n")
+                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 20, amiVersion: v20260714}\n")
     text = edit(text, '    kubernetesVersion: "1.33"\n',
                 '    kubernetesVersion: "1.33"\n    aws: {clusterName: small, nodeRole: KarpenterNodeRole}\n'
                 '    gpuOperator: {toolkit: preinstalled}\n')

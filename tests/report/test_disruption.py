@@ -138,7 +138,7 @@ KARPENTER = edit(BASE, '    kubernetesVersion: "1.33"\n',
 
 def test_karpenter_mig_pool_change_replaces_its_nodes(tmp_path):
     text = edit(KARPENTER, "      gpusPerNode: 4\n      nodes: [n3]\n",
-                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260801, "
+                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260714, "
                 "nodeOverlay: true}\n")
     old = tree(tmp_path, text, "old.yaml")
     new = tree(tmp_path, edit(text, "layout: {1g.10gb: 7}", "layout: {1g.10gb: 4, 3g.40gb: 1}"), "new.yaml")
@@ -161,7 +161,7 @@ def test_diff_lists_namespace_removal_first(tmp_path, gpuplan_cli):
 
 def test_job_pool_with_blocked_drift_is_told_to_roll(tmp_path):
     text = edit(KARPENTER, "      gpusPerNode: 4\n      nodes: [n3]\n",
-                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260801, "
+                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260714, "
                 "nodeOverlay: true}\n")
     text = edit(text, "profile: 1g.10gb, workload: inference", "profile: 1g.10gb, workload: training")
     old = tree(tmp_path, text, "old.yaml")
@@ -229,7 +229,7 @@ def test_ordered_by_risk_with_pools_and_node_counts(tmp_path):
     """#27 Build 6: replaced (or stranded) Karpenter nodes before static drains, drains before
     reconfigurations; a line per pool with its node counts, riskiest pool first."""
     text = edit(KARPENTER, "      gpusPerNode: 4\n      nodes: [n4]\n",
-                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260801, "
+                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260714, "
                 "nodeOverlay: true}\n")
     old = tree(tmp_path, text, "old.yaml")
     changed = edit(text, "layout: {1g.10gb: 7}", "layout: {3g.40gb: 2}").replace(

@@ -424,8 +424,8 @@ def test_dropping_the_overlay_of_a_karpenter_mig_pool_is_refused_and_writes_noth
 
     old = _build(tmp_path, AWS)
     before = read_tree(tmp_path / "generated", [])
-    overlay = "        amiVersion: v20260801\n        nodeOverlay: true\n"
-    (tmp_path / "fleet.yaml").write_text(edit(AWS, overlay, "        amiVersion: v20260801\n"), encoding="utf-8")
+    overlay = "        amiVersion: v20260714\n        nodeOverlay: true\n"
+    (tmp_path / "fleet.yaml").write_text(edit(AWS, overlay, "        amiVersion: v20260714\n"), encoding="utf-8")
     r = CliRunner().invoke(cli, ["build", str(tmp_path / "fleet.yaml"), "-o", str(tmp_path / "generated")],
                            catch_exceptions=False)
     assert r.exit_code != 0 and "GP615" in r.output

@@ -67,7 +67,7 @@ def test_chart_default_driver_is_checked_too(run):
 def test_karpenter_pools_run_their_ami_driver(run):
     text = _with_driver(edit(BASE, "    gitops:", "    aws: {clusterName: c, nodeRole: r}\n    gitops:")
                         .replace("  tiers:", "    - name: burst\n      gpu: B200\n      karpenter: "
-                                 "{instanceTypes: [p6-b200.48xlarge], maxGPUs: 8, amiVersion: v20260801}\n  tiers:", 1),
+                                 "{instanceTypes: [p6-b200.48xlarge], maxGPUs: 8, amiVersion: v20260714}\n  tiers:", 1),
                         "535.104.05")
     assert "GP650" not in run.codes(text)
 

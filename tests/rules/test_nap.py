@@ -28,7 +28,7 @@ def test_the_example_is_clean(tmp_path):
 
 
 def test_aws_only_fields_are_refused_at_their_line_on_azure(tmp_path):
-    text = NAP.replace(BATCH, BATCH + "        amiVersion: v20260801\n        efa: true\n"
+    text = NAP.replace(BATCH, BATCH + "        amiVersion: v20260714\n        efa: true\n"
                        "        capacityReservations: [{id: cr-0123456789abcdef0}]\n", 1)
     ds = _codes(Run(tmp_path).checked(text), "GP695")
     keys = sorted(d.message.split("karpenter.")[1].split(" ")[0] for d in ds)

@@ -44,7 +44,7 @@ BATCH_L4 = """
         capacityTypes: [on-demand]
         maxGPUs: 8
         amiFamily: AL2023
-        amiVersion: v20260801
+        amiVersion: v20260714
       sharing: {mode: time-slicing, replicas: 2, renameByDefault: false}
 
   tiers:

@@ -65,7 +65,7 @@ def test_prefer_closest_numa_nodes_on_karpenter(run, version, bad):
     text = text.replace("    - name: train\n      gpu: A100-SXM4-80GB\n      gpusPerNode: 4\n      nodes: [n1, n2]\n",
                         "    - name: train\n      gpu: A100-SXM4-80GB\n      topology: {policy: restricted, "
                         "preferClosestNUMANodes: true}\n"
-                        "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260801}\n")
+                        "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260714}\n")
     text = edit(text, "      repoURL: https://git.example.com/fleet.git\n",
                 "      repoURL: https://git.example.com/fleet.git\n    aws: {clusterName: c, nodeRole: r}\n")
     diags = run(text)

@@ -153,7 +153,7 @@ def test_split_and_alias_rules():
                    "subnetSelectorTerms": [{"id": "subnet-1"}], "securityGroupSelectorTerms": [{"id": "sg-1"}]}}
     msgs = [m for _, _, m in check(nc)]
     assert any("windows" in m.lower() for m in msgs), msgs  # split('@')[1] == 'latest' for windows families
-    nc["spec"]["amiSelectorTerms"] = [{"alias": "al2023@v20260801"}]
+    nc["spec"]["amiSelectorTerms"] = [{"alias": "al2023@v20260714"}]
     assert check(nc) == []
 
 
@@ -329,7 +329,7 @@ spec:
   pools:
     - name: burst
       gpu: H100-SXM5-80GB
-      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260801}
+      karpenter: {instanceTypes: [p5.48xlarge], maxGPUs: 16, amiVersion: v20260714}
       labels: {LABEL: ml}
 """
 
