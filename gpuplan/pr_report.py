@@ -371,8 +371,8 @@ class Collected:
                       plan=self.plan, diff=self.diff, max_chars=max_chars)
 
 
-def collect(fleet: str, output: str, base_ref: str, cwd: Path) -> Collected:
-    """Check out `base_ref` and run plan and diff, reading nothing through a
+def collect(fleet: str, output: str, base_ref: str, cwd: Path, *, fmt: str = "markdown") -> Collected:
+    """Check out `base_ref` and run plan and diff (in `fmt`), reading nothing through a
     symlink or outside the repository (in the pull request or on the base branch)."""
     top = Path(os.path.normpath(cwd / _git("rev-parse", "--show-cdup", cwd=cwd)))
     commit = resolve_base(base_ref, top)
@@ -393,7 +393,7 @@ def collect(fleet: str, output: str, base_ref: str, cwd: Path) -> Collected:
         else:
             # the base path is the pull request's, relative and unresolved, replayed in the worktree
             base_fleet = base / rel_fleet
-            plan = (pool.submit(_gpuplan, "plan", rel_fleet, "--base", str(base_fleet), "--format", "markdown",
+            plan = (pool.submit(_gpuplan, "plan", rel_fleet, "--base", str(base_fleet), "--format", fmt,
                                 cwd=top)
                     if base_fleet.is_file() else None)
         try:
@@ -402,10 +402,55 @@ def collect(fleet: str, output: str, base_ref: str, cwd: Path) -> Collected:
             diff = str(exc)
         else:
             diff = pool.submit(_gpuplan, "diff", rel_fleet, "-o", rel_output, "--old", str(base / rel_output),
-                               "--format", "markdown", cwd=top)
+                               "--format", fmt, cwd=top)
         plan = plan.result() if isinstance(plan, Future) else plan
         diff = diff.result() if isinstance(diff, Future) else diff
     return Collected(fleet, base_ref, commit, plan, diff)
+
+
+def render_text(c: Collected) -> str:
+    """The review in plain text, in the Markdown document's order: what the change does to the
+    cluster (disruptions, hand steps, the change from base), the generated objects, then capacity."""
+    head = f"gpuplan review: {c.fleet} against {c.base_ref} ({c.base_commit[:12]})"
+    out = [head, "=" * len(head), ""]
+
+    def section(title: str, body: str) -> None:
+        out.extend([title, "-" * len(title), body.strip() or "(nothing)", ""])
+
+    capacity = disruption = ""
+    if c.plan is None:
+        section("What the change does to the cluster", f"{c.fleet} does not exist on {c.base_ref}: everything is new.")
+    elif isinstance(c.plan, str):
+        section("What the change does to the cluster", f"Not reported: {c.plan}")
+    elif c.plan.code != 0:
+        section("What the change does to the cluster", f"{' '.join(c.plan.argv)} exited {c.plan.code}:\n"
+                + (c.plan.stderr.strip() or c.plan.stdout.strip()))
+    else:
+        # plan --base in text: the disruptions, the capacity report, then the change from base
+        changes, sep, capacity = c.plan.stdout.partition("\nCapacity: ")
+        capacity, csep, change = (("Capacity: " + capacity) if sep else "").partition("\nChange from base (")
+        section("What the change does to the cluster",
+                changes.strip() + (("\n\nChange from base (" + change) if csep else ""))
+        disruption = changes.strip()
+    if isinstance(c.diff, str):
+        section("Generated objects", f"Not reported: {c.diff}")
+    elif c.diff.code != 0:
+        section("Generated objects", f"{' '.join(c.diff.argv)} exited {c.diff.code}:\n"
+                + (c.diff.stderr.strip() or c.diff.stdout.strip()))
+    else:
+        m = re.search(r"^\d+ added, \d+ removed", c.diff.stdout, re.M)
+        head, objects = (c.diff.stdout[:m.start()], c.diff.stdout[m.start():]) if m else ("", c.diff.stdout)
+        if head.strip() and head.strip() == disruption:
+            head = "(Disruptive changes: as listed above.)\n\n"  # from the tree REF deploys: the same
+        section("Generated objects", head + objects)
+    if capacity:
+        section("Capacity after the change", capacity)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def failed(c: Collected) -> bool:
+    """A command of the review did not run to its end (an invalid spec on either side, a refused path)."""
+    return any(isinstance(r, str) or (isinstance(r, Run) and r.code != 0) for r in (c.plan, c.diff))
 
 
 def report(fleet: str, output: str, base_ref: str, cwd: Path, *, max_chars: int | None = MAX_COMMENT) -> str:

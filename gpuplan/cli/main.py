@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "verify": "gpuplan.cli.verify:verify",
     "import": "gpuplan.cli.import_cmd:import_cmd",
     "nodes": "gpuplan.cli.nodes:nodes",
+    "review": "gpuplan.cli.review:review",
 }
 
 HELP = {
@@ -47,6 +48,7 @@ HELP = {
     "verify": "Verify manifests against the pinned upstream schemas and CEL rules.",
     "import": "Write a draft fleet.yaml from a running cluster's exported objects.",
     "nodes": "Write the Node objects of every pool (for KWOK, simulators).",
+    "review": "What a change since a git ref does: disruptions first, then objects, then capacity.",
 }
 
 

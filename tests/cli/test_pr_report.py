@@ -320,3 +320,29 @@ def test_not_a_pull_request_is_a_quiet_no_op(monkeypatch, capsys):
     monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
     assert pr_report.main([]) == 0
     assert "nothing to report" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_review_is_one_command_with_the_change_first(pr_repo):
+    """`gpuplan review --base main`: the same collected runs as the pull-request report, in
+    text: what the change does to the cluster, then the objects, then capacity."""
+    r = subprocess.run((sys.executable, "-m", "gpuplan", "review", "--base", "main"), cwd=pr_repo,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    heads = [ln for ln in out.splitlines() if ln in ("What the change does to the cluster", "Generated objects",
+                                                      "Capacity after the change")]
+    assert heads == ["What the change does to the cluster", "Generated objects", "Capacity after the change"]
+    cluster, rest = out.split("\nGenerated objects\n")
+    objects, capacity = rest.split("\nCapacity after the change\n")
+    assert "DISRUPTIVE CHANGES" in cluster and "pool infer-a100:" in cluster
+    assert "Change from base" in cluster and "Change from base" not in capacity
+    assert " removed, " in objects and "~ PriorityClass.scheduling.k8s.io gpuplan-notebooks" in objects
+    assert capacity.lstrip("-\n").startswith("Capacity: ")
+    md = subprocess.run((sys.executable, "-m", "gpuplan", "review", "--base", "main", "--format", "markdown"),
+                        cwd=pr_repo, capture_output=True, text=True)
+    assert md.returncode == 0 and md.stdout == pr_report.report("fleet.yaml", "generated", "main", pr_repo,
+                                                                 max_chars=None)
+    bad = subprocess.run((sys.executable, "-m", "gpuplan", "review", "--base", "no-such-ref"), cwd=pr_repo,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "no-such-ref" in bad.stderr and not bad.stdout
