@@ -410,6 +410,14 @@ def namespace_ceilings(rf: "ResolvedFleet", tenant: "Tenant") -> dict[tuple[str,
     return out
 
 
+def gang_sizes(tier: "Tier") -> tuple[int, int] | None:
+    """(fewest, most) pods of one of the tier's jobs: ``minNodesPerJob`` to ``nodesPerJob``."""
+    if tier.gang is None:
+        return None
+    most = tier.gang.nodes_per_job
+    return (tier.gang.min_nodes_per_job or most), most
+
+
 def gang_shape(rf: "ResolvedFleet", tier: "Tier") -> tuple[int, int] | None:
     """(pods, units per pod) of one job of a gang tier; None without ``gang`` or a resource."""
     if tier.gang is None:

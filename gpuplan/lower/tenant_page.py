@@ -11,7 +11,7 @@ from typing import Any, Iterator, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import POOL_LABEL, contract_spec, contract_job, contract_pod, contract_pod_spec
-from gpuplan.queues import QueueLedger, flavor_name, gang_shape, queued_namespaces, tier_capacity
+from gpuplan.queues import QueueLedger, flavor_name, gang_shape, gang_sizes, queued_namespaces, tier_capacity
 from gpuplan.resolve import ResolvedFleet
 
 
@@ -81,6 +81,12 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
         if row["queued"]:
             shape = gang_shape(rf, tier)
             pods, units = shape if shape else (1, max(1, min(tier.max_gpus_per_pod or 1, fq.potential)))
+            sizes = gang_sizes(tier)
+            if sizes is not None and sizes[0] != sizes[1]:
+                # a range: the page's example is the largest job this queue admits (GP421: at least the fewest)
+                admits = max(sizes[0], min(sizes[1], fq.potential // max(units, 1)))
+                row.update(gang_min=sizes[0], gang_max=sizes[1], gang_admits=admits)
+                pods = admits
             shared = [f"`{n}`" for n in fq.tiers if n != tier.name]
             row["shared_note"] = (f" Kueue counts the flavor, not the tier: this quota is shared with "
                                   f"tier{'s' if len(shared) > 1 else ''} {', '.join(shared)}, and any of them can "

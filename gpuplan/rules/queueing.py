@@ -83,6 +83,13 @@ E_BORROW_ONLY = Code(
     good="tenants:\n  - name: research\n    namespaces: [research]\n    quotas: {research: {training: 0}}\n"
          "    queueing: {borrowingLimit: {training: 8}}",
 )
+E_GANG_RANGE = Code(
+    "GP433", "gang range upside down", Severity.ERROR,
+    "`gang.minNodesPerJob` is the fewest pods a job of the tier may have, `nodesPerJob` the most: the "
+    "smallest job cannot be larger than the largest.",
+    bad="gang: {nodesPerJob: 4, minNodesPerJob: 8}",
+    good="gang: {nodesPerJob: 8, minNodesPerJob: 2}   # jobs of 2 to 8 nodes",
+)
 I_BORROW_UNREACHABLE = Code(
     "GP427", "borrowing limit beyond what the cohort lends", Severity.INFO,
     "A tenant's borrowingLimit is larger than everything the other queues of the cohort lend on that "
@@ -119,7 +126,7 @@ E_TAS_EMPTY_POOL = Code(
     good="tiers:\n  - {name: burst, pool: karpenter-h100, gang: {nodesPerJob: 2}}",
 )
 
-CODES = (E_BORROW_ONLY, E_GANG_POOL, E_GANG_QUOTA, E_LENDING_ABOVE_NOMINAL, E_LIMIT_TIER, W_NO_QUEUEING, E_TOPOLOGY_LEVEL,
+CODES = (E_BORROW_ONLY, E_GANG_RANGE, E_GANG_POOL, E_GANG_QUOTA, E_LENDING_ABOVE_NOMINAL, E_LIMIT_TIER, W_NO_QUEUEING, E_TOPOLOGY_LEVEL,
          W_MIXED_QUEUED, I_BORROW_UNREACHABLE, E_COHORT_NAME, E_KUEUE_LIMITS, E_TAS_EMPTY_POOL)
 
 
@@ -231,7 +238,7 @@ def _references(rf: ResolvedFleet) -> Iterator[Diagnostic]:
 
 def _gangs(rf: ResolvedFleet) -> Iterator[Diagnostic]:
     from gpuplan.units import pool_resources_per_node
-    from gpuplan.queues import gang_shape, queue_ledger, tier_capacity
+    from gpuplan.queues import gang_shape, gang_sizes, queue_ledger, tier_capacity
 
     ledger = queue_ledger(rf)
     assert ledger is not None
@@ -253,18 +260,26 @@ def _gangs(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                           f"on pool {t.pool}: {why}", at,
                           hint="lower gang.nodesPerJob or unitsPerNode, or give the pool more nodes")
             continue
-        need = pods * per_pod
+        fewest, _ = gang_sizes(t)  # type: ignore[misc]
+        if fewest > pods:
+            yield rf.diag(E_GANG_RANGE, f"tier {t.name}: minNodesPerJob {fewest} is more than nodesPerJob {pods}",
+                          ("spec", "tiers", i, "gang", "minNodesPerJob"),
+                          hint=f"minNodesPerJob: {pods} at most (nodesPerJob is the largest job)")
+            continue
+        # every queue must admit the smallest job; with a range, the larger ones where it can
+        need = fewest * per_pod
         for qp in ledger.queues:
             fq = qp.quota(t.pool, res, tier_capacity(rf, t))
             if fq is None or t.name not in fq.tiers:
                 continue
             if need > fq.potential:
                 borrow = fq.potential - fq.nominal
-                yield rf.diag(E_GANG_QUOTA, f"tier {t.name}: a job needs {need} {res} ({pods} × {per_pod}), but "
+                yield rf.diag(E_GANG_QUOTA, f"tier {t.name}: a job needs {need} {res} ({fewest} × {per_pod}), but "
                               f"tenant {qp.tenant}'s queue can be admitted at most {fq.potential} on {fq.flavor} "
-                              f"(quota {fq.nominal} + {borrow} borrowable)", at,
+                              f"(quota {fq.nominal} + {borrow} borrowable)",
+                              ("spec", "tiers", i, "gang", "minNodesPerJob" if fewest != pods else "nodesPerJob"),
                               hint=f"raise tenant {qp.tenant}'s quota or borrowingLimit, have others lend more, "
-                                   "or lower gang.nodesPerJob")
+                                   "or lower gang.nodesPerJob" + (" (or minNodesPerJob)" if fewest != pods else ""))
 
 
 def _limits(rf: ResolvedFleet) -> Iterator[Diagnostic]:

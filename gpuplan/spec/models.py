@@ -1161,7 +1161,14 @@ class Gang(Model):
     """A tier whose jobs span nodes: one pod per node, admitted all-or-nothing."""
 
     nodes_per_job: GangNodes = Field(
-        description="Pods of one job, one per node; Kueue admits the job only when all of them fit."
+        description="Pods of one job, one per node; Kueue admits the job only when all of them fit. With "
+        "`minNodesPerJob`: the most a job may have (gangs of up to this many nodes)."
+    )
+    min_nodes_per_job: GangNodes | None = Field(
+        default=None,
+        description="The fewest pods a job of the tier may have, for gangs of a range of sizes (2 to "
+        "`nodesPerJob`); every tenant that can reach the tier must admit a job of this size (GP421), and "
+        "each tenant page says the largest its queue admits. Default: `nodesPerJob` (one size).",
     )
     units_per_node: UnitsPerPod | None = Field(
         default=None,
