@@ -38,7 +38,8 @@ def test_readme_pins_the_action_and_hooks_to_the_latest_release_tag():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     uses = re.findall(r"uses: gpuplan/gpuplan@(\S+)", readme)
     revs = re.findall(r"rev: (\S+)", readme)
-    assert uses and revs
-    assert set(uses) == set(revs) == {f"v{latest}"}
+    schemas = re.findall(r"raw\.githubusercontent\.com/gpuplan/gpuplan/([^/]+)/schemas/fleet\.schema\.json", readme)
+    assert uses and revs and schemas
+    assert set(uses) == set(revs) == set(schemas) == {f"v{latest}"}
     hooks = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     assert set(re.findall(r"rev: (\S+)", hooks)) == {f"v{latest}"}
