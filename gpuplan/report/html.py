@@ -211,7 +211,7 @@ def _placement_section(r: CapacityReport) -> str:
 
 
 def _spot_section(r: CapacityReport) -> str:
-    from gpuplan.report.render import SPOT_HEADING, spot_section
+    from gpuplan.report.sections import SPOT_HEADING, spot_section
 
     spot = spot_section(r)
     if spot is None:
@@ -221,7 +221,7 @@ def _spot_section(r: CapacityReport) -> str:
 
 
 def _notes_section(r: CapacityReport) -> str:
-    from gpuplan.report.render import notes
+    from gpuplan.report.sections import notes
 
     return "<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes(r)) + "</ul>"
 
