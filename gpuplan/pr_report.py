@@ -408,6 +408,11 @@ def collect(fleet: str, output: str, base_ref: str, cwd: Path, *, fmt: str = "ma
     return Collected(fleet, base_ref, commit, plan, diff)
 
 
+def _failed_text(run: Run) -> str:
+    """:func:`_failed` in plain text."""
+    return f"{' '.join(run.argv)} exited {run.code}:\n" + (run.stderr.strip() or run.stdout.strip() or "(no output)")
+
+
 def render_text(c: Collected) -> str:
     """The review in plain text, in the Markdown document's order: what the change does to the
     cluster (disruptions, hand steps, the change from base), the generated objects, then capacity."""
@@ -423,8 +428,7 @@ def render_text(c: Collected) -> str:
     elif isinstance(c.plan, str):
         section("What the change does to the cluster", f"Not reported: {c.plan}")
     elif c.plan.code != 0:
-        section("What the change does to the cluster", f"{' '.join(c.plan.argv)} exited {c.plan.code}:\n"
-                + (c.plan.stderr.strip() or c.plan.stdout.strip()))
+        section("What the change does to the cluster", _failed_text(c.plan))
     else:
         # plan --base in text: the disruptions, the capacity report, then the change from base
         changes, sep, capacity = c.plan.stdout.partition("\nCapacity: ")
@@ -435,8 +439,7 @@ def render_text(c: Collected) -> str:
     if isinstance(c.diff, str):
         section("Generated objects", f"Not reported: {c.diff}")
     elif c.diff.code != 0:
-        section("Generated objects", f"{' '.join(c.diff.argv)} exited {c.diff.code}:\n"
-                + (c.diff.stderr.strip() or c.diff.stdout.strip()))
+        section("Generated objects", _failed_text(c.diff))
     else:
         m = re.search(r"^\d+ added, \d+ removed", c.diff.stdout, re.M)
         head, objects = (c.diff.stdout[:m.start()], c.diff.stdout[m.start():]) if m else ("", c.diff.stdout)

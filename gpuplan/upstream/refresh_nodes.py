@@ -78,9 +78,12 @@ def main(argv: list[str]) -> int:
     refs: dict[str, str] = {}
     while rest:
         arg = rest.pop(0)
-        target = refs if arg == "--ref" else git_dirs
-        sid, _, value = (rest.pop(0) if arg == "--ref" else arg).partition("=")
-        target[sid] = value if target is refs else Path(value)  # type: ignore[assignment]
+        if arg == "--ref":
+            sid, _, ref = rest.pop(0).partition("=")
+            refs[sid] = ref
+        else:
+            sid, _, where = arg.partition("=")
+            git_dirs[sid] = Path(where)
     raw, errors = refresh(platform, git_dirs, refs)
     for sid, src in sorted(raw["sources"].items()):
         if "url" in src:
