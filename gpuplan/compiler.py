@@ -45,6 +45,9 @@ class Options:
     retire_resources: frozenset[str] = frozenset()
     # read those names from the tree at out_dir (off: a fresh build, e.g. the golden trees)
     keep_previous: bool = True
+    # static pools whose rollout moves one step on (`gpuplan build --advance POOL`;
+    # gpuplan.provisioning.rollout)
+    advance: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -218,7 +221,7 @@ def compile_fleet(
 
         rf.previous = previous_configs(rf, out_dir=out_dir, retire=options.retire_configs,
                                        retire_namespaces=options.retire_namespaces,
-                                       retire_resources=options.retire_resources)
+                                       retire_resources=options.retire_resources, advance=options.advance)
         kept_diags = discarded_diagnostics(rf.previous, Path(out_dir).as_posix())
     out = Path(out_dir).as_posix()
     v = None
@@ -250,6 +253,9 @@ def compile_fleet(
         from gpuplan.kept import retire_diagnostics
 
         current = {plugin_config_key(rf, pv) for pv in rf.pools} | {mig_config_name(pv) for pv in rf.pools}
+        from gpuplan.kept import advance_diagnostics
+
+        kept_diags += advance_diagnostics(rf, options.advance)
         kept_diags += retire_diagnostics(rf.previous, options.retire_configs, options.retire_namespaces,
                                          current, destinations, options.retire_resources, rf.gpu_resources)  # a retired name is never kept: current
     tree_diags = kept_diags + check_tree(rf, tree)

@@ -637,6 +637,11 @@ class PreviousConfigs:
     # (`gpuplan build --retire-resource`): kept_gpu_resources
     resources: frozenset[str] = frozenset()
     retire_resources: frozenset[str] = frozenset()
+    # static pool -> the rules of its old NodeFeatureRule (name, labels, nodes), from which a
+    # rollout in progress continues (gpuplan.provisioning.rollout), and the pools whose rollout
+    # the person building moves one step on (`gpuplan build --advance POOL`)
+    static_rules: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    advance: frozenset[str] = frozenset()
 
 
 def kept_gpu_resources(rf: ResolvedFleet) -> list[str]:

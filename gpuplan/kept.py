@@ -82,7 +82,17 @@ W_RETIRE_NOTHING = Code(
     good="$ gpuplan build fleet.yaml --retire-namespace vision-train",
 )
 
-CODES = (W_DISCARDED, E_NOT_IN_BASE, W_RETIRE_NOTHING)
+W_ADVANCE_NOTHING = Code(
+    "GP992", "advanced rollout has nothing to move", Severity.WARNING,
+    "`gpuplan build --advance POOL` moves the next step of a static pool's rollout: the nodes the tree "
+    "still holds at an old MIG layout or device-plugin config (their own rule of the pool's "
+    "NodeFeatureRule) take the pool's. A pool that is not static, not in the spec, or whose nodes all "
+    "carry the pool's labels already has nothing to move.",
+    bad="$ gpuplan build fleet.yaml --advance inferenc",
+    good="$ gpuplan review fleet.yaml --base main   # lists each pool's rollout and its next step",
+)
+
+CODES = (W_DISCARDED, E_NOT_IN_BASE, W_RETIRE_NOTHING, W_ADVANCE_NOTHING)
 
 Docs = Callable[[str], list[dict]]
 
@@ -277,6 +287,26 @@ def retire_diagnostics(prev, options_retire: frozenset[str], options_retire_ns: 
     return out
 
 
+def advance_diagnostics(rf, advance: frozenset[str]) -> list[Diagnostic]:
+    """GP992 for each pool ``--advance`` names whose build moved no node."""
+    from gpuplan.provisioning.rollout import pool_step
+
+    out = []
+    for name in sorted(advance):
+        pv = rf.pool_by_name.get(name)
+        step = pool_step(rf, pv) if pv is not None else None
+        if step is None:
+            why = "is no pool of the spec" if pv is None else "is not a static pool (`nodes`)"
+        elif not step.moved:
+            why = "has no node held at an old layout or sharing config"
+        else:
+            continue
+        out.append(W_ADVANCE_NOTHING.diag(
+            f"--advance {name}: moves nothing, the pool {why}",
+            hint="see which pools roll and their next step: gpuplan review FLEET --base main"))
+    return out
+
+
 # --- Judging a tree against its base ---------------------------------------------------------
 
 
@@ -446,7 +476,7 @@ def previous_resources(docs: Docs, files: Mapping[str, bytes] | None, out_dir: P
 def previous_configs(rf, *, out_dir: Path | str | None = None,
                      files: Mapping[str, bytes] | None = None, retire: frozenset[str] = frozenset(),
                      retire_namespaces: frozenset[str] = frozenset(),
-                     retire_resources: frozenset[str] = frozenset()):
+                     retire_resources: frozenset[str] = frozenset(), advance: frozenset[str] = frozenset()):
     """What the previous tree (on disk at ``out_dir``, or rendered into
     ``files``) says about the config names nodes may still carry: the old
     device-plugin and mig-parted ConfigMaps' configs and kept names, the
@@ -496,7 +526,10 @@ def previous_configs(rf, *, out_dir: Path | str | None = None,
         configs = dig(parsed[0], "mig-configs") if len(parsed) == 1 else None
         mig_data = {k: v for k, v in configs.items() if isinstance(k, str)} if isinstance(configs, dict) else {}
     namespaces, kept_ns, discarded_ns = project_namespaces(rf, docs, evidence)
+    static_rules = {pv.name: rules for pv in rf.pools if static_nodes(pv.pool)
+                    and (rules := old_rules(docs(f"pools/{pv.name}/node-labels.yaml"), pv.name, POOL_LABEL))}
     common = dict(retire=retire, namespaces=namespaces, retire_namespaces=retire_namespaces,
+                  static_rules=static_rules, advance=advance,
                   kept_namespaces=kept_ns, discarded_namespaces=discarded_ns, discarded_configs=discarded_configs,
                   resources=previous_resources(docs, files, out_dir), retire_resources=retire_resources)
     if not data and not mig_data:
@@ -561,6 +594,30 @@ def template_labels(docs: list[dict], pool: str, pool_label: str) -> list[dict]:
         if isinstance(labels, dict) and labels.get(pool_label) == pool:
             out.append(labels)
     return out
+
+
+def old_rules(docs: list[dict], pool: str, pool_label: str) -> tuple:
+    """The rules of the NodeFeatureRules among ``docs`` that label ``pool``'s nodes, as
+    :class:`gpuplan.provisioning.rollout.OldRule`: name, string labels, the node names of its
+    ``system.name`` match (whatever else a hand edit left there is not read)."""
+    from gpuplan.provisioning.rollout import OldRule
+
+    out = []
+    for d in docs:
+        rules = dig(d, "spec", "rules") if d.get("kind") == "NodeFeatureRule" else None
+        for rule in rules if isinstance(rules, list) else ():
+            labels = rule.get("labels") if isinstance(rule, dict) else None
+            if not isinstance(labels, dict) or labels.get(pool_label) != pool:
+                continue
+            nodes: list[str] = []
+            for feat in rule.get("matchFeatures") or ():
+                value = dig(feat, "matchExpressions", "nodename", "value") if isinstance(feat, dict) else None
+                nodes += [n for n in value or () if isinstance(n, str)] if isinstance(value, list) else []
+            name = rule.get("name")
+            out.append(OldRule(name if isinstance(name, str) else "",
+                               {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)},
+                               tuple(nodes)))
+    return tuple(out)
 
 
 def _rule_labels(docs: list[dict], pool: str, pool_label: str) -> list[dict]:

@@ -24,7 +24,7 @@ output_option = click.option(
 def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, allow_outside: bool = False,
              verify: bool = False, files=None, retire: frozenset[str] = frozenset(),
              retire_namespaces: frozenset[str] = frozenset(), extra: list | None = None,
-             retire_resources: frozenset[str] = frozenset()):
+             retire_resources: frozenset[str] = frozenset(), advance: frozenset[str] = frozenset()):
     """Compile (in memory, unless ``files`` takes the bytes: then the spec's
     positions are freed once checked, as nothing after reads them); print
     diagnostics (and ``extra``, in the same report); None when the spec is invalid."""
@@ -34,7 +34,7 @@ def _compile(fleet: str, out_dir: str, fmt: str, strict: bool, verbose: bool, al
                              options=Options(strict=strict, allow_inventory_outside=allow_outside, verify=verify,
                                              release_spec=files is not None, retire_configs=retire,
                                              retire_namespaces=retire_namespaces,
-                                             retire_resources=retire_resources))
+                                             retire_resources=retire_resources, advance=advance))
     from gpuplan.diagnostics import normalise
 
     emit(normalise(compiled.diagnostics + (extra or [])), fmt, verbose=verbose, sources=compiled.sources)
@@ -75,13 +75,18 @@ def _refuse_tree_path(ctx: click.Context, out_dir: str, fleet: str, fmt: str, op
 @click.option("--retire-resource", "retire_res", multiple=True, metavar="RESOURCE",
               help="Drop a GPU resource name (e.g. nvidia.com/mig-1g.10gb) the namespaces' gpuplan-gpus quotas "
                    "keep at 0 after the spec stopped advertising it, once no node advertises it. Repeatable.")
+@click.option("--advance", "advance", multiple=True, metavar="POOL",
+              help="Move the next step of a static pool's rollout: its next nodes (rollout.maxUnavailable) take the "
+                   "pool's new MIG layout or sharing. Run it once the last step's nodes are done (`kubectl get nodes "
+                   "-l gpuplan.dev/pool=POOL -L nvidia.com/mig.config.state`). Repeatable.")
 @format_option
 @strict_option
 @verbose_option
 @outside_option
 @click.pass_context
 def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, retire: tuple[str, ...],
-          retire_ns: tuple[str, ...], retire_res: tuple[str, ...], fmt: str, strict: bool, verbose: bool, allow_outside: bool) -> None:
+          retire_ns: tuple[str, ...], retire_res: tuple[str, ...], advance: tuple[str, ...], fmt: str, strict: bool,
+          verbose: bool, allow_outside: bool) -> None:
     """Compile FLEET into the generated tree (default: generated/).
 
     The tree is written to a temporary directory and swapped in whole; files
@@ -97,7 +102,7 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, retire: tup
     with TreeWriter(Path(out_dir), force=force) as tree:
         compiled = _compile(fleet, out_dir, fmt, strict, verbose, allow_outside, verify=True, files=tree,
                             retire=frozenset(retire), retire_namespaces=frozenset(retire_ns),
-                            retire_resources=frozenset(retire_res))
+                            retire_resources=frozenset(retire_res), advance=frozenset(advance))
         if compiled is None:
             ctx.exit(int(ExitCode.INVALID))
         if compiled.rejected:
@@ -112,6 +117,10 @@ def build(ctx: click.Context, fleet: str, out_dir: str, force: bool, retire: tup
             f"{out_dir}: {len(compiled.files)} files "
             f"({len(result.written)} written, {len(result.removed)} removed, {len(result.unchanged)} unchanged)"
         )
+        from gpuplan.provisioning.rollout import rollout_lines
+
+        for line in rollout_lines(compiled.resolved, fleet):
+            click.echo(line)
 
 
 base_option = click.option(

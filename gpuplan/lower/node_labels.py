@@ -45,6 +45,7 @@ from gpuplan.identity import POOL_LABEL
 from gpuplan.lower.common import object_annotations
 from gpuplan.resolve import PoolView, ResolvedFleet
 from gpuplan.identity import pool_node_labels, static_pool_taints
+from gpuplan.provisioning.rollout import held_rule_name, pool_step, target_rule_name
 
 NFD_API = "nfd.k8s-sigs.io/v1alpha1"
 
@@ -55,26 +56,33 @@ def rule_name(pv: PoolView) -> str:
 
 def node_feature_rule(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:
     """The one NodeFeatureRule of a static pool: everything gpuplan puts on its
-    nodes (labels, taints) comes from here."""
+    nodes (labels, taints) comes from here. While a change rolls through the pool
+    (:mod:`gpuplan.provisioning.rollout`) the nodes not yet at the pool's MIG layout and
+    device-plugin config keep theirs in one more rule each, the other labels and the
+    taints being the pool's."""
     assert pv.pool.nodes is not None
-    rule: dict[str, Any] = {
-        "name": f"gpuplan pool {pv.name}",
-        "labels": pool_node_labels(rf, pv),
-    }
+    step = pool_step(rf, pv)
+    assert step is not None
+    labels = pool_node_labels(rf, pv)
     taints = static_pool_taints(pv)
-    if taints:
-        rule["taints"] = taints
-    rule["matchFeatures"] = [
-        {
-            "feature": "system.name",
-            "matchExpressions": {"nodename": {"op": "In", "value": list(pv.pool.nodes)}},
-        }
-    ]
+    rules = [_rule(target_rule_name(pv.name), labels, taints, step.target)]
+    for i, (values, nodes) in enumerate(step.held, 1):
+        rules.append(_rule(held_rule_name(pv.name, i), {**labels, **dict(values)}, taints, nodes))
     meta = metadata(
         rf, rule_name(pv), extra_labels={POOL_LABEL: pv.name},
         annotations=object_annotations(rf, "NodeFeatureRule"),
     )
-    return obj(NFD_API, "NodeFeatureRule", meta, spec={"rules": [rule]})
+    return obj(NFD_API, "NodeFeatureRule", meta, spec={"rules": rules})
+
+
+def _rule(name: str, labels: dict[str, str], taints: list[dict[str, str]], nodes: Sequence[str]) -> dict[str, Any]:
+    rule: dict[str, Any] = {"name": name, "labels": labels}
+    if taints:
+        rule["taints"] = taints
+    rule["matchFeatures"] = [
+        {"feature": "system.name", "matchExpressions": {"nodename": {"op": "In", "value": list(nodes)}}}
+    ]
+    return rule
 
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:

@@ -93,6 +93,8 @@ class Disruption:
     # (pool, what the change does to its nodes) for the per-pool lines (:func:`by_pool`): a driver
     # change's node-level effect
     nodes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    # a static pool's rollout: the nodes it holds for later steps (:func:`by_pool`)
+    held: int = field(default=0, compare=False)
 
     @property
     def rank(self) -> int:
@@ -137,6 +139,37 @@ def _static_nodes(objs: dict) -> dict[str, tuple[str, dict[str, str], list[dict]
                 nodes = feat.get("matchExpressions", {}).get("nodename", {}).get("value", [])
                 for node in nodes:
                     out[node] = (pool, rule.get("labels", {}), rule.get("taints", []))
+    return out
+
+
+def _rollouts(on: dict, nn: dict, b: dict) -> list[Disruption]:
+    """A hand step per static pool whose change rolls (gpuplan.provisioning.rollout): the new
+    tree's NodeFeatureRule holds some nodes at their old layout or sharing in rules of their own,
+    and ``gpuplan build --advance POOL`` moves the next step."""
+    from gpuplan.provisioning.rollout import Step, held_rule_prefix, step_text, target_rule_name
+
+    out = []
+    for (kind, _, name), obj in sorted(b.items()):
+        if kind != "NodeFeatureRule":
+            continue
+        rules = [r for r in obj.get("spec", {}).get("rules", []) if isinstance(r, dict)]
+        pool = ((obj.get("metadata") or {}).get("labels") or {}).get("gpuplan.dev/pool", name)
+        nodes = {r.get("name"): [n for f in r.get("matchFeatures", [])
+                                 for n in f.get("matchExpressions", {}).get("nodename", {}).get("value", [])]
+                 for r in rules}
+        held = [(tuple((k, v) for k, v in sorted(r.get("labels", {}).items()) if k in (MIG_LABEL, PLUGIN_LABEL)),
+                 tuple(nodes[r.get("name")])) for r in rules if str(r.get("name", "")).startswith(
+                     held_rule_prefix(pool))]
+        if not held:
+            continue
+        target_rule = next((r for r in rules if r.get("name") == target_rule_name(pool)), {})
+        want = tuple((k, v) for k, v in sorted(target_rule.get("labels", {}).items()) if k in (MIG_LABEL, PLUGIN_LABEL))
+        target = tuple(nodes.get(target_rule_name(pool), ()))
+        moved = tuple(n for n in target if n in on and n in nn and (on[n][1].get(MIG_LABEL), on[n][1].get(PLUGIN_LABEL))
+                      != (nn[n][1].get(MIG_LABEL), nn[n][1].get(PLUGIN_LABEL)))
+        step = Step(target, tuple(held), moved, len(moved), want)
+        out.append(Disruption("hand-step", f"pool {pool} rollout", step_text(pool, step, "FLEET"),
+                              held=len(step.held_nodes)))
     return out
 
 
@@ -324,6 +357,8 @@ def disruptions_of(old: Parsed, new: Parsed, needs: Mapping[str, Any] | None = N
             out.append(Disruption(
                 "drain", f"node {node} (pool {pool})",
                 f"new NoExecute taint {', '.join(map(_taint, added))}: pods that do not tolerate it are evicted"))
+
+    out += _rollouts(on, nn, b)
 
     ov, nv = _values(old, a), _values(new, b)
     od, nd = ov.get("driver", {}), nv.get("driver", {})
@@ -688,10 +723,14 @@ def by_pool(ds: list[Disruption]) -> list[str]:
 
     pools: dict[str, dict[str, set[str]]] = {}
     drivers: dict[str, tuple[int, str]] = {}  # pool -> (rank, what its driver change does to its nodes)
+    held: dict[str, int] = {}  # pool -> nodes its rollout holds for a later step
     for d in ds:
         for pool, what in d.nodes:
             if pool not in drivers or d.rank < drivers[pool][0]:
                 drivers[pool] = (d.rank, what)
+        if d.held and (r := re.fullmatch(r"pool (\S+) rollout", d.subject)):
+            held[r.group(1)] = d.held
+            continue
         m = re.fullmatch(r"node (\S+) \(pool (\S+)\)", d.subject)
         s = re.fullmatch(r"pool (\S+) \((?:(\d+) static nodes?|(\w+ )?Karpenter nodes)\)", d.subject)
         if m and d.severity in _VERB:
@@ -721,6 +760,8 @@ def by_pool(ds: list[Disruption]) -> list[str]:
                               if "*expiry" in nodes else f"every node {_VERB[s]} (Karpenter)")
                              if "*" in nodes or "*expiry" in nodes else
                              f"{len(nodes)} node{'s' if len(nodes) != 1 else ''} {_VERB[s]}")
+        if pool in held:
+            parts.append(f"{held[pool]} held for the next steps (`gpuplan build --advance {pool}`)")
         if pool in drivers:
             parts.append(drivers[pool][1])
         rank = min([*(SEVERITY_ORDER.index(s) for s in sev), *([drivers[pool][0]] if pool in drivers else [])])

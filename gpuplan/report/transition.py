@@ -134,10 +134,11 @@ class Transition:
     findings: list[Finding] = field(default_factory=list)
     blocked: bool = False
 
-    def at(self, pool: str, step: str, generation: str = "") -> State:
-        """The state of pool ``pool``'s class (``generation`` for Karpenter) after ``step``."""
+    def at(self, pool: str, step: str, generation: str = "", node: str | None = None) -> State:
+        """The state of pool ``pool``'s class (``generation`` for Karpenter; ``node``: the static
+        class that holds that node, while a rollout splits the pool) after ``step``."""
         for c in self.classes:
-            if c.pool == pool and c.generation == generation:
+            if c.pool == pool and c.generation == generation and (node is None or not c.nodes or node in c.nodes):
                 return self.states[(c, step)]
         raise KeyError(f"{pool}/{generation}")
 
@@ -161,9 +162,11 @@ def _dict(v: Any) -> dict:
     return v if isinstance(v, dict) else {}
 
 
-def _static_rules(objs: Mapping[Any, Any]) -> dict[str, tuple[Any, dict[str, str], tuple[str, ...]]]:
-    """pool -> (NodeFeatureRule key, labels, nodes) from the pools' NodeFeatureRules."""
-    out: dict[str, tuple[Any, dict[str, str], tuple[str, ...]]] = {}
+def _static_rules(objs: Mapping[Any, Any]) -> dict[str, tuple[Any, dict[str, dict[str, str]]]]:
+    """pool -> (NodeFeatureRule key, node -> the labels its rule gives it) from the pools'
+    NodeFeatureRules: one rule per pool, or while a change rolls through the pool
+    (gpuplan.provisioning.rollout) one more per group of nodes held at old labels."""
+    out: dict[str, tuple[Any, dict[str, dict[str, str]]]] = {}
     for key, obj in objs.items():
         if key[1] != "NodeFeatureRule":
             continue
@@ -172,12 +175,17 @@ def _static_rules(objs: Mapping[Any, Any]) -> dict[str, tuple[Any, dict[str, str
             pool = labels.get(POOL_LABEL)
             if not pool:
                 continue
-            nodes: list[str] = []
+            nodes = out.setdefault(pool, (key, {}))[1]
             for feat in _dict(rule).get("matchFeatures") or ():
                 value = _dict(_dict(_dict(feat).get("matchExpressions")).get("nodename")).get("value")
-                nodes += [n for n in value or () if isinstance(n, str)]
-            out[pool] = (key, labels, tuple(sorted(nodes)))
+                for n in value or ():
+                    if isinstance(n, str):
+                        nodes.setdefault(n, labels)
     return out
+
+
+def _frozen(labels: dict[str, str] | None) -> tuple | None:
+    return None if labels is None else tuple(sorted(labels.items()))
 
 
 def _nodepools(objs: Mapping[Any, Any]) -> dict[str, tuple[Any, Any]]:
@@ -467,18 +475,24 @@ def transition(old: Parsed, new: Parsed, needs: Mapping[str, Iterable[str]] | No
 
     sa, sb = _static_rules(a.objs), _static_rules(b.objs)
     for pool in sorted(set(sa) | set(sb)):
-        old_rule, new_rule = sa.get(pool), sb.get(pool)
-        nodes = tuple(sorted(set((old_rule or (None, {}, ()))[2]) | set((new_rule or (None, {}, ()))[2])))
-        key_a, key_b = (old_rule or (None,))[0], (new_rule or (None,))[0]
-        when = applied.get(key_b) if new_rule else pruned.get(key_a)
+        key_a, na = sa.get(pool, (None, {}))
+        key_b, nb = sb.get(pool, (None, {}))
+        # one class per group of nodes with the same labels before and after (a rollout holds some)
+        groups: dict[tuple, list[str]] = {}
+        for n in sorted(set(na) | set(nb)):
+            groups.setdefault((_frozen(na.get(n)), _frozen(nb.get(n))), []).append(n)
+        for (fa, fb), members in groups.items():
+            old_rule = (key_a, dict(fa), tuple(members)) if fa is not None else None
+            new_rule = (key_b, dict(fb), tuple(members)) if fb is not None else None
+            when = applied.get(key_b) if new_rule else pruned.get(key_a)
 
-        def labels(step, old_rule=old_rule, new_rule=new_rule, when=when):
-            if old_rule and new_rule and old_rule[1] == new_rule[1]:
-                return new_rule[1], ""
-            if _at(steps, when, step):
-                return (new_rule[1] if new_rule else None), (_relabel(old_rule, new_rule) if step == when else "")
-            return (old_rule[1] if old_rule else None), ""
-        classes.append((NodeClass(pool, "static", "", nodes), labels))
+            def labels(step, old_rule=old_rule, new_rule=new_rule, when=when):
+                if old_rule and new_rule and old_rule[1] == new_rule[1]:
+                    return new_rule[1], ""
+                if _at(steps, when, step):
+                    return (new_rule[1] if new_rule else None), (_relabel(old_rule, new_rule) if step == when else "")
+                return (old_rule[1] if old_rule else None), ""
+            classes.append((NodeClass(pool, "static", "", tuple(members)), labels))
 
     ka, kb = _nodepools(a.objs), _nodepools(b.objs)
     for pool in sorted(set(ka) | set(kb)):

@@ -24,6 +24,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.spot",
     "gpuplan.rules.tenancy",
     "gpuplan.rules.nodetaints",  # static pools' taints through nfd-master
+    "gpuplan.rules.rollout",  # static pools' rollouts
     "gpuplan.rules.topology",
     "gpuplan.rules.karpenter",
     "gpuplan.rules.autoscaler",

@@ -915,6 +915,19 @@ Provisioner = Literal["static", "karpenter", "gke", "aks", "capi"]
 PROVISIONING_FIELDS = ("nodes", "karpenter", "gke", "aks", "capi")
 
 
+class Rollout(Model):
+    """How a change of a static pool's MIG layout or sharing reaches its nodes (docs/transitions.md)."""
+
+    max_unavailable: Annotated[int, Field(ge=1, le=MAX_NODES_PER_POOL)] | Annotated[
+        str, Field(pattern=r"^(100|[1-9][0-9]?)%$")] = Field(
+        default=1,
+        description="Nodes of the pool that take a new MIG layout or device-plugin config per step: a count or "
+        "a percentage of the pool's nodes (rounded up). A build of the change moves the first step; `gpuplan "
+        "build --advance POOL` moves the next once those nodes are done. `100%`: every node at once.",
+        examples=[1, "50%"],
+    )
+
+
 class Pool(Model):
     """Nodes with one GPU model and the same sharing and topology settings."""
 
@@ -971,6 +984,11 @@ class Pool(Model):
         description="The managed driver of this static pool, as `gpuOperator.driverVersion` (a branch `R570` or a "
         "release `570.133.20`); default: `gpuOperator.driverVersion`. A fleet whose pools differ in driver or `os`, "
         "or that has Karpenter pools beside static ones, gets one NVIDIADriver per static pool.",
+    )
+    rollout: Rollout | None = Field(
+        default=None,
+        description="Static pools: how many nodes take a MIG layout or sharing change at a time (default: one "
+        "node per step).",
     )
     os: str | None = Field(
         default=None, pattern=r"^[a-z]+[0-9]+(\.[0-9]+)?$",

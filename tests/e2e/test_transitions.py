@@ -115,7 +115,7 @@ def test_transition_replayed_step_by_step(name, tmp_path, clusters):
                 expected = live  # a pool the model does not track (no GPU configs)
                 for generation in ("",) if node in static else (kind, ""):
                     try:
-                        m = model.at(pool, prev, generation)
+                        m = model.at(pool, prev, generation, node if node in static else None)
                     except KeyError:
                         continue
                     expected = list(m.missing) if m.present else []

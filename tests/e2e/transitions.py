@@ -46,6 +46,9 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "add-tier": (BASE, ADDED_TIER),
     "remove-tier": (BASE, REMOVED_TIER),
     "static-mig-layout": (BASE, STATIC_MIG),
+    # two nodes: the build moves n3 and holds n5 at its old layout (gpuplan.provisioning.rollout)
+    "static-mig-rollout": (BASE.replace("nodes: [n3]", "nodes: [n3, n5]"),
+                           STATIC_MIG.replace("nodes: [n3]", "nodes: [n3, n5]")),
     "karpenter-mig-layout": (AWS, KARPENTER_MIG),
     "move-tenant-to-another-pool": (TWO, BETA_MOVED),
     "flux-add-tenant": (BASE.replace(*FLUX, 1), TWO.replace(*FLUX, 1)),

@@ -79,6 +79,7 @@ def _static_names(c) -> dict[str, str]:
                         labels = rule.get("labels", {})
                         if DEVICE_PLUGIN_CONFIG_LABEL in labels:
                             out[labels[POOL_LABEL]] = labels[DEVICE_PLUGIN_CONFIG_LABEL]
+                        break  # the pool's own rule (the others hold nodes of a rollout)
     return out
 
 
@@ -188,9 +189,13 @@ def test_static_pools_keep_the_name_of_their_last_change(tmp_path):
     """nfd-master relabels a static pool's nodes when the new NodeFeatureRule is applied (Argo CD
     wave 1, after the ConfigMap's -1): the build keeps the name the old rule put on them, building
     the same spec again keeps it (a fixed point), and the pool's next change replaces it.
-    flux-onprem is a Flux tree, where the two apply together: keeping is harmless there."""
+    flux-onprem is a Flux tree, where the two apply together: keeping is harmless there. The pool
+    takes each change on all its nodes at once (`rollout.maxUnavailable: 100%`; a rollout a step at a
+    time keeps the names its held nodes carry: tests/lower/test_static_rollout.py)."""
     text = (REPO / "examples" / "flux-onprem.yaml").read_text(encoding="utf-8")
-    assert "replicas: 8" in text
+    line = "      sharing: {mode: mps, replicas: 8, renameByDefault: true}\n"
+    assert line in text
+    text = text.replace(line, line + "      rollout: {maxUnavailable: 100%}\n", 1)
     before = _build(tmp_path, text)
     after = _build(tmp_path, text.replace("replicas: 8", "replicas: 6", 1))
     changed = {p for p, n in _static_names(after).items() if _static_names(before)[p] != n}
