@@ -124,6 +124,32 @@ W_NOT_TRUSTED = Code(
     good="ConfigMap gpu-operator/time-slicing-config",
 )
 
+W_DRIFT = Code(
+    "GP966", "Karpenter would replace nodes", Severity.WARNING,
+    "The NodePool's template (labels, annotations, taints, startup taints, nodeClassRef, expireAfter, "
+    "terminationGracePeriod) or its EC2NodeClass gpuplan builds differs from the cluster's: Karpenter marks "
+    "every node of the pool drifted and replaces it (a changed requirement drifts the nodes it no longer "
+    "fits). Reproduce the value in the draft, or plan the replacement.",
+    bad="spec.template.metadata.labels[\"team\"] removed   # every node of the NodePool is replaced",
+    good="labels: {team: ml} on the pool, so the template stays as it is",
+)
+W_CONSOLIDATION = Code(
+    "GP967", "Karpenter would consolidate differently", Severity.WARNING,
+    "The NodePool's `spec.disruption` (consolidationPolicy, consolidateAfter, budgets) that gpuplan builds "
+    "differs from the cluster's: Karpenter may then take nodes away under running pods (a training pool "
+    "becomes consolidatable) or keep nodes it removed before. gpuplan chooses disruption from the tiers' "
+    "`workload` and `karpenter.consolidateAfter`.",
+    bad="consolidationPolicy: WhenEmpty -> WhenEmptyOrUnderutilized",
+    good="tiers: [{name: train, pool: p, workload: training}]",
+)
+W_DELIVERY = Code(
+    "GP968", "Argo CD would sync another source", Severity.WARNING,
+    "An Argo CD Application gpuplan builds has the name of one in the cluster but another source "
+    "(repoURL, targetRevision, path, Helm chart or version): on the first sync Argo CD deploys from there.",
+    bad="source.repoURL: https://git.example.com/TODO/gpu-fleet.git",
+    good="cluster.gitops.repoURL as the cluster's Application has it",
+)
+
 CODES = (E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
          W_POOL_DISAGREES, I_TODO, W_UNEXPLAINED, E_EXISTS, E_DRAFT_INVALID, W_UNREAD,
-         W_KUEUE_UNREAD, W_DRA_UNREAD, W_NOT_TRUSTED)
+         W_KUEUE_UNREAD, W_DRA_UNREAD, W_NOT_TRUSTED, W_DRIFT, W_CONSOLIDATION, W_DELIVERY)

@@ -39,6 +39,8 @@ from gpuplan.artifacts import dig
 from gpuplan.diagnostics import Diagnostic, show
 from gpuplan.importer import codes as C
 from gpuplan.importer import conventions as V
+from gpuplan.importer import delivery as D
+from gpuplan.importer import karpenter_read as KR
 from gpuplan.importer.read import Obj, yaml_payload
 from gpuplan.k8snames import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
 
@@ -658,10 +660,22 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         if isinstance(tspec.get("terminationGracePeriod"), str):
             k["terminationGracePeriod"] = tspec["terminationGracePeriod"]
             kn["terminationGracePeriod"] = Note("from the NodePool template's terminationGracePeriod")
-        ca = _get(spec, "disruption", "consolidateAfter")
-        if isinstance(ca, str) and ca != "Never":
-            k["consolidateAfter"] = ca
+        dis = KR.read_disruption(spec)
+        if dis.consolidate_after is not None:
+            k["consolidateAfter"] = dis.consolidate_after
             kn["consolidateAfter"] = Note("from the NodePool's spec.disruption")
+        if dis.todo is not None:
+            kn["consolidateAfter"] = Note(None, dis.todo)
+            draft.diagnostics.append(_diag(C.I_TODO, f"NodePool {np_.name}: {dis.todo}", np_, "spec", "disruption"))
+        kub = KR.read_kubelet(np_, nc)
+        if kub.topology:
+            pool["topology"] = kub.topology
+            notes["topology"] = Note(kub.source)
+        for what, o, at in kub.todos:
+            n = notes.setdefault("topology", Note())
+            n.todo = what if n.todo is None else f"{n.todo}; {what}"
+            draft.diagnostics.append(_diag(C.I_TODO, f"pool {np_.name}: {what}; set it on the nodes another way or "
+                                           "drop it", o, *at))
         if isinstance(spec.get("weight"), int) and not isinstance(spec.get("weight"), bool):
             k["weight"] = spec["weight"]
             kn["weight"] = Note("from the NodePool's spec.weight")
@@ -694,6 +708,7 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         pool["_knotes"] = kn
         pool["_gpus"] = per
         pool["_nodepool"] = np_
+        pool["_disruption"] = (dis, np_)
         if floor is not None:
             pool["_floor"] = floor
         pool["_nodeclass"] = nc
@@ -1088,6 +1103,8 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     if kq is not None:
         draft.diagnostics += kq.diagnostics
     tiers, tenants = tiers_and_tenants(objs, pools, draft, kq)
+    _disruption_workloads(pools, tiers, draft)
+    _tier_limits(tiers, objs)
     check_capacity(pools, tenants, tiers, objs, draft)
 
     # the fleet's name: what gpuplan labelled its cluster-scoped objects with (a tenant can label
@@ -1110,11 +1127,26 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     draft.note(("spec", "cluster", "kubernetesVersion"), "from the Nodes' status.nodeInfo.kubeletVersion" if k8s else None,
                None if k8s else "no Node reports a kubelet version: set the cluster's Kubernetes version")
     dra_chart = K.find_chart(objs, V.DRA_CHART, draft.diagnostics)
-    gitops = K.gitops_from([kq.chart if kq is not None else None, dra_chart],
-                           {"kueue": V.KUEUE_VALUES_PATH, "driver": V.DRA_VALUES_PATH})
+    op_chart = K.find_chart(objs, D.OPERATOR_CHART, draft.diagnostics)
+    gitops = K.gitops_from([op_chart, kq.chart if kq is not None else None, dra_chart],
+                           {"operator": V.GPU_OPERATOR_VALUES_PATH, "kueue": V.KUEUE_VALUES_PATH,
+                            "driver": V.DRA_VALUES_PATH})
+    git = D.git_sources(objs, K.engine_namespace(objs, "Application"))
     if gitops is not None:
         cluster["gitops"] = gitops[0]
         draft.note(("spec", "cluster", "gitops"), gitops[1])
+    elif git:
+        app, src = git[0]
+        cluster["gitops"] = D.gitops_from_source(app, src)
+        mine = app.labels.get(V.MANAGED_BY_LABEL) == V.MANAGED_BY_VALUE
+        todo = None if mine and len(git) == 1 or mine and all(
+            D.gitops_from_source(*g) == cluster["gitops"] for g in git if g[0].labels.get(V.MANAGED_BY_LABEL)
+            == V.MANAGED_BY_VALUE) else (
+            f"Application {app.namespace}/{app.name} syncs this repository path; check that gpuplan's generated/ "
+            f"goes there ({len(git)} Applications sync Git paths)")
+        draft.note(("spec", "cluster", "gitops"), f"from Application {app.namespace}/{app.name} spec.source", todo)
+        if todo:
+            draft.diagnostics.append(_diag(C.I_TODO, todo, app, "spec", "source", "repoURL"))
     else:
         cluster["gitops"] = {"engine": "argocd", "repoURL": "https://git.example.com/TODO/gpu-fleet.git"}
         draft.note(("spec", "cluster", "gitops"), None, "the GitOps engine and repository that will deliver generated/")
@@ -1127,8 +1159,8 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
         if _get(ps, "driver", "enabled") is False:
             op["driver"] = "preinstalled"
             draft.note(("spec", "cluster", "gpuOperator", "driver"), "from ClusterPolicy spec.driver.enabled")
-        elif isinstance(_get(ps, "driver", "version"), str):
-            op["driverVersion"] = ps["driver"]["version"]
+        elif D.driver_version(ps.get("driver")) is not None:
+            op["driverVersion"] = D.driver_version(ps.get("driver"))
             draft.note(("spec", "cluster", "gpuOperator", "driverVersion"), "from ClusterPolicy spec.driver.version")
         if isinstance(_get(ps, "toolkit", "enabled"), bool):
             op["toolkit"] = "managed" if ps["toolkit"]["enabled"] else "preinstalled"
@@ -1136,16 +1168,19 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
         if _get(ps, "dcgmExporter", "enabled") is False:
             op["dcgmExporter"] = {"enabled": False}
             draft.note(("spec", "cluster", "gpuOperator", "dcgmExporter"), "from ClusterPolicy spec.dcgmExporter")
+    al2023 = [p["_nodepool"] for p in kpools if p["karpenter"].get("amiFamily") != "Bottlerocket"]
+    if "driver" not in op and "driverVersion" not in op and al2023 and not spools and all(
+            V.DEPLOY_DRIVER_LABEL not in (_get(o.data, "spec", "template", "metadata", "labels") or {}) for o in al2023):
+        # gpuplan switches a managed driver off EKS NVIDIA AMIs with this label (identity.nodepool_node_labels):
+        # NodePools without it run the AMI's driver
+        op["driver"] = "preinstalled"
+        draft.note(("spec", "cluster", "gpuOperator", "driver"), f"from the NodePool templates: no "
+                   f"{V.DEPLOY_DRIVER_LABEL}=false, the EKS AMIs' own driver runs")
     if "toolkit" not in op and kpools and spools:
         op["toolkit"] = "preinstalled"
         draft.note(("spec", "cluster", "gpuOperator", "toolkit"), None,
                    "no ClusterPolicy says: Karpenter pools on EKS NVIDIA AMIs ship the toolkit; choose for the fleet")
-    draft.note(("spec", "cluster", "gpuOperator"), None,
-               "chartVersion: the gpu-operator chart you run" + ("" if cfg.policy is not None else
-                                                                  "; no ClusterPolicy in the input: gpuplan's defaults"))
-    if any(o.kind == "NVIDIADriver" for o in objs):
-        draft.note(("spec", "cluster", "gpuOperator"), None, "NVIDIADriver objects found: gpuplan sets one driver "
-                   "for the fleet (driverVersion); per-pool drivers are not imported")
+    _operator_chart(op, op_chart, objs, cfg, draft)
     cluster["gpuOperator"] = op
     if kpools:
         nc = next((p["_nodeclass"] for p in kpools if p["_nodeclass"] is not None), None)
@@ -1222,6 +1257,70 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     draft.scope = {"configs": cfg, "pools": pools, "tiers": tiers, "tenants": tenants, "nodes": nodes, "objects": objs,
                    "kueue": kq}
     return draft
+
+
+def _operator_chart(op: dict, chart: Any, objs: list[Obj], cfg: Configs, draft: Draft) -> None:
+    """chartVersion from the gpu-operator chart's Application or HelmRelease; driverVersion from
+    its Helm values (``driver.version``) or the NVIDIADriver objects, where the ClusterPolicy
+    did not say."""
+    at = ("spec", "cluster", "gpuOperator")
+    if chart is not None and isinstance(chart.version, str) and D.CHART_VERSION.match(chart.version):
+        op["chartVersion"] = chart.version
+        draft.note(at + ("chartVersion",), f"from {chart.obj.kind} {chart.obj.namespace}/{chart.obj.name}")
+    else:
+        draft.note(at, None, "chartVersion: the gpu-operator chart you run" + (
+            "" if cfg.policy is not None else "; no ClusterPolicy in the input: gpuplan's defaults"))
+    values = D.chart_values(chart.obj) if chart is not None and chart.obj.kind == "Application" else {}
+    if op.get("driver") != "preinstalled" and "driverVersion" not in op and D.driver_version(values.get("driver")):
+        op["driverVersion"] = D.driver_version(values.get("driver"))
+        draft.note(at + ("driverVersion",), f"from Application {chart.obj.namespace}/{chart.obj.name} Helm values "
+                   "driver.version")
+    versions = D.driver_versions(objs)
+    if len(versions) == 1 and op.get("driver") != "preinstalled" and "driverVersion" not in op:
+        (v, o), = versions.items()
+        op["driverVersion"] = D.driver_version({"version": v, "usePrecompiled": _get(o.data, "spec", "usePrecompiled")})
+        draft.note(at + ("driverVersion",), f"from NVIDIADriver {o.name} spec.version")
+    elif len(versions) > 1:
+        todo = (f"NVIDIADriver objects state {len(versions)} driver versions ({show(', '.join(sorted(versions)))}): "
+                "set gpuOperator.driverVersion, or pools[].driverVersion per static pool")
+        draft.note(at, None, todo)
+        for o in versions.values():
+            draft.diagnostics.append(_diag(C.I_TODO, todo, o, "spec", "version"))
+
+
+def _tier_limits(tiers: list[dict], objs: list[Obj]) -> None:
+    """maxGPUsPerPod from gpuplan's admission policies; requiresNVLink is written nowhere in the
+    cluster (gpuplan checks it at build time only): a TODO on tiers of multi-GPU pods."""
+    limits = D.max_gpus_per_pod(objs)
+    for t in tiers:
+        if t["name"] in limits and "maxGPUsPerPod" not in t:
+            n, o = limits[t["name"]]
+            t["maxGPUsPerPod"] = n
+            t["_notes"]["maxGPUsPerPod"] = Note(f"from ValidatingAdmissionPolicy {o.name}")
+        if t.get("maxGPUsPerPod", 1) > 1 and "requiresNVLink" not in t:
+            t["_notes"].setdefault("maxGPUsPerPod", Note()).todo = (
+                "requiresNVLink: no cluster object says whether these pods need NVLink; set it if they do")
+
+
+def _disruption_workloads(pools: list[dict], tiers: list[dict], draft: Draft) -> None:
+    """A NodePool's disruption as the workload gpuplan derives it from, on the pool's tiers that
+    do not say one (gpuplan/lower/karpenter.py disruption_class)."""
+    for p in pools:
+        dis, np_ = p.get("_disruption") or (None, None)
+        if dis is None or dis.workload is None:
+            continue
+        mine = [t for t in tiers if t.get("pool") == p["name"]]
+        if not mine:
+            draft.diagnostics.append(_diag(C.I_TODO, f"NodePool {np_.name}: its spec.disruption is gpuplan's for "
+                                           f"{dis.workload} tiers, but no tier uses the pool: gpuplan writes the "
+                                           "settings of other pools", np_, "spec", "disruption"))
+            continue
+        for t in mine:
+            if "workload" not in t:
+                t["workload"] = dis.workload
+                t["_notes"]["workload"] = Note(
+                    f"from NodePool {np_.name} spec.disruption (gpuplan's settings for {dis.workload} tiers)",
+                    "or batch (the same disruption settings)" if dis.workload == "training" else None)
 
 
 def _allocation(pools: list[dict], tiers: list[dict], objs: list[Obj], chart: Any, cluster: dict, draft: Draft) -> None:

@@ -39,12 +39,11 @@ CONVENTIONS: dict[str, str] = {
               "(0 where not granted), gpuplan-tier-<tier> for enforced tiers and gpuplan-other-priorities",
     "priorityclasses": "gpuplan writes one PriorityClass per tier (gpuplan-<tier>, globalDefault: false, a "
                        "description naming its resource and pool)",
-    "binding": "gpuplan binds each pool: a gpuplan.dev/pool label and NoSchedule taint on its nodes",
+    "binding": "gpuplan labels each static pool's nodes gpuplan.dev/pool (its NoSchedule taint, which keeps pods "
+               "off the nodes, is a difference)",
     "operator-namespace": "gpuplan manages the GPU Operator's namespace (pod-security label)",
-    "nodepool": "gpuplan pins NodePool requirements (GPU name, count, memory, arch, os), disruption settings by "
-                "tier workload, and the driver switch label for EKS NVIDIA AMIs",
-    "nodeclass": "gpuplan writes EC2NodeClass block devices, IMDS options, tags and userData (kubelet topology "
-                 "settings: see the draft's TODOs)",
+    "nodepool": "gpuplan adds NodePool requirements the instance types already decide (GPU name, count, memory, "
+                "arch, os): every node the NodePool launches carries those labels, so none drifts",
     "own-objects": "gpuplan adds the objects it owns beside these (GPU Operator values, NodeFeatureRules, "
                    "admission policy, delivery, monitoring, Kueue)",
 }
@@ -53,6 +52,14 @@ KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "Worklo
 DRA_KINDS = ("DeviceClass", "ResourceClaimTemplate")
 COMPARED_KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass") \
     + KUEUE_KINDS + DRA_KINDS
+# Requirements Karpenter's AWS provider sets as labels on every node from its instance type
+# (aws/karpenter-provider-aws v1 pkg/apis/v1/labels.go: instance-gpu-name, -count, -memory;
+# kubernetes.io/arch and os from the instance type): a NodeClaim's labels then stay compatible
+# with them, so adding them drifts nothing (kubernetes-sigs/karpenter@v1.14.1
+# pkg/controllers/nodeclaim/disruption/drift.go:170-180 areRequirementsDrifted; requirements are
+# `hash:"ignore"` in the static hash, pkg/apis/v1/nodeclaim.go:47).
+DERIVED_REQUIREMENTS = ("karpenter.k8s.aws/instance-gpu-name", "karpenter.k8s.aws/instance-gpu-count",
+                        "karpenter.k8s.aws/instance-gpu-memory", "kubernetes.io/arch", "kubernetes.io/os")
 
 
 @dataclass
@@ -61,6 +68,7 @@ class RoundTrip:
     conventions: dict[str, int] = field(default_factory=dict)  # id -> differences it explains
     added_kinds: dict[str, int] = field(default_factory=dict)  # own objects by kind
     unexplained: list[str] = field(default_factory=list)  # "Kind ns/name: path" lines
+    codes: list[Any] = field(default_factory=list)  # the Code of each (GP959, or a more specific one)
     # where each unexplained difference is in the input: (file, line, col), or None
     where: list[tuple[str, int | None, int | None] | None] = field(default_factory=list)
     compared: int = 0
@@ -68,8 +76,9 @@ class RoundTrip:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
 
-    def finding(self, text: str, o: Obj | None = None, *sub: Any) -> None:
+    def finding(self, text: str, o: Obj | None = None, *sub: Any, code: Any = None) -> None:
         self.unexplained.append(text)
+        self.codes.append(code or C.W_UNEXPLAINED)
         self.where.append(o.at(*sub) if o is not None else None)
 
     def count(self, conv: str, n: int = 1) -> None:
@@ -85,7 +94,8 @@ class RoundTrip:
         if self.added_kinds:
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.added_kinds.items()))
             out.append(f"  gpuplan adds its own objects: {kinds}")
-        out.append(f"  unexplained differences: {len(self.unexplained)}" + (" (GP959 below)" if self.unexplained else ""))
+        codes = ", ".join(sorted({c.code for c in self.codes}))
+        out.append(f"  unexplained differences: {len(self.unexplained)}" + (f" ({codes} below)" if self.unexplained else ""))
         return out
 
 
@@ -263,6 +273,18 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
         elif o.kind == "Namespace" and not o.api_group and o.name == V.DRA_NAMESPACE:
             add(o)
             extra_ns.add(o.name)
+    # Argo CD Applications of the names gpuplan gives its own, from Argo CD's namespace only: their
+    # source is what Argo CD deploys (a tenant's same-named Application elsewhere is never read)
+    from gpuplan.importer.kueue import engine_namespace
+
+    argo_ns = engine_namespace(list(draft.scope.get("objects", ())), "Application")
+    apps = set()
+    for o in draft.scope.get("objects", ()):
+        if o.kind == "Application" and o.api_group == "argoproj.io" and o.namespace == argo_ns and o.name:
+            d = _strip(o)
+            if _key(d) in built:
+                add(o, d)
+                apps.add(_key(d))
     for p in scope["pools"]:
         if p.get("_nodepool") is not None:
             add(p["_nodepool"])
@@ -274,7 +296,7 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
     mine = {V.DEVICE_PLUGIN_CONFIGMAP, V.MIG_PARTED_CONFIGMAP}
     compared = {}
     for k, v in built.items():
-        in_scope = k.kind in COMPARED_KINDS and (
+        in_scope = k in apps or k.kind in COMPARED_KINDS and (
             k.kind != "ConfigMap" or k.name in mine) and (
             k.kind != "Namespace" or k.name in tenant_ns or k.name == op_ns or k.name in extra_ns)
         if in_scope:
@@ -302,12 +324,12 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
                 rt.count(conv)
             else:
                 rt.finding(f"{c.key.label}: {f.path or '(whole)'} {f.kind}", o,
-                           *(_steps(o.data, f.path) if o is not None else ()))
+                           *(_steps(o.data, f.path) if o is not None else ()), code=behaviour_code(c.key, f.path))
     _compare_nodes(scope, built, rt)
-    for line, at in list(zip(rt.unexplained, rt.where))[:50]:
+    for line, at, code in list(zip(rt.unexplained, rt.where, rt.codes))[:50]:
         # at the input object that differs (an object only gpuplan writes: at the draft)
         f, ln, col = at if at is not None else (display, None, None)
-        rt.diagnostics.append(C.W_UNEXPLAINED.diag(f"gpuplan would change {show(line)}", file=f, line=ln, col=col))
+        rt.diagnostics.append(code.diag(f"gpuplan would change {show(line)}", file=f, line=ln, col=col))
     if len(rt.unexplained) > 50:
         rt.diagnostics.append(C.W_UNEXPLAINED.diag(f"{len(rt.unexplained) - 50} more differences", file=display))
     return rt
@@ -358,21 +380,27 @@ def _field_convention(key: Any, f: Any) -> str | None:
     if key.kind == "ConfigMap" and key.name == V.MIG_PARTED_CONFIGMAP and f.kind == "added" \
             and V.MIG_ALL_DISABLED in p:
         return "default-configs"
-    if key.kind == "NodePool":
-        if p.startswith(("spec.template.spec.requirements", "spec.disruption")) or \
-                p.startswith('spec.template.metadata.labels["nvidia.com/gpu.deploy.'):
-            return "nodepool"
-        if p.startswith("spec.template.spec.taints") and isinstance(f.new, dict) and f.new.get("key") == V.POOL_TAINT_KEY:
-            return "binding"
-        if p.startswith('spec.template.metadata.labels["gpuplan.dev/pool"]'):
-            return "binding"
-        if p.startswith(('spec.template.metadata.labels["nvidia.com/device-plugin.config"]',
-                         'spec.template.metadata.labels["nvidia.com/mig.config"]')):
-            return "config-names"
-    if key.kind == "EC2NodeClass" and p.startswith(("spec.blockDeviceMappings", "spec.metadataOptions",
-                                                     "spec.tags", "spec.userData")):
-        return "nodeclass"
+    # NodePool template labels, taints and the rest of spec.template are in the NodePool's hash:
+    # any change drifts every node (areStaticFieldsDrifted, drift.go:154-167; NodePool.Hash,
+    # pkg/apis/v1/nodepool.go:336-342); disruption changes consolidation; every EC2NodeClass field
+    # drifts the nodes (static hash or AMI/subnet/security-group drift): none is a convention.
+    if key.kind == "NodePool" and f.kind == "added" and isinstance(f.new, dict) \
+            and f.new.get("key") in DERIVED_REQUIREMENTS \
+            and p == f'spec.template.spec.requirements[key={f.new.get("key")}]':
+        return "nodepool"
     return None
+
+
+def behaviour_code(key: Any, path: str) -> Any:
+    """The code of a difference a controller acts on: Karpenter drift (GP966) or consolidation
+    (GP967), Argo CD's source (GP968); else GP959."""
+    if key.kind == "EC2NodeClass" or key.kind == "NodePool" and path.startswith("spec.template"):
+        return C.W_DRIFT
+    if key.kind == "NodePool" and path.startswith("spec.disruption"):
+        return C.W_CONSOLIDATION
+    if key.kind == "Application" and path.startswith(("spec.source", "spec.sources")):
+        return C.W_DELIVERY
+    return C.W_UNEXPLAINED
 
 
 def _compare_nodes(scope: dict, built: dict, rt: RoundTrip) -> None:
@@ -398,10 +426,8 @@ def _compare_nodes(scope: dict, built: dict, rt: RoundTrip) -> None:
                 if any(isinstance(x, dict) and x.get("key") == t["key"] and x.get("effect") == t["effect"]
                        and (x.get("value") or None) == t.get("value") for x in raw):
                     continue
-                if t["key"] == V.POOL_TAINT_KEY:
-                    rt.count("binding")
-                else:
-                    rt.finding(f"Node {n.name}: taint {t['key']}:{t['effect']} added", n, "spec", "taints")
+                # a new NoSchedule taint keeps every pod that does not tolerate it off the node
+                rt.finding(f"Node {n.name}: taint {t['key']}:{t['effect']} added", n, "spec", "taints")
 
 
 _STEP = re.compile(r'\.?([A-Za-z0-9_$-]+)|\["((?:[^"\\]|\\.)*)"\]|\[([0-9]+)\]|\[name=([^\]]*)\]')

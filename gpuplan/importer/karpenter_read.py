@@ -1,0 +1,139 @@
+"""What a Karpenter NodePool and its EC2NodeClass say beyond instance types and
+limits: the disruption settings (as a tier workload gpuplan derives them from)
+and the kubelet Topology / CPU / Memory Manager settings (``pools[].topology``).
+
+Disruption: gpuplan writes one of three ``spec.disruption`` blocks, chosen by the
+workloads of the pool's tiers (gpuplan/lower/karpenter.py ``_disruption``); a
+cluster block equal to one of them names that workload, any other is a TODO.
+
+Kubelet settings, wherever the input holds them: the AL2023 NodeConfig
+(``application/node.eks.aws`` part of ``userData``, ``spec.kubelet.config``), the
+Bottlerocket TOML ``[settings.kubernetes]`` (both as gpuplan/lower/karpenter_aws.py
+writes them), the EC2NodeClass ``spec.kubelet`` and a v1beta1 NodePool's
+``spec.template.spec.kubelet``. What ``topology`` cannot say is a TODO at its line.
+
+Stage: driver (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import email
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.artifacts import dig as _get
+from gpuplan.importer.read import Obj, yaml_payload
+
+# gpuplan/lower/karpenter.py _disruption and CONSOLIDATE_AFTER: (policy, budgets) -> (workload, default after)
+JOBS_BUDGETS = [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "10%"}]
+ONE_NODE = [{"nodes": "1"}]
+DISRUPTIONS = (("WhenEmpty", JOBS_BUDGETS, "training", "10m"), ("WhenEmpty", ONE_NODE, "interactive", "10m"),
+               ("WhenEmptyOrUnderutilized", ONE_NODE, None, "5m"))
+
+# KubeletConfiguration field -> (pools[].topology key, allowed values or None: any string);
+# gpuplan.identity.kubelet_topology_fields writes these
+KUBELET_TOPOLOGY = {
+    "topologyManagerPolicy": ("policy", ("none", "best-effort", "restricted", "single-numa-node")),
+    "topologyManagerScope": ("scope", ("container", "pod")),
+    "cpuManagerPolicy": ("cpuManagerPolicy", ("none", "static")),
+    "memoryManagerPolicy": ("memoryManagerPolicy", ("None", "Static")),
+    "reservedSystemCPUs": ("reservedSystemCPUs", None),
+}
+# Bottlerocket [settings.kubernetes] keys (gpuplan.identity.bottlerocket_settings)
+BOTTLEROCKET_KEYS = {"cpu-manager-policy": "cpuManagerPolicy", "topology-manager-policy": "topologyManagerPolicy",
+                     "topology-manager-scope": "topologyManagerScope"}
+NODECONFIG_TYPE = "application/node.eks.aws"  # awslabs/amazon-eks-ami nodeadm: the MIME part it reads
+KUBELET_WORDS = re.compile(r"topology-?manager|cpu-?manager|memory-?manager|reserved-?system-?cpus", re.I)
+
+
+@dataclass
+class Disruption:
+    workload: str | None = None  # the tier workload whose settings the cluster's are
+    consolidate_after: str | None = None  # when not that workload's default
+    todo: str | None = None  # the cluster's settings are none gpuplan writes
+
+
+def read_disruption(spec: dict) -> Disruption:
+    d = spec.get("disruption")
+    if not isinstance(d, dict):
+        return Disruption(todo="the NodePool has no spec.disruption: gpuplan writes its own")
+    after = d.get("consolidateAfter")
+    for policy, budgets, workload, default in DISRUPTIONS:
+        if d.get("consolidationPolicy") == policy and d.get("budgets") == budgets and isinstance(after, str):
+            return Disruption(workload, None if after == default else after)
+    return Disruption(consolidate_after=after if isinstance(after, str) else None,
+                      todo=f"consolidationPolicy {d.get('consolidationPolicy')!r} with these budgets is none gpuplan "
+                      "writes (it chooses from the tiers' workload: training/batch, interactive, other); the round "
+                      "trip shows the difference (GP967)")
+
+
+@dataclass
+class Kubelet:
+    topology: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None
+    todos: list[tuple[str, Obj, tuple]] = field(default_factory=list)  # (what, object, path in it)
+
+
+def _take(fields: Any, out: Kubelet, o: Obj, path: tuple, where: str) -> None:
+    if not isinstance(fields, dict):
+        return
+    for k, v in fields.items():
+        if k == "topologyManagerPolicyOptions" and v == {"prefer-closest-numa-nodes": "true"}:
+            out.topology["preferClosestNUMANodes"] = True
+        elif k in KUBELET_TOPOLOGY and isinstance(v, str) and (KUBELET_TOPOLOGY[k][1] is None
+                                                                or v in KUBELET_TOPOLOGY[k][1]):
+            out.topology[KUBELET_TOPOLOGY[k][0]] = v
+        else:
+            out.todos.append((f"kubelet {k} ({where}) is not a setting pools[].topology can say", o, path + (k,)))
+            continue
+        out.source = f"from {where}"
+
+
+def _userdata(text: str, nc: Obj, out: Kubelet) -> None:
+    at = ("spec", "userData")
+    if text.lstrip().startswith("MIME-Version") or "Content-Type: multipart" in text[:400]:
+        msg = email.message_from_string(text)
+        for part in msg.walk() if msg.is_multipart() else ():
+            body = part.get_payload()
+            if not isinstance(body, str):
+                continue
+            if part.get_content_type() == NODECONFIG_TYPE:
+                doc = yaml_payload(body)
+                if isinstance(doc, dict) and doc.get("kind") == "NodeConfig":
+                    _take(_get(doc, "spec", "kubelet", "config"), out, nc, at,
+                          f"EC2NodeClass {nc.name} userData NodeConfig spec.kubelet.config")
+                    continue
+            if KUBELET_WORDS.search(body):
+                out.todos.append((f"EC2NodeClass {nc.name} userData ({part.get_content_type()} part) sets kubelet "
+                                  "settings gpuplan does not read there", nc, at))
+        return
+    try:
+        toml = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError):
+        toml = None
+    kube = _get(toml, "settings", "kubernetes") if isinstance(toml, dict) else None
+    if isinstance(kube, dict):
+        fields = {BOTTLEROCKET_KEYS[k]: v for k, v in kube.items() if k in BOTTLEROCKET_KEYS}
+        opts = kube.get("topology-manager-policy-options")
+        if opts == ["prefer-closest-numa-nodes"] or opts == {"prefer-closest-numa-nodes": True}:
+            fields["topologyManagerPolicyOptions"] = {"prefer-closest-numa-nodes": "true"}
+        _take(fields, out, nc, at, f"EC2NodeClass {nc.name} userData [settings.kubernetes]")
+        return
+    doc = yaml_payload(text)
+    if isinstance(doc, dict) and doc.get("kind") == "NodeConfig":
+        _take(_get(doc, "spec", "kubelet", "config"), out, nc, at, f"EC2NodeClass {nc.name} userData NodeConfig")
+    elif KUBELET_WORDS.search(text):
+        out.todos.append((f"EC2NodeClass {nc.name} userData sets kubelet settings gpuplan does not read there", nc, at))
+
+
+def read_kubelet(np_: Obj, nc: Obj | None) -> Kubelet:
+    out = Kubelet()
+    if nc is not None:
+        ud = _get(nc.data, "spec", "userData")
+        if isinstance(ud, str):
+            _userdata(ud, nc, out)
+        _take(_get(nc.data, "spec", "kubelet"), out, nc, ("spec", "kubelet"), f"EC2NodeClass {nc.name} spec.kubelet")
+    _take(_get(np_.data, "spec", "template", "spec", "kubelet"), out, np_, ("spec", "template", "spec", "kubelet"),
+          f"NodePool {np_.name} spec.template.spec.kubelet")
+    return out
