@@ -86,13 +86,17 @@ def driver_version(driver: Any) -> str | None:
     return f"R{v}" if driver.get("usePrecompiled") is True and v.isdigit() else v
 
 
+def nvidia_drivers(objs: list[Obj]) -> list[Obj]:
+    """The NVIDIADriver objects with a version, by name."""
+    return [o for o in sorted(objs, key=lambda o: o.name) if o.kind == "NVIDIADriver" and o.api_group == "nvidia.com"
+            and isinstance(_get(o.data, "spec", "version"), str) and _get(o.data, "spec", "version")]
+
+
 def driver_versions(objs: list[Obj]) -> dict[str, Obj]:
     """NVIDIADriver ``spec.version`` -> the first object (by name) that states it."""
     out: dict[str, Obj] = {}
-    for o in sorted(objs, key=lambda o: o.name):
-        v = _get(o.data, "spec", "version")
-        if o.kind == "NVIDIADriver" and o.api_group == "nvidia.com" and isinstance(v, str) and v:
-            out.setdefault(v, o)
+    for o in nvidia_drivers(objs):
+        out.setdefault(_get(o.data, "spec", "version"), o)
     return out
 
 

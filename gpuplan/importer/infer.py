@@ -1180,7 +1180,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
         op["toolkit"] = "preinstalled"
         draft.note(("spec", "cluster", "gpuOperator", "toolkit"), None,
                    "no ClusterPolicy says: Karpenter pools on EKS NVIDIA AMIs ship the toolkit; choose for the fleet")
-    _operator_chart(op, op_chart, objs, cfg, draft)
+    _operator_chart(op, op_chart, objs, cfg, draft, spools)
     cluster["gpuOperator"] = op
     if kpools:
         nc = next((p["_nodeclass"] for p in kpools if p["_nodeclass"] is not None), None)
@@ -1259,7 +1259,8 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     return draft
 
 
-def _operator_chart(op: dict, chart: Any, objs: list[Obj], cfg: Configs, draft: Draft) -> None:
+def _operator_chart(op: dict, chart: Any, objs: list[Obj], cfg: Configs, draft: Draft,
+                    static: list[dict] = ()) -> None:
     """chartVersion from the gpu-operator chart's Application or HelmRelease; driverVersion from
     its Helm values (``driver.version``) or the NVIDIADriver objects, where the ClusterPolicy
     did not say."""
@@ -1281,11 +1282,27 @@ def _operator_chart(op: dict, chart: Any, objs: list[Obj], cfg: Configs, draft: 
         op["driverVersion"] = D.driver_version({"version": v, "usePrecompiled": _get(o.data, "spec", "usePrecompiled")})
         draft.note(at + ("driverVersion",), f"from NVIDIADriver {o.name} spec.version")
     elif len(versions) > 1:
-        todo = (f"NVIDIADriver objects state {len(versions)} driver versions ({show(', '.join(sorted(versions)))}): "
-                "set gpuOperator.driverVersion, or pools[].driverVersion per static pool")
-        draft.note(at, None, todo)
-        for o in versions.values():
-            draft.diagnostics.append(_diag(C.I_TODO, todo, o, "spec", "version"))
+        # gpuplan writes one NVIDIADriver per static pool, selecting the pool's nodes by its label
+        # (gpuplan.lower.operator.nvidia_driver): each version goes to the pool its object selects
+        by_name = {p["name"]: p for p in static}
+        unmapped = []
+        for o in D.nvidia_drivers(objs):
+            pool = by_name.get(_get(o.data, "spec", "nodeSelector", V.POOL_LABEL) or "")
+            version = D.driver_version({"version": _get(o.data, "spec", "version"),
+                                        "usePrecompiled": _get(o.data, "spec", "usePrecompiled")})
+            if pool is None or version is None or len(_get(o.data, "spec", "nodeSelector") or {}) != 1:
+                unmapped.append(o)
+            elif "driverVersion" not in pool:
+                pool["driverVersion"] = version
+                pool["_notes"]["driverVersion"] = Note(f"from NVIDIADriver {o.name} spec.version (its nodeSelector "
+                                                       f"{V.POOL_LABEL}: {pool['name']})")
+        if unmapped:
+            todo = (f"NVIDIADriver objects state {len(versions)} driver versions ({show(', '.join(sorted(versions)))}), "
+                    f"{len(unmapped)} of them for nodes no static pool of the draft names: set "
+                    "gpuOperator.driverVersion, or pools[].driverVersion per static pool")
+            draft.note(at, None, todo)
+            for o in unmapped:
+                draft.diagnostics.append(_diag(C.I_TODO, todo, o, "spec", "version"))
 
 
 def _tier_limits(tiers: list[dict], objs: list[Obj]) -> None:

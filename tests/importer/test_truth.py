@@ -145,3 +145,20 @@ def test_driver_version_from_operator_helm_values():
     app["spec"]["sources"][0]["helm"]["valuesObject"] = {"driver": {"version": "580.95.05"}}
     _, spec = _run(items)
     assert spec["cluster"]["gpuOperator"]["driverVersion"] == "580.95.05"
+
+
+def test_driver_versions_per_static_pool_from_their_nvidiadrivers():
+    """Pools whose drivers differ: gpuplan writes one NVIDIADriver per static pool, selecting its
+    nodes by gpuplan.dev/pool; each version comes back as that pool's driverVersion, none as a TODO."""
+    items = copy.deepcopy(_items(FLEET, ("NVIDIADriver",)))
+    drivers = [o for o in items if o["kind"] == "NVIDIADriver"]
+    dev = next(o for o in drivers if o["spec"]["nodeSelector"] == {"gpuplan.dev/pool": "dev-a100"})
+    assert dev["spec"]["version"] != "580.95.05"
+    dev["spec"]["version"] = "580.95.05"
+    r, spec = _run(items)
+    versions = {p["name"]: p.get("driverVersion") for p in spec["pools"] if "nodes" in p}
+    assert versions["dev-a100"] == "580.95.05"
+    others = {o["spec"]["nodeSelector"]["gpuplan.dev/pool"]: o["spec"]["version"] for o in drivers if o is not dev}
+    assert all(versions[p] == v for p, v in others.items()) and others
+    assert not [d for d in r.diagnostics if d.code == "GP958" and "NVIDIADriver" in d.message]
+    assert "from NVIDIADriver" in r.text
