@@ -53,7 +53,7 @@ DRA_KINDS = ("DeviceClass", "ResourceClaimTemplate")
 COMPARED_KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass") \
     + KUEUE_KINDS + DRA_KINDS
 # Requirements Karpenter's AWS provider sets as labels on every node from its instance type
-# (aws/karpenter-provider-aws v1 pkg/apis/v1/labels.go: instance-gpu-name, -count, -memory;
+# (aws/karpenter-provider-aws@v1.14.1 pkg/apis/v1/labels.go:160-163: instance-gpu-name, -count, -memory;
 # kubernetes.io/arch and os from the instance type): a NodeClaim's labels then stay compatible
 # with them, so adding them drifts nothing (kubernetes-sigs/karpenter@v1.14.1
 # pkg/controllers/nodeclaim/disruption/drift.go:170-180 areRequirementsDrifted; requirements are
@@ -383,7 +383,9 @@ def _field_convention(key: Any, f: Any) -> str | None:
     # NodePool template labels, taints and the rest of spec.template are in the NodePool's hash:
     # any change drifts every node (areStaticFieldsDrifted, drift.go:154-167; NodePool.Hash,
     # pkg/apis/v1/nodepool.go:336-342); disruption changes consolidation; every EC2NodeClass field
-    # drifts the nodes (static hash or AMI/subnet/security-group drift): none is a convention.
+    # drifts the nodes: the spec is hashed whole (aws/karpenter-provider-aws@v1.14.1
+    # pkg/apis/v1/ec2nodeclass.go:597-610), and the selector terms the hash ignores drift through
+    # the AMI, subnet and security group checks (pkg/cloudprovider/drift.go:44-123): none is a convention.
     if key.kind == "NodePool" and f.kind == "added" and isinstance(f.new, dict) \
             and f.new.get("key") in DERIVED_REQUIREMENTS \
             and p == f'spec.template.spec.requirements[key={f.new.get("key")}]':
