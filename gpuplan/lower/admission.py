@@ -329,10 +329,9 @@ def _gang_fabric_validations(rf: ResolvedFleet, pc: str, tiers: list, mine: str)
         if not need or any(t.gang is None for t in on):
             continue
         gpus = sorted({rf.tier_resource(t) for t in on})
-        if is_dra(rf, pv):  # the GPUs come through claims the container names
-            uses = "has(c.resources) && has(c.resources.claims) && size(c.resources.claims) > 0"
-        else:
-            uses = " || ".join(f"{_quantity('c', g)} >= 1" for g in gpus)
+        uses = " || ".join(f"{_quantity('c', g)} >= 1" for g in gpus)
+        if is_dra(rf, pv):  # or through the claims the container names
+            uses += " || (has(c.resources) && has(c.resources.claims) && size(c.resources.claims) > 0)"
         users = f"{_running('s')}.filter(c, {uses})"
         on_pool = f"has({sel}) && {_lit(POOL_LABEL)} in {sel} && {sel}[{_lit(POOL_LABEL)}] == {_lit(pool)}"
         for res, n in sorted(need.items()):

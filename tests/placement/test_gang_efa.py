@@ -191,3 +191,19 @@ def test_the_boundary_proof_tries_a_gang_pod_without_efa(tmp_path, monkeypatch):
     checked = check_text(tmp_path, FLEET % "")
     breaches = [d for d in checked.diagnostics if "TCP sockets" in d.message]
     assert checked.failed() and len(breaches) == 1 and "alpha-ns" in breaches[0].message
+
+
+def test_on_a_dra_pool_the_containers_that_name_a_claim_request_it(tmp_path):
+    text = (FLEET % "").replace('kubernetesVersion: "1.33"', 'kubernetesVersion: "1.36"').replace(
+        "    aws: {clusterName: efa, nodeRole: KarpenterNodeRole-efa}\n",
+        "    aws: {clusterName: efa, nodeRole: KarpenterNodeRole-efa}\n"
+        "    gpuOperator: {chartVersion: v26.7.0}\n    allocation: {draDriverVersion: v0.5.0}\n").replace(
+        "      sharing: {mode: exclusive}\n",
+        "      sharing: {mode: exclusive}\n      allocation: {backend: dra, extendedResources: false}\n")
+    rf = _rf(tmp_path, text)
+    pod = _pod(rf, "train")
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpuplan-train"}]
+    _main(pod)["resources"] = {"limits": {EFA: "16"}, "claims": [{"name": "gpu"}]}
+    assert _denied(rf, pod) == []
+    _main(pod)["resources"]["limits"] = {}
+    assert _denied(rf, pod)
