@@ -1021,10 +1021,30 @@ def tolerations_for(taints: list[dict[str, str]]) -> list[dict[str, str]]:
     return out
 
 
+def pool_gang_resources(rf: ResolvedFleet, pv: PoolView) -> dict[str, int]:
+    """What every pod of a multi-node job on the pool requests besides its GPUs, ``{resource:
+    count}``: the platform's fabric (:func:`gpuplan.provisioning.pools.gang_pod_resources`; on EKS
+    the EFA interfaces of a Karpenter pool, ``vpc.amazonaws.com/efa``). Empty for most pools."""
+    from gpuplan.provisioning.pools import gang_pod_resources
+
+    gang = any(t.gang is not None and t.pool == pv.name for t in rf.fleet.spec.tiers)
+    return gang_pod_resources(rf.fleet.spec.cluster, pv.pool, gang)
+
+
+def tier_gang_resources(rf: ResolvedFleet, tier) -> dict[str, int]:
+    """:func:`pool_gang_resources` for a tier with ``gang`` (its pods are a multi-node job); empty
+    for any other tier: a pod of one node needs no fabric between nodes."""
+    pv = rf.pool_by_name.get(tier.pool)
+    if tier.gang is None or pv is None:
+        return {}
+    return pool_gang_resources(rf, pv)
+
+
 def contract_pod_spec(rf: ResolvedFleet, tier, resource: str, units: int) -> dict[str, Any]:
     """What a pod of the tier must say: its PriorityClass, its pool's selector, tolerations
-    for its pool's taints (the binding taint included), its resource as requests = limits."""
-    qty = {resource: str(units)}
+    for its pool's taints (the binding taint included), its resource as requests = limits,
+    and, for a gang tier, the pool's fabric (:func:`tier_gang_resources`) beside it."""
+    qty = {resource: str(units), **{k: str(v) for k, v in tier_gang_resources(rf, tier).items()}}
     selector = {POOL_LABEL: tier.pool}
     pv = rf.pool_by_name.get(tier.pool)
     if pv is not None:  # what the platform makes pods select (GKE MIG: the partition size)

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gpuplan.catalog import GpuModel
@@ -133,3 +133,34 @@ def instance_types_for(gpu: "GpuModel") -> list[InstanceType]:
     """Instance types whose GPU is ``gpu`` (for hints), fewest GPUs first."""
     out = [it for it in instance_types().values() if it.gpu_count and instance_gpu_model(it) == gpu]
     return sorted(out, key=lambda it: (it.gpu_count, it.cpu, it.name))
+
+
+# --- What every pod of a multi-node job must request -------------------------------------------
+
+EFA = "vpc.amazonaws.com/efa"
+
+
+def gang_pod_resources(karpenter: Any, gang: bool) -> dict[str, int]:
+    """The resources every pod of a multi-node job on a Karpenter pool of these instance types
+    must request, ``{resource: count}`` (empty: none): the pool's EFA interfaces, one entry per
+    fabric, so the next fabric is one more entry here. ``karpenter``: the pool's ``karpenter``
+    block; ``gang``: a tier with ``gang`` runs on the pool.
+
+    EFA is on with ``karpenter.efa: true``, else when ``gang`` holds and every instance type takes
+    EFA (GP653 refuses ``efa: true`` on one that takes none). Karpenter attaches the interfaces,
+    one per network card, only to a node it launches for a pod that requests ``vpc.amazonaws.com/efa``
+    (aws/karpenter-provider-aws@v1.14.1 pkg/providers/instance/instance.go:699-720), and advertises
+    the resource on the NodeClaim only then (pkg/cloudprovider/cloudprovider.go:442-446); without
+    it NCCL falls back to TCP sockets.
+
+    The count is the *fewest* interfaces of the pool's instance types (p5e.48xlarge has 32,
+    p5en.48xlarge 16: 16): the scheduler fits an extended resource against each node's allocatable
+    (kubernetes v1.36.3 pkg/scheduler/framework/plugins/noderesources/fit.go:731-759 ``fitsRequest``), so a
+    pod that asks for more than the smallest type has fits none of its nodes, and Karpenter would
+    launch only the larger types for it."""
+    types = [instance_type(name) for name in karpenter.instance_types]
+    counts = [t.efa_interfaces if t is not None else 0 for t in types]
+    if not counts or min(counts) == 0:
+        return {}
+    on = gang if karpenter.efa is None else karpenter.efa
+    return {EFA: min(counts)} if on else {}

@@ -235,8 +235,7 @@ def _effective_at_most(s: str, q: str, bound: str, zero: str) -> str:
     double (``zero`` 0.0: each sum then has a 0.0 term, so that an empty list sums to a double)."""
     def total(items: str) -> str:
         return f"{items}.sum()" if zero == "0" else f"({items} + [{zero}]).sum()"
-    side = f"{s}.initContainers.filter(c, has(c.restartPolicy) && c.restartPolicy == 'Always')"
-    sidecars = f"(has({s}.initContainers) ? {total(f'{side}.map(c, {q})')} : {zero})"
+    sidecars = f"(has({s}.initContainers) ? {total(f'{_sidecars(s)}.map(c, {q})')} : {zero})"
     return (f"{total(f'{s}.containers.map(c, {q})')} + {sidecars} <= {bound} && "
             f"(!has({s}.initContainers) || {s}.initContainers.all(c, "
             f"(has(c.restartPolicy) && c.restartPolicy == 'Always') || {q} + {sidecars} <= {bound}))")
@@ -286,6 +285,66 @@ def _per_gpu_validations(rf: ResolvedFleet, pc: str, tiers: list, mine: str) -> 
                                f"per {res} ({share.source}): more would keep the node's other GPUs from the pods "
                                "granted them",
                     "reason": "Invalid"})
+    return out
+
+
+def _sidecars(s: str) -> str:
+    """CEL: the restartable init containers of pod spec ``s`` (sidecars, ``restartPolicy: Always``);
+    only where ``s`` has init containers."""
+    return f"{s}.initContainers.filter(c, has(c.restartPolicy) && c.restartPolicy == 'Always')"
+
+
+def _running(s: str) -> str:
+    """CEL: the containers of pod spec ``s`` that run side by side once it has started: its
+    containers and its sidecars."""
+    return f"({s}.containers + (has({s}.initContainers) ? {_sidecars(s)} : []))"
+
+
+def _gang_fabric_validations(rf: ResolvedFleet, pc: str, tiers: list, mine: str) -> list[dict[str, str]]:
+    """Pods of a gang tier's class on a pool with a fabric between nodes
+    (:func:`gpuplan.identity.pool_gang_resources`; EKS: ``vpc.amazonaws.com/efa``) request it in the
+    containers that use the GPUs: every container (or sidecar) that requests the tier's resource
+    requests at least one, and together they request at least the pool's count.
+
+    Per container, because the kubelet hands a device plugin's devices to the container that
+    requests them (kubernetes v1.36.3 pkg/kubelet/cm/devicemanager/manager.go:366-400 ``Allocate``,
+    one container at a time; a plain init container's devices go back to ``devicesToReuse`` for a
+    later container that asks for them, a sidecar keeps its own): EFA requested by another
+    container leaves NCCL in the GPU container on TCP sockets. Together, as the scheduler counts a
+    pod: containers and sidecars add up (k8s.io/component-helpers@v0.36.3 resource/helpers.go:193-279
+    ``AggregateContainerRequests``); a plain init container runs before them and is not counted
+    here. At least, not exactly: a pool of mixed instance types asks for its smallest type's count
+    (:func:`gpuplan.cloud.aws.gang_pod_resources`), and a pod may ask for a larger type's. Only
+    where every tier of the class on the pool is a gang tier: the selector is all a pod shows of
+    its tier."""
+    from gpuplan.dra.claims import is_dra
+    from gpuplan.identity import pool_gang_resources
+
+    out = []
+    sel = "s.nodeSelector"
+    for pool in sorted({t.pool for t in tiers}):
+        on = [t for t in tiers if t.pool == pool]
+        pv = rf.pool_by_name[pool]
+        need = pool_gang_resources(rf, pv)
+        if not need or any(t.gang is None for t in on):
+            continue
+        gpus = sorted({rf.tier_resource(t) for t in on})
+        uses = " || ".join(f"{_quantity('c', g)} >= 1" for g in gpus)
+        if is_dra(rf, pv):  # or through the claims the container names
+            uses += " || (has(c.resources) && has(c.resources.claims) && size(c.resources.claims) > 0)"
+        users = f"{_running('s')}.filter(c, {uses})"
+        on_pool = f"has({sel}) && {_lit(POOL_LABEL)} in {sel} && {sel}[{_lit(POOL_LABEL)}] == {_lit(pool)}"
+        for res, n in sorted(need.items()):
+            q = _quantity("c", res)
+            out.append({
+                "expression": f"{mine}.all(s, !({on_pool}) || ({users}.all(c, {q} >= 1) && "
+                              f"{users}.map(c, {q}).sum() >= {n}))",
+                "message": f"pods of gang PriorityClass {pc} on pool {pool} request {res}: {n} in the container "
+                           f"that requests {' or '.join(gpus)} (with several such containers, each some, {n} in all): "
+                           f"the pool's nodes give multi-node jobs {n} of them, and without them traffic between nodes "
+                           f"falls back to TCP sockets. Add {res}: \"{n}\" to that container's resources.requests "
+                           "and resources.limits",
+                "reason": "Invalid"})
     return out
 
 
@@ -594,6 +653,7 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
                     "reason": "Forbidden"})
     out += _tier_claim_validations(rf, pc, tiers, mine)
     out += _per_gpu_validations(rf, pc, tiers, mine)
+    out += _gang_fabric_validations(rf, pc, tiers, mine)
     for t in tiers:
         if t.max_gpus_per_pod is None:
             continue

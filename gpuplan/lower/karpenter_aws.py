@@ -261,11 +261,9 @@ def instance_store_raid0(pv: PoolView) -> bool:
 
 
 def pool_efa(rf: ResolvedFleet, pv: PoolView) -> int:
-    """EFA interfaces per node the pool's multi-node jobs should request (0: EFA off).
-
-    ``karpenter.efa`` when set, else on when a tier with ``gang`` runs on the pool and every
-    instance type takes EFA (GP653 refuses ``efa: true`` otherwise). The fewest interfaces of
-    the pool's types: a pod asking for more fits none of the smaller nodes.
+    """EFA interfaces per node the pool's multi-node jobs request (0: EFA off): the
+    ``vpc.amazonaws.com/efa`` of :func:`gpuplan.identity.pool_gang_resources`, decided in the AWS
+    platform's home (:func:`gpuplan.cloud.aws.gang_pod_resources`).
 
     Nothing in the NodePool or EC2NodeClass turns EFA on: Karpenter attaches one EFA interface
     per network card (card 0 device 0, the others device 1, AWS's recommended layout) to a node
@@ -277,19 +275,10 @@ def pool_efa(rf: ResolvedFleet, pv: PoolView) -> int:
     interface an EFA (``interfaceType`` is ``interface`` or ``efa-only``,
     pkg/apis/v1/ec2nodeclass.go:562-563, and EC2 refuses an EFA-only primary), so it loses a
     card; and one list cannot fit instance types with different card counts."""
-    from gpuplan.cloud.aws import instance_type
+    from gpuplan.cloud.aws import EFA
+    from gpuplan.identity import pool_gang_resources
 
-    k = pv.pool.karpenter
-    assert k is not None
-    types = [instance_type(name) for name in k.instance_types]
-    counts = [t.efa_interfaces if t is not None else 0 for t in types]
-    if not counts or min(counts) == 0:
-        return 0
-    if k.efa is None:
-        on = any(t.gang is not None and t.pool == pv.name for t in rf.fleet.spec.tiers)
-    else:
-        on = k.efa
-    return min(counts) if on else 0
+    return pool_gang_resources(rf, pv).get(EFA, 0)
 
 
 def capacity_reservation_terms(pv: PoolView) -> list[dict[str, Any]]:

@@ -118,6 +118,31 @@ def _spec(pc: str, placement: tuple[str | None, list[dict[str, Any]]], res: dict
     return s
 
 
+def _pool_fabric(rf: ResolvedFleet, tiers, selector: Any) -> dict[str, int]:
+    """The fabric a pod of these tiers (one class) requests on the pool ``selector`` names
+    (:func:`gpuplan.identity.pool_gang_resources`), where every tier of the class there is a gang
+    tier: what its admission policy requires (lower/admission.py ``_gang_fabric_validations``)."""
+    from gpuplan.identity import POOL_LABEL, pool_gang_resources
+
+    pool = selector.get(POOL_LABEL) if isinstance(selector, dict) else selector
+    on = [t for t in tiers if t.pool == pool]
+    if not on or any(t.gang is None for t in on):
+        return {}
+    return pool_gang_resources(rf, rf.pool_by_name[pool])
+
+
+def _add_fabric(rf: ResolvedFleet, tiers, spec: dict[str, Any], gpu) -> None:
+    """Add the pool's fabric (:func:`_pool_fabric`) to the first container of ``spec`` that
+    requests a GPU (``gpu``: the GPU part of a request), requests = limits."""
+    need = _pool_fabric(rf, tiers, (spec.get("nodeSelector") or {}))
+    for c in spec["containers"] if need else ():
+        res = c.get("resources") or {}
+        if gpu({k: int(v) for k, v in (res.get("limits") or {}).items() if "/" in k}):  # extended: whole numbers
+            for part in ("requests", "limits"):
+                res[part].update((k, str(v)) for k, v in need.items())
+            return
+
+
 def _tolerations(taints) -> list[dict[str, Any]]:
     return [{"key": k, "operator": "Equal", "value": v, "effect": e} if v else
             {"key": k, "operator": "Exists", "effect": e} for k, v, e in taints]
@@ -247,8 +272,11 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     unbounded: set[str] = set()  # pools with no CPU and memory share per GPU (gpuplan.pergpu)
 
     def add(words: str, spec: dict[str, Any], req: dict[str, Any] = tenant_req, kueue_held: bool = False,
-            labels: dict[str, str] | None = None, *, shape: str, escape: str | None = None) -> None:
+            labels: dict[str, str] | None = None, *, shape: str, escape: str | None = None,
+            fabric: bool = True) -> None:
         out.tried[shape] = out.tried.get(shape, 0) + 1
+        if fabric:  # a gang tier's pod asks for its pool's fabric beside its GPUs, as its tenant's would
+            _add_fabric(rf, tiers_of.get(spec.get("priorityClassName", ""), ()), spec, gpu)
         if req is not tenant_req:
             out.tried[CONTROLLER_SHAPE] = out.tried.get(CONTROLLER_SHAPE, 0) + 1
         if (spec.get("schedulingGates") or []):
@@ -377,6 +405,17 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
             for k in over:  # each alone: the policy bounds both
                 add(f"{who}: 1 {r} and {words({k: over[k]})}", _spec(pc, own[0], sized({k: over[k]})),
                     shape=PER_GPU_SHAPE, escape=escape)
+        for t in tiers[:1] if own else ():
+            # a gang tier's pod that leaves its pool's fabric out (EKS: vpc.amazonaws.com/efa), as the
+            # controller of its workload would create it where the tier is queued
+            need = _pool_fabric(rf, tiers, own[0][0])
+            if need:
+                rw, req, kh, labels, gated = reqs[1] if len(reqs) > 1 else reqs[0]
+                r = rf.tier_resource(t)
+                left = ", ".join(f"{k}: {v}" for k, v in sorted(need.items()))
+                add(f"{who}{rw}: 1 {r} without {left}", _spec(pc, own[0], {r: 1}, gated=gated), req, kh, labels,
+                    shape=FABRIC_SHAPE, fabric=False,
+                    escape=f"leaves out {left}: its multi-node job's traffic between nodes falls back to TCP sockets")
         if tiers:
             # the tier's resource on another pool: the class policy compares the pool selector
             # with a list of its pools, so one pool outside it stands for all (tests hold every
@@ -649,6 +688,7 @@ CONTROLLER_SHAPE = "a queued tier's pod created by its Kueue-managed controller"
 GATE_SHAPE = "a pod held by Kueue's scheduling gate"
 DRA_TEMPLATE_SHAPE = "a DRA tier's pod naming another tier's claim template, or two of its own"
 PER_GPU_SHAPE = "its tier's pod at and just over its pool's CPU and memory share per GPU"
+FABRIC_SHAPE = "a gang tier's pod without its pool's fabric (vpc.amazonaws.com/efa)"
 # What no enumerated shape stands for (docs/placement.md "Threat model", out of scope): said with the verdict
 NOT_COVERED = ("cluster-admin", "a tenant with node or kubelet access", "impersonation or RBAC that creates pods "
                "as a controller", "NVIDIA_VISIBLE_DEVICES from envFrom or env of a ConfigMap",

@@ -184,9 +184,13 @@ def _node_group(rf: ResolvedFleet, name: str, pool: str, labels: dict[str, str],
 
 
 def _resources(rf: ResolvedFleet, pool: str) -> dict[str, int]:
-    # what the device plugin advertises per node, from the pool's device-plugin config
+    # what the device plugin advertises per node, from the pool's device-plugin config, and the
+    # fabric a node launched for a multi-node job carries (EKS: vpc.amazonaws.com/efa, the fewest
+    # of the pool's instance types; identity.pool_gang_resources)
+    from gpuplan.identity import pool_gang_resources
+
     pv = rf.pool_by_name.get(pool)
-    return dict(pv.node_resources()) if pv is not None else {}
+    return {**pv.node_resources(), **pool_gang_resources(rf, pv)} if pv is not None else {}
 
 
 def karpenter_order(pools: list[PoolNodes]) -> list[PoolNodes]:

@@ -310,6 +310,23 @@ def tier_node_selector(pv: Any, tier: Any) -> dict[str, str]:
     return dict(_call(pv.pool, "tier_node_selector", pv, {}, tier))
 
 
+# Per platform (:func:`platform`): its home module, whose ``gang_pod_resources(block, gang)`` names
+# what every pod of a multi-node job on a pool must request (a fabric's devices), and the pool's
+# provisioner block it reads; ``gang``: a tier with ``gang`` runs on the pool. A platform with no
+# such fabric is not listed; the next one (another vendor's RDMA device) is one row.
+GANG_RESOURCES = {"karpenter-aws": ("gpuplan.cloud.aws", "karpenter")}
+
+
+def gang_pod_resources(cluster: Any, pool: Pool, gang: bool) -> dict[str, int]:
+    """``{resource: count}`` every pod of a multi-node job on ``pool`` requests (requests = limits)
+    beside its GPUs: on EKS the pool's EFA interfaces (:func:`gpuplan.cloud.aws.gang_pod_resources`)."""
+    row = GANG_RESOURCES.get(platform(cluster, pool))
+    if row is None:
+        return {}
+    home, block = row
+    return dict(importlib.import_module(home).gang_pod_resources(getattr(pool, block), gang))
+
+
 def node_group_spot(pool: Pool) -> bool:
     """A node group of spot VMs (the back-end's ``preemptible``); a node group is all spot or
     none (``gpuplan.units.pool_capacity_types`` turns this into the pool's purchase options)."""

@@ -23,7 +23,8 @@ One Node per node a pool may have, as the API server would hold it once the GPU 
 - **status**: cpu, memory, pods and ephemeral-storage from the machine tables
   (:func:`_machine`; :data:`DEFAULTS` where no table knows the machine), the extended resources
   the device plugin advertises (``PoolView.node_resources``; none on a DRA pool, whose GPUs are
-  ResourceSlices), allocatable equal to capacity, ``Ready``, and the kubelet version of
+  ResourceSlices) and, on a pool whose multi-node jobs use EFA, the instance type's
+  ``vpc.amazonaws.com/efa`` (:func:`_fabric`), allocatable equal to capacity, ``Ready``, and the kubelet version of
   ``cluster.kubernetesVersion``.
 
 Pure: the driver lowers the objects (``gpuplan.cli.nodes``) and writes the bytes.
@@ -327,6 +328,21 @@ def _capacity(rf: ResolvedFleet, pv: PoolView, itype: str | None, aws_it: Any,
         out["cpu"] = str(inventory_cpus)
     if not is_dra(rf, pv):  # a DRA pool's GPUs are ResourceSlices, not node resources
         out.update((k, str(v)) for k, v in pv.node_resources().items())
+    out.update((k, str(v)) for k, v in _fabric(rf, pv, aws_it).items())
+    return out
+
+
+def _fabric(rf: ResolvedFleet, pv: PoolView, aws_it: Any) -> dict[str, int]:
+    """The fabric a node of a pool whose multi-node jobs use one carries (``identity.pool_gang_resources``):
+    on EKS the instance type's own EFA interfaces, which Karpenter advertises on a node it launched
+    for a pod that requests them (aws/karpenter-provider-aws@v1.14.1 pkg/cloudprovider/cloudprovider.go:442-446)
+    and the EFA device plugin then publishes; the pool's count where the machine is unknown."""
+    from gpuplan.cloud.aws import EFA
+    from gpuplan.identity import pool_gang_resources
+
+    out = pool_gang_resources(rf, pv)
+    if EFA in out and aws_it is not None and aws_it.efa_interfaces:
+        out[EFA] = aws_it.efa_interfaces
     return out
 
 

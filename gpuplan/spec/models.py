@@ -606,9 +606,10 @@ class Karpenter(Model):
     )
     efa: bool | None = Field(
         default=None,
-        description="Multi-node jobs use EFA: README prerequisites (EFA device plugin, pods request "
-        "`vpc.amazonaws.com/efa`). Default: on when a tier with `gang` uses the pool and every instance "
-        "type supports EFA.",
+        description="Multi-node jobs use EFA: the pods of a `gang` tier on the pool request "
+        "`vpc.amazonaws.com/efa` (the fewest interfaces of its instance types; the tenant pages' pods and Jobs "
+        "carry it, the tier's admission policy refuses a pod without it), and the README lists the EFA device "
+        "plugin. Default: on when a tier with `gang` uses the pool and every instance type supports EFA.",
     )
     capacity_reservations: list["CapacityReservation"] | None = Field(
         default=None, min_length=1, max_length=30,

@@ -188,6 +188,40 @@ def test_a_pod_over_its_namespace_grant_is_refused(example):
         pytest.skip("no tenant holds a grant of a tier outside Kueue")
 
 
+def test_a_gang_pod_without_its_pools_fabric_is_refused(example):
+    """A gang tier's contract pod on a pool whose multi-node jobs use EFA
+    (identity.tier_gang_resources) is admitted with its ``vpc.amazonaws.com/efa`` and refused
+    without it, as whoever creates the tier's pods (simulate.contract_request)."""
+    from gpuplan.identity import contract_pod, tier_gang_resources
+    from gpuplan.placement.simulate import contract_request
+    from tests.e2e.cluster import submit_pod
+
+    rf = example.rf
+    d = example.deployed
+    tried = 0
+    for t in rf.fleet.spec.tiers:
+        need = tier_gang_resources(rf, t)
+        ns = next((n for tn in rf.fleet.spec.tenants for n, g in sorted(tn.quotas.items()) if g.get(t.name)), None)
+        if not need or ns is None:
+            continue
+        request = contract_request(rf, t) or {"operation": "CREATE", "userInfo": {"username": "tenant"}}
+        pod = contract_pod(rf, t, ns)
+        d.wait_default_service_account(ns)
+        d.wait_quotas()
+        code, body = submit_pod(example.cp, pod, ns, request)
+        assert code == 201, (t.name, ns, code, body.get("message"))
+        without = copy.deepcopy(pod)
+        for c in without["spec"]["containers"]:
+            for part in ("requests", "limits"):
+                for res in need:
+                    c["resources"][part].pop(res, None)
+        code, body = submit_pod(example.cp, without, ns, request)
+        tried += 1
+        assert code in (403, 422) and all(res in body.get("message", "") for res in need), (t.name, code, body)
+    if not tried:
+        pytest.skip("no gang tier on a pool whose multi-node jobs use a fabric")
+
+
 def test_a_pod_resized_past_its_share_is_refused(example):
     """A tier's pod at its pool's CPU share per GPU, created; growing its CPU in place
     (``pods/resize``) past the share is refused by the API server, and a resize within it passes

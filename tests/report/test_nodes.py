@@ -15,6 +15,7 @@ from gpuplan.compiler import check_fleet, placement_docs, planned_objects
 from gpuplan.dra.claims import is_dra
 from gpuplan.identity import (
     CAPACITY_TYPE_LABEL, GUARANTEED_TAINT_KEY, POOL_LABEL, capacity_pin, contract_spec, guaranteed_nodepool_name,
+    pool_gang_resources,
 )
 from gpuplan.k8snames import is_dns_subdomain, is_label_key, is_label_value
 from gpuplan.placement.simulate import ert_enabled, extended_resource_toleration, tolerates
@@ -229,7 +230,12 @@ def test_allocatable_holds_each_tier_resource(example):
                 assert not [k for k in have if k.startswith("nvidia.com/")], n["metadata"]["name"]
             else:
                 assert quantity(have[res]) >= 1
-                assert {k: int(v) for k, v in have.items() if "/" in k} == pv.node_resources()
+                # the device plugin's resources, and the fabric a gang pod there requests (EFA: at
+                # least the pool's count, the instance type's own)
+                fabric = pool_gang_resources(rf, pv)
+                ext = {k: int(v) for k, v in have.items() if "/" in k}
+                assert {k: v for k, v in ext.items() if k not in fabric} == pv.node_resources()
+                assert all(ext.get(k, 0) >= v for k, v in fabric.items()), n["metadata"]["name"]
 
 
 def test_verify_cluster_accepts_the_nodes(example):

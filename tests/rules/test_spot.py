@@ -317,9 +317,10 @@ def test_spot_labels_on_a_static_pool_are_refused(tmp_path):
 # --- do-not-disrupt and checkpoints ------------------------------------------------------------------
 
 KUEUE = (REPO / "examples" / "kueue.yaml").read_text()
-BURST_GANG = KUEUE.replace("      maxGPUsPerPod: 8\n      enforcePriority: true\n    - name: inference",
-                           "      maxGPUsPerPod: 8\n      enforcePriority: true\n      gang: {nodesPerJob: 2}\n"
-                           "    - name: inference")
+# the example's burst-training is a gang on its Karpenter pool; without the gang, a one-node tier
+BURST_GANG = KUEUE
+_GANG = KUEUE[KUEUE.index("      gang:                          # two-node jobs over EFA"):KUEUE.index("    - name: inference")]
+NO_BURST_GANG = KUEUE.replace(_GANG, "")
 
 
 def test_gang_pods_on_karpenter_must_carry_do_not_disrupt(tmp_path):
@@ -331,7 +332,7 @@ def test_gang_pods_on_karpenter_must_carry_do_not_disrupt(tmp_path):
     from gpuplan.identity import DO_NOT_DISRUPT, contract_pod
     from gpuplan.placement.simulate import Cluster, cluster_namespaces, contract_request
 
-    assert BURST_GANG != KUEUE
+    assert NO_BURST_GANG != KUEUE
     c = _check(tmp_path, BURST_GANG)
     rf = c.resolved
     tier = rf.tier_by_name["burst-training"]
@@ -346,7 +347,7 @@ def test_gang_pods_on_karpenter_must_carry_do_not_disrupt(tmp_path):
         bad = {**pod, "metadata": {**pod["metadata"], "annotations": ann}}
         assert any(DO_NOT_DISRUPT in m for m in cluster.denials(bad, ns, req)), ann
     # the static gang tier (no Karpenter) and the tier before it had a gang: no such rule
-    rf0 = _check(tmp_path, KUEUE).resolved
+    rf0 = _check(tmp_path, NO_BURST_GANG).resolved
     from gpuplan.lower.admission import class_tiers, class_validations
 
     for r in (rf0, rf):
