@@ -156,10 +156,13 @@ def test_large_fleet_summary_is_whole_within_its_limit(big_fleet):
 @pytest.fixture(scope="module")
 def small_runs(tmp_path_factory) -> tuple[Run, Run]:
     """plan --base and diff --old of a 120-node fleet: tenant team-0001 removed and the
-    A100 MIG layout changed (every A100 node drained)."""
+    A100 MIG layout changed on every A100 node at once (`rollout.maxUnavailable: 100%`: every
+    A100 node drained)."""
     base, new, spec = _built_base(tmp_path_factory, "small", make(120, 12))
+    layout = "      sharing: {mode: mig, strategy: mixed, layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}}\n"
+    assert layout in spec
     changed = _without_tenant(spec, "team-0001").replace(
-        "layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}", "layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 1}")
+        layout, layout.replace("1g.10gb: 2", "1g.10gb: 1") + "      rollout: {maxUnavailable: 100%}\n")
     (new / "fleet.yaml").write_text(changed)
     plan = _gpuplan("plan", "fleet.yaml", "--base", str(base / "fleet.yaml"), "--format", "markdown", cwd=new)
     diff = _gpuplan("diff", "fleet.yaml", "--old", str(base / "generated"), "--format", "markdown", cwd=new)
