@@ -25,7 +25,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # `gpuplan explain` imports its modules by name, only when asked), the hardware and cloud
     # catalogs, the MIG geometry engine, the pinned upstream APIs and the one CEL engine
     ("foundation", ("gpuplan", "gpuplan.artifacts", "gpuplan.diagnostics", "gpuplan.codes", "gpuplan.exitcodes", "gpuplan.internal",
-                    "gpuplan.k8sversions", "gpuplan.k8s_features_dra", "gpuplan.upstream", "gpuplan.catalog",
+                    "gpuplan.k8sversions", "gpuplan.k8s_features_dra", "gpuplan.upstream", "gpuplan.upstream.crdread", "gpuplan.catalog",
                     "gpuplan.cloud", "gpuplan.mig", "gpuplan.render", "gpuplan.probe._nvml_compat",
                     "gpuplan.verify.cel", "gpuplan.k8snames", "gpuplan.k8squantity", "gpuplan.nodefacts")),
     ("load", ("gpuplan.spec.loader", "gpuplan.verify.manifests")),

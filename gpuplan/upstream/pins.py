@@ -57,6 +57,21 @@ def crd_kinds() -> list[tuple[str, str, str]]:
     return out
 
 
+def served_versions(group: str, kind: str) -> list[str]:
+    """The versions of ``group`` ``kind`` the pinned release serves (each pinned with its own
+    schema), in ``sources.json`` order; empty when gpuplan pins no CRD of that kind."""
+    return [v for g, k, v in crd_kinds() if g == group and k == kind]
+
+
+def deprecation_warning(group: str, kind: str, version: str) -> str | None:
+    """The warning the API server sends for a request at a deprecated served version (the
+    CRD's ``deprecationWarning`` or the API server's default, recorded at refresh), else None."""
+    for e in sources()["crds"]:
+        if e["apiVersion"] == f"{group}/{version}" and e["kind"] == kind and e.get("deprecated"):
+            return e.get("deprecationWarning") or f"{group}/{version} {kind} is deprecated"
+    return None
+
+
 def cel_rules(group: str, kind: str, version: str) -> list[dict[str, str]]:
     """The CEL rules listed for a CRD (``path``, ``message``, ``rule``)."""
     for e in sources()["crds"]:

@@ -184,7 +184,16 @@ def plan(reference: Path) -> dict[Path, str]:
 
 
 _MON_ROW = re.compile(r"^\| (?P<file>crds/[^|]+?) \| (?P<api>[^ |]+) (?P<kind>[^|]+?) \| (?P<repo>[^|]+?) \| "
-                      r"(?P<tag>[^|]+?) \| (?P<commit>[^|]+?) \| (?P<path>[^|]+?) \|$")
+                      r"(?P<tag>[^|]+?) \| (?P<commit>[^|]+?) \| (?P<path>[^|]+?) \|"
+                      r"(?: (?P<deprecation>[^|]+?) \|)?$")
+
+
+def deprecation(warning: str | None) -> dict[str, Any]:
+    """The ``sources.json`` keys of a version from the deprecation cell of its SOURCES-*.md row
+    (``-``: not deprecated; else the warning the API server sends, crdread.served_versions)."""
+    if warning is None or warning.strip() == "-":
+        return {}
+    return {"deprecated": True, "deprecationWarning": warning.strip()}
 
 
 # schemas pinned by refresh scripts of their own, each with a table in this row format
@@ -220,11 +229,13 @@ def _own_entries(files: dict[Path, str], src: Path, script: str) -> list[dict]:
             "apiVersion": m["api"], "kind": m["kind"], "schema": m["file"], "cel": cel, "celRules": len(rules),
             "repository": m["repo"], "tag": m["tag"], "commit": m["commit"], "date": "", "path": m["path"],
             "transform": f"refreshed by python -m gpuplan.upstream.{script} ({src.name})",
+            **deprecation(m["deprecation"]),
         })
     return out
 
 
-_KUEUE_ROW = re.compile(r"^\| (?P<file>crds/kueue[^|]+?) \| (?P<how>[^|]+?) \| (?P<path>[^|]+?) \|$")
+_KUEUE_ROW = re.compile(r"^\| (?P<file>crds/kueue[^|]+?) \| (?P<how>[^|]+?) \| (?P<path>[^|]+?) \|"
+                        r"(?: (?P<deprecation>[^|]+?) \|)?$")
 
 
 def kueue_entries() -> list[dict]:
@@ -251,6 +262,7 @@ def kueue_entries() -> list[dict]:
             "repository": refresh_kueue.REPOSITORY, "tag": refresh_kueue.TAG,
             "commit": commit[1] if commit else "", "date": "", "path": m["path"],
             "transform": f"refreshed by python -m gpuplan.upstream.refresh_kueue ({m['how']}; SOURCES-kueue.md)",
+            **deprecation(m["deprecation"]),
         })
     return out
 
@@ -280,14 +292,16 @@ def render_markdown(entries: list[dict], hardware: list[dict]) -> str:
         "strict form (`additionalProperties: false` on every object with `properties`, except under",
         "`x-kubernetes-preserve-unknown-fields`), with `description` keywords removed to keep the",
         "package small. The `x-kubernetes-validations` (CEL) rules stay in the schema, where",
-        "`gpuplan verify` evaluates them; `cel/*.cel.json` lists them per CRD.",
+        "`gpuplan verify` evaluates them; `cel/*.cel.json` lists them per CRD. Every version the",
+        "pinned release serves is pinned; `sources.json` has the deprecation warning of a deprecated one.",
         "",
         "| schema | apiVersion / kind | CEL rules | repository | tag | commit (date) | path |",
         "|---|---|---|---|---|---|---|",
     ]
     for e in entries:
         date = f" ({e['date']})" if e["date"] else ""
-        lines.append(f"| `{e['schema']}` | {e['apiVersion']} {e['kind']} | {e['celRules']} | {e['repository']} | "
+        deprecated = " (deprecated)" if e.get("deprecated") else ""
+        lines.append(f"| `{e['schema']}` | {e['apiVersion']} {e['kind']}{deprecated} | {e['celRules']} | {e['repository']} | "
                      f"{e['tag']} | {e['commit']}{date} | `{e['path']}` |")
     lines += ["", "## Hardware and cloud facts", "", "| file | source |", "|---|---|"]
     for h in hardware:

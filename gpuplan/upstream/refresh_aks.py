@@ -5,7 +5,8 @@ and Karpenter on Azure's ``AKSNodeClass`` (AKS Node Auto Provisioning).
 
 ``KARPENTER_AZURE_GIT_DIR`` is a clone of Azure/karpenter-provider-azure (bare or not):
 ``pkg/apis/crds/karpenter.azure.com_aksnodeclasses.yaml`` is read at :data:`NAP_TAG` and
-its ``v1beta1`` version becomes ``crds/karpenter.azure.com/aksnodeclass_v1beta1.json``.
+every version it serves becomes ``crds/karpenter.azure.com/aksnodeclass_<version>.json``
+(``v1beta1``, which gpuplan writes, and the deprecated ``v1alpha2``).
 
 ``CAPZ_GIT_DIR`` is a clone of kubernetes-sigs/cluster-api-provider-azure: Azure Service
 Operator v2 keeps its generated CRDs out of git and publishes them only as release files,
@@ -40,7 +41,7 @@ from gpuplan.upstream.refresh_monitoring import crd_schema, write_table
 NAP_REPOSITORY = "Azure/karpenter-provider-azure"
 NAP_TAG = "v1.14.2"
 NAP_GROUP = "karpenter.azure.com"
-NAP_VERSION = "v1beta1"
+NAP_VERSION = "v1beta1"  # the version gpuplan writes; every served version is pinned
 NAP_CRDS = {"AKSNodeClass": "pkg/apis/crds/karpenter.azure.com_aksnodeclasses.yaml"}
 
 ASO_TAG = "v2.17.0"
@@ -70,7 +71,7 @@ INTRO = [
 
 
 def nap_rows(git_dir: Path) -> list[dict[str, str]]:
-    return pin_crds(git_dir, NAP_REPOSITORY, NAP_TAG, NAP_VERSION,
+    return pin_crds(git_dir, NAP_REPOSITORY, NAP_TAG,
                     [(NAP_GROUP, kind, path) for kind, path in NAP_CRDS.items()])
 
 

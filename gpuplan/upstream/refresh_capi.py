@@ -2,10 +2,11 @@
 
     python -m gpuplan.upstream.refresh_capi CLUSTER_API_GIT_DIR
 
-Reads the CRDs of kubernetes-sigs/cluster-api at :data:`TAG` and writes, for the version
-gpuplan emits (:data:`VERSION`), the strict schema (the conversion of
+Reads the CRDs of kubernetes-sigs/cluster-api at :data:`TAG` (a clone, or the Go module
+cache's ``sigs.k8s.io/cluster-api@v1.14.0``) and writes, for every version they serve (gpuplan
+emits :data:`VERSION`; ``gpuplan verify`` checks a v1beta1 object against v1beta1), the strict schema (the conversion of
 :func:`refresh_monitoring.crd_schema`, descriptions removed, CEL rules kept where
-``gpuplan verify`` evaluates them) to ``crds/<group>/<kind>_v1beta2.json``. The rows go to
+``gpuplan verify`` evaluates them) to ``crds/<group>/<kind>_<version>.json``. The rows go to
 ``SOURCES-capi.md``; ``python -m gpuplan.upstream.refresh`` lists them, with their ``cel/``
 files, in ``sources.json``.
 
@@ -47,7 +48,7 @@ SOURCES = Path(__file__).resolve().parent / "SOURCES-capi.md"
 
 
 def refresh(git_dir: Path) -> list[dict[str, str]]:
-    return pin_crds(git_dir, REPOSITORY, TAG, VERSION, CRDS)
+    return pin_crds(git_dir, REPOSITORY, TAG, CRDS)
 
 
 def main(argv: list[str]) -> int:
@@ -61,7 +62,7 @@ def main(argv: list[str]) -> int:
         "`python -m gpuplan.upstream.refresh_capi <cluster-api git dir>` (the conversion of",
         "`refresh_monitoring`, descriptions removed, CEL rules kept); `gpuplan verify` checks the",
         "generated MachineDeployments and KubeadmConfigTemplates against them. v1beta2 is the",
-        "storage version at this tag (v1beta1 is served but deprecated). The infrastructure",
+        "storage version at this tag (v1beta1 is served but deprecated, and pinned too). The infrastructure",
         "machine template is provider-specific and referenced by name, not emitted.",
     ], refresh(Path(argv[0])))
     return 0

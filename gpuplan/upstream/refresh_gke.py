@@ -4,8 +4,8 @@
 
 The argument is a clone of GoogleCloudPlatform/k8s-config-connector (bare or not): the
 CRD ``config/crds/resources/apiextensions.k8s.io_v1_customresourcedefinition_containernodepools.
-container.cnrm.cloud.google.com.yaml`` is read at :data:`TAG`, and its ``v1beta1`` version
-becomes ``crds/container.cnrm.cloud.google.com/containernodepool_v1beta1.json`` through the
+container.cnrm.cloud.google.com.yaml`` is read at :data:`TAG`, and every version it serves
+(``v1beta1``) becomes ``crds/container.cnrm.cloud.google.com/containernodepool_<version>.json`` through the
 strict conversion of the Prometheus Operator schemas (:func:`refresh_monitoring.crd_schema`),
 descriptions removed. The CRD has no ``x-kubernetes-validations`` at this tag (its ``cel/``
 file lists none); the ``oneOf`` of ``clusterRef`` (``external`` or ``name``) is JSON Schema
@@ -25,7 +25,7 @@ from gpuplan.upstream.refresh_monitoring import write_table
 REPOSITORY = "GoogleCloudPlatform/k8s-config-connector"
 TAG = "v1.155.1"
 GROUP = "container.cnrm.cloud.google.com"
-VERSION = "v1beta1"
+VERSION = "v1beta1"  # the version gpuplan writes; every served version is pinned
 CRDS = {"ContainerNodePool": "config/crds/resources/"
         "apiextensions.k8s.io_v1_customresourcedefinition_containernodepools.container.cnrm.cloud.google.com.yaml"}
 HERE = Path(__file__).resolve().parent
@@ -43,7 +43,7 @@ INTRO = [
 
 
 def refresh(git_dir: Path) -> list[dict[str, str]]:
-    return pin_crds(git_dir, REPOSITORY, TAG, VERSION, [(GROUP, kind, path) for kind, path in CRDS.items()])
+    return pin_crds(git_dir, REPOSITORY, TAG, [(GROUP, kind, path) for kind, path in CRDS.items()])
 
 
 def main(argv: list[str]) -> int:

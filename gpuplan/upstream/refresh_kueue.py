@@ -1,13 +1,17 @@
-"""Refresh the pinned Kueue ``kueue.x-k8s.io/v1beta2`` schemas and CEL rules.
+"""Refresh the pinned Kueue ``kueue.x-k8s.io`` schemas and CEL rules: every version the
+pinned release serves (``v1beta2``, which gpuplan writes, and the deprecated ``v1beta1``).
 
-    python -m gpuplan.upstream.refresh_kueue REFERENCE_DIR KUEUE_GIT_DIR
+    python -m gpuplan.upstream.refresh_kueue REFERENCE_DIR KUEUE_SOURCE
 
-``REFERENCE_DIR`` holds ``catalog-strict/kueue.x-k8s.io/<kind>_v1beta2.json`` and
-``cel/<kind>-kueue-v1beta2.cel.json`` (the strict schemas of the project's other pinned
-CRDs): the five kinds gpuplan emits besides Topology are copied byte for byte. Topology
-is derived from the CRD in ``KUEUE_GIT_DIR`` at :data:`TAG` (``config/components/crd/
-bases/kueue.x-k8s.io_topologies.yaml``) with the same strict conversion as the
-Prometheus Operator schemas, and its ``x-kubernetes-validations`` become its CEL file.
+``KUEUE_SOURCE`` is a clone of kubernetes-sigs/kueue (read at :data:`TAG`) or the Go module
+cache's copy of the release (``$(go env GOMODCACHE)/sigs.k8s.io/kueue@v0.19.2``): each CRD's
+``spec.versions[]`` says which versions are served and which are deprecated, with what
+warning (:func:`crdread.served_versions`). ``REFERENCE_DIR`` holds
+``catalog-strict/kueue.x-k8s.io/<kind>_<version>.json`` and ``cel/<kind>-kueue-<version>.cel.json``
+(the strict schemas of the project's other pinned CRDs): for the five kinds gpuplan emits
+besides Topology, each served version is copied byte for byte. Topology is derived from its
+CRD (:data:`CRDS`) with the same strict conversion as the Prometheus Operator schemas, and
+its ``x-kubernetes-validations`` become its CEL file.
 Output: ``crds/kueue.x-k8s.io/``, ``cel/`` and ``SOURCES-kueue.md``.
 
 Stage: foundation (docs/architecture.md)."""
@@ -25,9 +29,18 @@ from gpuplan.upstream.refresh_monitoring import crd_schema
 REPOSITORY = "kubernetes-sigs/kueue"
 TAG = "v0.19.2"
 GROUP = "kueue.x-k8s.io"
-VERSION = "v1beta2"
+VERSION = "v1beta2"  # the version gpuplan writes; every served version is pinned
+BASES = "config/components/crd/bases"
+# kind (lower case, as the pinned files are named) -> its CRD at TAG
+CRDS = {
+    "clusterqueue": f"{BASES}/kueue.x-k8s.io_clusterqueues.yaml",
+    "cohort": f"{BASES}/kueue.x-k8s.io_cohorts.yaml",
+    "localqueue": f"{BASES}/kueue.x-k8s.io_localqueues.yaml",
+    "resourceflavor": f"{BASES}/kueue.x-k8s.io_resourceflavors.yaml",
+    "workloadpriorityclass": f"{BASES}/kueue.x-k8s.io_workloadpriorityclasses.yaml",
+    "topology": f"{BASES}/kueue.x-k8s.io_topologies.yaml",
+}
 COPIED = ("clusterqueue", "cohort", "localqueue", "resourceflavor", "workloadpriorityclass")
-TOPOLOGY_CRD = "config/components/crd/bases/kueue.x-k8s.io_topologies.yaml"
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "crds" / GROUP
 CEL = HERE / "cel"
@@ -49,48 +62,46 @@ def cel_rules(node: Any, path: str = "$") -> list[dict[str, str]]:
     return out
 
 
-def refresh(reference: Path, kueue_git: Path) -> list[dict[str, str]]:
-    import subprocess
-
-    import yaml
+def refresh(reference: Path, kueue: Path) -> list[dict[str, str]]:
+    from gpuplan.upstream.crdread import read_crds, served_versions
 
     OUT.mkdir(parents=True, exist_ok=True)
     CEL.mkdir(parents=True, exist_ok=True)
     rows = []
-    for kind in COPIED:
-        src = reference / "catalog-strict" / GROUP / f"{kind}_{VERSION}.json"
-        shutil.copyfile(src, OUT / src.name)
-        cel = reference / "cel" / f"{kind}-kueue-{VERSION}.cel.json"
-        shutil.copyfile(cel, CEL / cel.name)
-        rows.append({"file": f"crds/{GROUP}/{src.name}", "how": "copied from the reference catalog",
-                     "path": f"config/components/crd/bases/{GROUP}_{kind}*.yaml"})
-    git = ["git", f"--git-dir={kueue_git}"]
-    text = subprocess.run([*git, "show", f"{TAG}:{TOPOLOGY_CRD}"], check=True, capture_output=True, text=True).stdout
-    commit = subprocess.run([*git, "rev-list", "-n1", TAG], check=True, capture_output=True, text=True).stdout.strip()
-    [crd] = [d for d in yaml.safe_load_all(text) if d]
-    out = OUT / f"topology_{VERSION}.json"
-    out.write_text(json.dumps(crd_schema(crd, VERSION), indent=1) + "\n", encoding="utf-8")
-    [ver] = [v for v in crd["spec"]["versions"] if v["name"] == VERSION]
-    rules = cel_rules(ver["schema"]["openAPIV3Schema"])
-    (CEL / f"topology-kueue-{VERSION}.cel.json").write_text(json.dumps(rules, indent=1) + "\n", encoding="utf-8")
-    rows.append({"file": f"crds/{GROUP}/{out.name}", "how": f"derived from {REPOSITORY}@{TAG} ({commit})",
-                 "path": TOPOLOGY_CRD})
+    for kind, path in CRDS.items():
+        [crd], commit = read_crds(kueue, TAG, path)
+        for v in served_versions(crd):
+            version, out = v["name"], OUT / f"{kind}_{v['name']}.json"
+            cel = CEL / f"{kind}-kueue-{version}.cel.json"
+            if kind in COPIED:
+                shutil.copyfile(reference / "catalog-strict" / GROUP / out.name, out)
+                shutil.copyfile(reference / "cel" / cel.name, cel)
+                how = f"copied from the reference catalog ({REPOSITORY}@{TAG})"
+            else:
+                out.write_text(json.dumps(crd_schema(crd, version), indent=1) + "\n", encoding="utf-8")
+                [ver] = [x for x in crd["spec"]["versions"] if x["name"] == version]
+                cel.write_text(json.dumps(cel_rules(ver["schema"]["openAPIV3Schema"]), indent=1) + "\n",
+                               encoding="utf-8")
+                how = f"derived from {REPOSITORY}@{TAG} ({commit})"
+            rows.append({"file": f"crds/{GROUP}/{out.name}", "how": how, "path": path,
+                         "deprecation": v["deprecationWarning"] or ""})
     return rows
 
 
 def write_sources(rows: list[dict[str, str]]) -> None:
     lines = [
-        "# Kueue CRD schemas (kueue.x-k8s.io/v1beta2)",
+        "# Kueue CRD schemas (kueue.x-k8s.io)",
         "",
-        f"Kueue {TAG} ({REPOSITORY}). Refreshed by",
-        "`python -m gpuplan.upstream.refresh_kueue <reference dir> <kueue git dir>`; the CEL rules",
-        "of each CRD are in `cel/<kind>-kueue-v1beta2.cel.json`. The tests validate generated",
-        "objects against the schemas and evaluate the CEL rules with gpuplan.verify.cel.",
+        f"Kueue {TAG} ({REPOSITORY}): every version the release serves (v1beta2, which gpuplan",
+        "writes, and the deprecated v1beta1). Refreshed by",
+        "`python -m gpuplan.upstream.refresh_kueue <reference dir> <kueue git dir or module dir>`;",
+        "the CEL rules of each CRD version are in `cel/<kind>-kueue-<version>.cel.json`. `gpuplan",
+        "verify` validates each object against the schema and CEL rules of its own version.",
         "",
-        "| file | how | upstream path |",
-        "|---|---|---|",
+        "| file | how | upstream path | deprecation warning |",
+        "|---|---|---|---|",
     ]
-    lines += [f"| {r['file']} | {r['how']} | {r['path']} |" for r in rows]
+    lines += [f"| {r['file']} | {r['how']} | {r['path']} | {r['deprecation'] or '-'} |" for r in rows]
     SOURCES.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

@@ -121,16 +121,19 @@ def merge_into(sources: list[dict[str, str]], rows: list[dict[str, str]]) -> lis
 
 def write_table(path: Path, intro: list[str], rows: list[dict[str, str]]) -> None:
     """A SOURCES-*.md: the intro lines, then one row per pinned schema (the row format
-    ``gpuplan.upstream.refresh`` reads back)."""
+    ``gpuplan.upstream.refresh`` reads back); ``-`` where a version is not deprecated."""
     lines = [
         *intro,
         "",
-        "| file | apiVersion / kind | repository | tag | commit | path |",
-        "|---|---|---|---|---|---|",
+        "| file | apiVersion / kind | repository | tag | commit | path | deprecation warning |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        warning = r.get("deprecation") or "-"
+        if "|" in warning:
+            raise SystemExit(f"{r['file']}: a deprecation warning with '|' does not fit the table: {warning!r}")
         lines.append(f"| {r['file']} | {r['apiVersion']} {r['kind']} | {r['repository']} | {r['tag']} | "
-                     f"{r['commit']} | {r['path']} |")
+                     f"{r['commit']} | {r['path']} | {warning} |")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

@@ -4,7 +4,7 @@
 
 Reads ``deployments/gpu-operator/crds/nvidia.com_nvidiadrivers.yaml`` of
 NVIDIA/gpu-operator at :data:`TAG` (the chart version gpuplan writes values for)
-and writes ``crds/nvidia.com/nvidiadriver_v1alpha1.json``: the strict schema (the same
+and writes, for every version it serves (``v1alpha1``), ``crds/nvidia.com/nvidiadriver_<version>.json``: the strict schema (the same
 conversion as the Prometheus Operator schemas, :func:`refresh_monitoring.crd_schema`),
 descriptions removed, its ``x-kubernetes-validations`` kept where ``gpuplan verify``
 evaluates them (``driverType`` and ``usePrecompiled`` immutable, no ``nodeSelector``
@@ -24,13 +24,13 @@ from gpuplan.upstream.refresh_monitoring import write_table
 REPOSITORY = "NVIDIA/gpu-operator"
 TAG = "v26.7.0"
 GROUP = "nvidia.com"
-VERSION = "v1alpha1"
+VERSION = "v1alpha1"  # the version gpuplan writes; every served version is pinned
 CRDS = {"NVIDIADriver": "deployments/gpu-operator/crds/nvidia.com_nvidiadrivers.yaml"}
 SOURCES = Path(__file__).resolve().parent / "SOURCES-nvidia.md"
 
 
 def refresh(git_dir: Path) -> list[dict[str, str]]:
-    return pin_crds(git_dir, REPOSITORY, TAG, VERSION, [(GROUP, kind, path) for kind, path in CRDS.items()])
+    return pin_crds(git_dir, REPOSITORY, TAG, [(GROUP, kind, path) for kind, path in CRDS.items()])
 
 
 def main(argv: list[str]) -> int:

@@ -20,9 +20,19 @@ E_NOT_SERVED = Code(
     "GP833", "version or kind not served by the pinned CRD", Severity.ERROR,
     "The object's kind is one gpuplan pins (Karpenter, GPU Operator, NFD, Argo CD, Flux, Kueue), "
     "but the pinned CRD does not serve it at this version: the API server would answer "
-    "`no matches for kind`. (A kind of a pinned group that gpuplan does not pin at all, such as "
+    "`no matches for kind`. The message lists the versions the pinned release serves (each is "
+    "verified against its own schema; a deprecated one is GP848). (A kind of a pinned group that gpuplan does not pin at all, such as "
     "Karpenter's NodeClaim, is GP834: listed, not verified.)",
     bad="apiVersion: karpenter.sh/v1beta1\nkind: NodePool", good="apiVersion: karpenter.sh/v1\nkind: NodePool",
+)
+W_DEPRECATED = Code(
+    "GP848", "deprecated API version", Severity.WARNING,
+    "The pinned release still serves this version, so the object was verified against that "
+    "version's own schema and CEL rules, but the CRD marks it `deprecated`: the API server answers "
+    "every request at it with the CRD's deprecation warning, and a later release may stop serving "
+    "it. The message quotes the warning and names the version gpuplan writes.",
+    bad="apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue",
+    good="apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue",
 )
 W_UNKNOWN_KIND = Code(
     "GP834", "kind not verified", Severity.WARNING,
@@ -73,7 +83,7 @@ E_CORE_VALIDATION = Code(
     good="apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: gpu-high}\nvalue: 1000",
 )
 
-CODES = (E_NOT_SERVED, W_UNKNOWN_KIND, E_CRD_SCHEMA, E_CORE_SCHEMA, E_K8S_VERSION, W_PATTERN, E_CORE_VALIDATION)
+CODES = (E_NOT_SERVED, W_DEPRECATED, W_UNKNOWN_KIND, E_CRD_SCHEMA, E_CORE_SCHEMA, E_K8S_VERSION, W_PATTERN, E_CORE_VALIDATION)
 
 # Marks the ValidationError of a pattern RE2 cannot compile (a warning, not a refusal).
 _NOT_RE2 = "not RE2 syntax"

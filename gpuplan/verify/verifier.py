@@ -145,19 +145,26 @@ class Verifier:
         return self._check_core(obj, api, kind, old), 0, ()
 
     def _check_crd(self, obj: dict, old: dict | None, group: str, kind: str, version: str):
-        from gpuplan.upstream.pins import crd_kinds, crd_schema
+        from gpuplan.upstream.pins import crd_kinds, crd_schema, served_versions
         from gpuplan.verify import schemas
 
+        # every version the pinned release serves has its own schema, loaded on first use
         validator = schemas.crd_validator(group, kind, version)
         if validator is None:
             served = sorted(f"{g}/{v} {k}" for g, k, v in crd_kinds() if g == group)
-            pinned_kind = any(g == group and k == kind for g, k, _ in crd_kinds())
-            if kind.isidentifier() and kind.isascii() and not pinned_kind:
+            versions = served_versions(group, kind)
+            if kind.isidentifier() and kind.isascii() and not versions:
                 # a kind of the group gpuplan does not pin (Karpenter's NodeClaim,
                 # NFD's NodeFeature): served wherever the project is installed
                 return [Problem(schemas.W_UNKNOWN_KIND, ("kind",), False,
                                 f"{group}/{version} {kind}: gpuplan pins no CRD of this kind; not verified",
                                 hint="pinned kinds of " + group + ": " + ", ".join(served))], 0, ()
+            if versions:
+                return [Problem(schemas.E_NOT_SERVED, ("apiVersion",), False,
+                                f"{group}/{version} {kind} is not served by the pinned CRD, which serves "
+                                + ", ".join(f"{group}/{v}" for v in versions),
+                                hint="gpuplan writes " + " or ".join(f"apiVersion: {group}/{v}"
+                                                                     for v in _current(group, kind)))], 0, ()
             return [Problem(schemas.E_NOT_SERVED, ("apiVersion",), False,
                             f"{group}/{version} {kind} is not served by the pinned CRDs of {group}",
                             hint="served: " + ", ".join(served))], 0, ()
@@ -166,7 +173,8 @@ class Verifier:
         schema = crd_schema(group, kind, version)
         obj = schemas.prepare(group, kind, schema, obj)
         old = schemas.prepare(group, kind, schema, old) if old is not None else None
-        problems = [Problem(c or schemas.E_CRD_SCHEMA, p, k, m) for c, p, k, m in schemas.schema_findings(validator, obj)]
+        problems = _deprecated(group, kind, version)
+        problems += [Problem(c or schemas.E_CRD_SCHEMA, p, k, m) for c, p, k, m in schemas.schema_findings(validator, obj)]
         if any(p.code.severity is Severity.ERROR for p in problems) or not self.options.cel:
             # CEL runs on schema-valid objects only: its type errors would only repeat these
             return problems, 0, ()
@@ -298,6 +306,31 @@ class Verifier:
             diags.append(I_NOT_EVALUATED.diag(f"not evaluated on {n} object{'s' if n != 1 else ''}: {label}",
                                               file=file, line=line, col=col))
         return Result(normalise(diags), self.stats)
+
+
+def _current(group: str, kind: str) -> list[str]:
+    """The served versions of a pinned kind that are not deprecated: the ones gpuplan writes."""
+    from gpuplan.upstream.pins import deprecation_warning, served_versions
+
+    return [v for v in served_versions(group, kind) if deprecation_warning(group, kind, v) is None]
+
+
+def _deprecated(group: str, kind: str, version: str) -> list[Problem]:
+    """GP848 for a served version the CRD marks deprecated: the warning the API server sends with
+    every request at it (k8s.io/apiextensions-apiserver@v0.36.3 pkg/apiserver/
+    customresource_handler.go:1043-1048, recorded at refresh by gpuplan.upstream.crdread)."""
+    from gpuplan.upstream.pins import deprecation_warning
+    from gpuplan.verify import schemas
+
+    warning = deprecation_warning(group, kind, version)
+    if warning is None:
+        return []
+    current = " or ".join(f"{group}/{v}" for v in _current(group, kind))
+    return [Problem(schemas.W_DEPRECATED, ("apiVersion",), False,
+                    f"{group}/{version} {kind} is deprecated (served by the pinned release, verified against "
+                    f"its {version} schema): {warning!r}",
+                    hint=f"gpuplan writes {current}: change apiVersion and the fields that differ"
+                    if current else "no served version of this kind is without deprecation")]
 
 
 def _replaced(obj: dict) -> bool:

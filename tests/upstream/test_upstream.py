@@ -34,8 +34,10 @@ def test_only_listed_files_are_shipped():
                for p in (upstream.ROOT / d).rglob("*") if p.is_file()}
     assert shipped == listed
     size = sum((upstream.ROOT / f).stat().st_size for f in shipped)
-    # every provisioning back-end adds its kinds (GKE, AKS, Cluster API: about 60 kB together)
-    assert size < 480_000, f"pinned schemas take {size} bytes: ship only what gpuplan targets"
+    # every provisioning back-end adds its kinds (GKE, AKS, Cluster API: about 60 kB together), and
+    # every version a pinned release still serves has its own schema (Kueue, Cluster API and
+    # AKSNodeClass deprecated versions: about 140 kB)
+    assert size < 620_000, f"pinned schemas take {size} bytes: ship only what gpuplan targets"
 
 
 @pytest.mark.slow
