@@ -211,3 +211,22 @@ def test_time_slicing_shared_product_and_replicas():
     assert pool["sharing"] == {"mode": "time-slicing", "replicas": 8, "renameByDefault": False,
                                "failRequestsGreaterThanOne": False}
     assert r.round_trip.built
+
+
+def test_mig_single_on_an_instance_type_counts_its_gpus():
+    # one 3g.40gb per GPU: 8 MIG devices on 8 GPUs (not 8 / 2, the profile's most per GPU)
+    node = _gfd("ip-10-0-1-1.ec2.internal", "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb", "8", "single",
+                **{"node.kubernetes.io/instance-type": "p4de.24xlarge"})
+    r, spec = _run([node])
+    [pool] = spec["pools"]
+    assert pool["gpusPerNode"] == 8
+    assert pool["sharing"]["layout"] == {"3g.40gb": 1}
+    assert "check the GPUs per node" not in r.text
+
+
+def test_nodes_of_a_nodepool_left_out_are_not_a_static_pool():
+    unknown = _nodepool("future", [{"key": K + "instance-family", "operator": "In", "values": ["p9"]}])
+    node = _launched("ip-10-0-0-5.ec2.internal", "future", "p5.48xlarge", "NVIDIA-H100-80GB-HBM3", "8")
+    r, spec = _run([unknown, NODECLASS, node, _gfd("gpu-1", "NVIDIA-L4", "4")])
+    assert any(d.code == "GP952" and "future" in d.message for d in r.diagnostics)
+    assert [p.get("nodes") for p in spec["pools"]] == [["gpu-1"]]
