@@ -80,7 +80,7 @@ class Draft:
         if source:
             n.source = source if n.source is None else f"{n.source}; {source}"
         if todo:
-            n.todo = todo if n.todo is None else f"{n.todo}; {todo}"
+            _add_todo(n, todo)
 
 
 def _add_todo(n: Note, todo: str) -> None:
@@ -568,9 +568,10 @@ def _pool_sharing(name: str, model: Any, count: int | None, dp_sel: Any, mig_sel
     strategy = None
     if isinstance(dp, dict) and isinstance(_get(dp, "flags", "migStrategy"), str):
         strategy = dp["flags"]["migStrategy"]
+    strategy_src = None
     if strategy not in ("single", "mixed") and observed is not None and observed.strategy is not None:
         strategy = observed.strategy  # what GFD runs with (nvidia.com/mig.strategy), over the ClusterPolicy
-        sources.append(f"Node label {F.STRATEGY}={strategy}")
+        strategy_src = f"Node label {F.STRATEGY}={strategy}"
     strategy = strategy if strategy in ("single", "mixed") else cfg.strategy if cfg.strategy in ("single", "mixed") else None
     if mig == (None, None) and mig_name is None and observed is not None and model.mig_capable:
         lay = F.layout(observed)
@@ -578,6 +579,8 @@ def _pool_sharing(name: str, model: Any, count: int | None, dp_sel: Any, mig_sel
             mig = (lay, None)
             sources.append("the Node's GFD MIG labels (no mig-parted config selected)")
     sharing = sharing_from(dp, mig, strategy)
+    if sharing["mode"] == "mig" and strategy_src is not None:
+        sources.append(strategy_src)
     if sharing["mode"] == "exclusive" and dp is None and observed is not None and observed.sharing is not None:
         sharing = {"mode": observed.sharing, "replicas": observed.replicas, "renameByDefault": observed.renamed}
         if observed.sharing == "time-slicing":
