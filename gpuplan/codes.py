@@ -13,7 +13,7 @@ Each rule family declares its codes next to the rules (``CODES`` tuple of
     GP6xx  topology, Karpenter, instance types
     GP7xx  hardware inventory
     GP8xx  output tree (stale, hand-edited files); GP83x-85x verifying manifests
-    GP95x-96x  import
+    GP940-944, GP95x-96x  import
     GP97x-99x  platforms: node facts, node upgrades and rollouts (GP6xx is full)
     GP900  internal
 

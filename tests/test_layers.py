@@ -26,7 +26,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # catalogs, the MIG geometry engine, the pinned upstream APIs and the one CEL engine
     ("foundation", ("gpuplan", "gpuplan.artifacts", "gpuplan.diagnostics", "gpuplan.codes", "gpuplan.exitcodes", "gpuplan.internal",
                     "gpuplan.k8sversions", "gpuplan.k8s_features_dra", "gpuplan.upstream", "gpuplan.upstream.crdread", "gpuplan.catalog",
-                    "gpuplan.cloud", "gpuplan.mig", "gpuplan.render", "gpuplan.probe._nvml_compat",
+                    "gpuplan.cloud", "gpuplan.cloud.karpenter_requirements", "gpuplan.mig", "gpuplan.render", "gpuplan.probe._nvml_compat",
                     "gpuplan.verify.cel", "gpuplan.k8snames", "gpuplan.k8squantity", "gpuplan.nodefacts")),
     ("load", ("gpuplan.spec.loader", "gpuplan.verify.manifests")),
     ("model", ("gpuplan.spec", "gpuplan.probe.inventory", "gpuplan.probe.codes", "gpuplan.probe.reader",
@@ -39,7 +39,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("write", ("gpuplan.output",)),
     ("report", ("gpuplan.report", "gpuplan.drift", "gpuplan.probe")),
     ("driver", ("gpuplan.compiler", "gpuplan.kept", "gpuplan.reporters", "gpuplan.pr_report", "gpuplan.cli", "gpuplan.__main__",
-                "gpuplan.importer")),
+                "gpuplan.importer", "gpuplan.importer.gfd")),
 )
 # The pipeline's driver may import lowering targets; nothing else outside lower/ may.
 MAY_IMPORT_LOWER = ("gpuplan.lower", "gpuplan.compiler", "gpuplan.kept", "gpuplan.codes", "gpuplan.cli")

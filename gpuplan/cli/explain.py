@@ -25,7 +25,7 @@ def markdown_reference() -> str:
         "Every problem gpuplan reports carries one of these stable codes. Ranges: GP0xx reading",
         "input, GP1xx spec schema, GP2xx MIG geometry, GP3xx sharing, GP4xx resources, quotas and",
         "capacity, GP5xx tenancy, GP6xx topology and Karpenter, GP7xx hardware inventory, GP8xx",
-        "output tree, GP900 internal, GP95x-GP96x import, GP97x-GP99x platforms (node facts, node",
+        "output tree, GP900 internal, GP940-GP944 and GP95x-GP96x import, GP97x-GP99x platforms (node facts, node",
         "upgrades and rollouts). Rules GP2xx and above can be disabled per spec with a reason",
         "(`spec.rules.disable`); `--strict` makes warnings fail.",
         "",

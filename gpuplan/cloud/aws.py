@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -46,6 +47,7 @@ class InstanceType:
     arch: str
     resources: tuple[tuple[str, str], ...]
     local_nvme_gib: int = 0  # instance-store NVMe, all drives together (Karpenter's instance-local-nvme)
+    network_bandwidth_mbps: int = 0  # Karpenter's instance-network-bandwidth (0: not in the data)
 
     def describe_gpus(self) -> str:
         if not self.gpu_count or not self.gpu_name:
@@ -94,8 +96,56 @@ def instance_types() -> dict[str, InstanceType]:
             arch=r.get("arch", "amd64"),
             resources=tuple(sorted((k, str(v)) for k, v in (r.get("resources") or {}).items())),
             local_nvme_gib=int(r.get("local_nvme_gib") or 0),
+            network_bandwidth_mbps=int(r.get("network_bandwidth_mbps") or 0),
         )
     return out
+
+
+# --- The labels Karpenter sets from an instance type ----------------------------------------
+
+_G = "karpenter.k8s.aws/"
+# aws/karpenter-provider-aws@v1.14.1 pkg/providers/instancetype/types.go:49 instanceTypeScheme
+_SCHEME = re.compile(r"(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.")
+# Keys the provider sets on every instance type (types.go:186-218), that this table holds
+INSTANCE_LABEL_KEYS = frozenset({
+    "node.kubernetes.io/instance-type", "kubernetes.io/arch", "kubernetes.io/os", "node.kubernetes.io/windows-build",
+    *(_G + k for k in ("instance-category", "instance-generation", "instance-family", "instance-size",
+                       "instance-cpu", "instance-memory", "instance-local-nvme", "instance-capability-flex",
+                       "instance-network-bandwidth", "instance-gpu-name", "instance-gpu-manufacturer",
+                       "instance-gpu-count", "instance-gpu-memory", "instance-accelerator-name",
+                       "instance-accelerator-manufacturer", "instance-accelerator-count"))})
+# ... and those it sets that this table does not hold (pkg/apis/v1/labels.go:146-159)
+UNREAD_INSTANCE_KEYS = frozenset(_G + k for k in (
+    "instance-hypervisor", "instance-encryption-in-transit-supported", "instance-cpu-manufacturer",
+    "instance-cpu-sustained-clock-speed-mhz", "instance-ebs-bandwidth"))
+
+
+def instance_labels(it: InstanceType) -> dict[str, str | None]:
+    """The value of every :data:`INSTANCE_LABEL_KEYS` key on a node of ``it`` (None: the provider
+    leaves it DoesNotExist), as aws/karpenter-provider-aws@v1.14.1
+    pkg/providers/instancetype/types.go:163-310 ``computeRequirements`` sets them: os ``linux``
+    (Linux AMIs, :313-321), category and generation from the name (:247-251), family and size
+    (:252-256), local NVMe (:257-259), flex (:260-264), bandwidth (:266-269), GPU (:270-277);
+    GPU instance types carry no inference accelerator (:278-291)."""
+    m = _SCHEME.match(it.name)
+    family, _, size = it.name.partition(".")
+    gpu = bool(it.gpu_count and it.gpu_name)
+    return {
+        "node.kubernetes.io/instance-type": it.name, "kubernetes.io/arch": it.arch, "kubernetes.io/os": "linux",
+        "node.kubernetes.io/windows-build": None,
+        _G + "instance-category": m[1] if m else None, _G + "instance-generation": m[3] if m else None,
+        _G + "instance-family": family if size else None, _G + "instance-size": size or None,
+        _G + "instance-cpu": str(it.cpu), _G + "instance-memory": str(it.memory_mib),
+        _G + "instance-local-nvme": str(it.local_nvme_gib) if it.local_nvme_gib else None,
+        _G + "instance-capability-flex": "true" if "-flex" in family else "false",
+        _G + "instance-network-bandwidth": str(it.network_bandwidth_mbps) if it.network_bandwidth_mbps else None,
+        _G + "instance-gpu-name": it.gpu_name if gpu else None,
+        _G + "instance-gpu-manufacturer": it.gpu_manufacturer if gpu else None,
+        _G + "instance-gpu-count": str(it.gpu_count) if gpu else None,
+        _G + "instance-gpu-memory": str(it.gpu_memory_mib) if gpu and it.gpu_memory_mib else None,
+        _G + "instance-accelerator-name": None, _G + "instance-accelerator-manufacturer": None,
+        _G + "instance-accelerator-count": None,
+    }
 
 
 def instance_type(name: str) -> InstanceType | None:

@@ -1,4 +1,4 @@
-"""Diagnostic codes of `gpuplan import` (GP950-GP969): findings in the live
+"""Diagnostic codes of `gpuplan import` (GP940-GP944, GP950-GP969): findings in the live
 cluster, values the importer could not infer, and the round trip.
 
 Stage: driver (docs/architecture.md)."""
@@ -8,6 +8,16 @@ from __future__ import annotations
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Severity
 
+W_GPU_FAULT = Code(
+    "GP940", "GPU node in a faulty state", Severity.WARNING,
+    "A node's labels say its GPUs are not usable as configured: GPU Feature Discovery labels it "
+    "`<model>-MIG-INVALID` under the `single` MIG strategy (MIG profiles mixed on the node, a MIG-enabled GPU "
+    "with no MIG device, or MIG-enabled beside MIG-disabled GPUs; `nvidia.com/gpu.count` is 0), or mig-manager "
+    "set `nvidia.com/mig.config.state=failed`. The node is not counted as capacity and is left out of the "
+    "draft's pools: fix the node (or its MIG config) and import again, or add it to its pool by hand.",
+    bad="nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB-MIG-INVALID",
+    good="nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB-MIG-1g.10gb   # one profile on every GPU",
+)
 E_NOTHING = Code(
     "GP950", "nothing to import", Severity.ERROR,
     "The input holds no GPU node (no `nvidia.com/gpu.product` or `nvidia.com/gpu.count` label) and no "
@@ -150,6 +160,6 @@ W_DELIVERY = Code(
     good="cluster.gitops.repoURL as the cluster's Application has it",
 )
 
-CODES = (E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
+CODES = (W_GPU_FAULT, E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
          W_POOL_DISAGREES, I_TODO, W_UNEXPLAINED, E_EXISTS, E_DRAFT_INVALID, W_UNREAD,
          W_KUEUE_UNREAD, W_DRA_UNREAD, W_NOT_TRUSTED, W_DRIFT, W_CONSOLIDATION, W_DELIVERY)

@@ -40,6 +40,7 @@ from gpuplan.diagnostics import Diagnostic, show
 from gpuplan.importer import codes as C
 from gpuplan.importer import conventions as V
 from gpuplan.importer import delivery as D
+from gpuplan.importer import gfd as F
 from gpuplan.importer import karpenter_read as KR
 from gpuplan.importer.read import Obj, yaml_payload
 from gpuplan.k8snames import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
@@ -79,7 +80,11 @@ class Draft:
         if source:
             n.source = source if n.source is None else f"{n.source}; {source}"
         if todo:
-            n.todo = todo if n.todo is None else f"{n.todo}; {todo}"
+            _add_todo(n, todo)
+
+
+def _add_todo(n: Note, todo: str) -> None:
+    n.todo = todo if n.todo is None else f"{n.todo}; {todo}"
 
 
 def _diag(code: Any, message: str, o: Obj | None, *sub: Any, hint: str | None = None) -> Diagnostic:
@@ -368,17 +373,51 @@ def _gpu_model(product: Any) -> Any:
     return resolve_gpu(product) if isinstance(product, str) else None
 
 
-def _int_label(v: Any) -> int | None:
-    return int(v) if isinstance(v, str) and _INT.match(v) and len(v) <= 3 else None
+def _mig_per_gpu(n: Obj, model: Any, cfg: Configs) -> int | None:
+    """MIG devices per GPU of the one profile the node's selected mig-parted config lays out."""
+    entries = cfg.mig.get(n.labels.get(V.MIG_CONFIG_LABEL) or cfg.mig_default or "")
+    lay = mig_layouts(entries, model)[0] if isinstance(entries, list) and model.mig_capable else None
+    return next(iter(lay.values())) if isinstance(lay, dict) and len(lay) == 1 else None
 
 
-def static_pools(nodes: list[Obj], karpenter: set[str], cfg: Configs, draft: Draft) -> list[dict]:
+def _node_gpus(n: Obj, model: Any, cfg: Configs) -> F.NodeGpus:
+    return F.read_node(n.labels, model, _mig_per_gpu(n, model, cfg))
+
+
+def gpu_faults(nodes: list[Obj], cfg: Configs, draft: Draft) -> tuple[set[str], set[str]]:
+    """Nodes in a faulty state (GP940, at the label that says so): not capacity. Returns their
+    names and the configs they select (still in use; a MIG layout they select is checked, GP953:
+    an impossible one is why mig-manager failed)."""
+    out, selected = set(), set()
+    for n in nodes:
+        model = _gpu_model(n.labels.get(V.GFD_PRODUCT))
+        ng = F.read_node(n.labels, model)
+        if ng.fault is None:
+            continue
+        label = F.MIG_STATE if n.labels.get(F.MIG_STATE) == "failed" else V.GFD_PRODUCT
+        draft.diagnostics.append(_diag(C.W_GPU_FAULT, f"node {show(n.name)}: {ng.fault}; not counted as "
+                                       "capacity, left out of the draft", n, "metadata", "labels", label))
+        out.add(n.name)
+        sel = [n.labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL), n.labels.get(V.MIG_CONFIG_LABEL)]
+        selected |= {v for v in sel if isinstance(v, str)}
+        entries = cfg.mig.get(sel[1]) if isinstance(sel[1], str) else None
+        if model is not None and model.mig_capable and isinstance(entries, list):
+            layout, devices, problem = mig_layouts(entries, model)
+            if problem is None:
+                _check_mig(f"node {n.name}", model, ng.gpus, layout, devices, sel[1], cfg, draft)
+    return out, selected
+
+
+def static_pools(nodes: list[Obj], karpenter: set[str], cfg: Configs, draft: Draft,
+                 faulty: frozenset[str] | set[str] = frozenset()) -> list[dict]:
     groups: dict[str, list[Obj]] = {}
     derived: dict[str, str] = {}
     for n in nodes:
         lb = n.labels
         if lb.get(V.KARPENTER_NODEPOOL_LABEL) in karpenter:
             continue  # launched by an imported NodePool: that pool's node
+        if n.name in faulty:
+            continue  # its GP940 says why: not capacity
         if not is_dns_subdomain(n.name):
             draft.diagnostics.append(_diag(C.W_BAD_NAME, f"node name {show(n.name)} is not a DNS-1123 subdomain; "
                                            "node left out", n, "metadata", "name"))
@@ -398,7 +437,7 @@ def static_pools(nodes: list[Obj], karpenter: set[str], cfg: Configs, draft: Dra
         if pool is None:
             import json
 
-            key = json.dumps([model.key, lb.get(V.GFD_COUNT), lb.get(V.DEVICE_PLUGIN_CONFIG_LABEL),
+            key = json.dumps([model.key, _node_gpus(n, model, cfg).gpus, lb.get(V.DEVICE_PLUGIN_CONFIG_LABEL),
                               lb.get(V.MIG_CONFIG_LABEL),
                               sorted(map(str, _taints(n, _get(n.data, "spec", "taints"), None)))])
             if key not in derived:
@@ -433,8 +472,9 @@ def _static_pool(name: str, members: list[Obj], derived: bool, cfg: Configs, dra
 
     model = _gpu_model(agree("GPU model", [_gpu_model(m.labels.get(V.GFD_PRODUCT)).key for m in members],
                              ("metadata", "labels", V.GFD_PRODUCT)))
-    count = agree("GPU count", [_int_label(m.labels.get(V.GFD_COUNT)) for m in members],
-                  ("metadata", "labels", V.GFD_COUNT))
+    seen = [_node_gpus(m, model, cfg) for m in members]
+    count = agree("GPU count", [g.gpus for g in seen], ("metadata", "labels", V.GFD_COUNT))
+    observed = next((g for g in seen if g.gpus == count), seen[0])
     dp_sel = agree("device-plugin config", [m.labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL) for m in members],
                    ("metadata", "labels", V.DEVICE_PLUGIN_CONFIG_LABEL))
     mig_sel = agree("MIG config", [m.labels.get(V.MIG_CONFIG_LABEL) for m in members],
@@ -450,14 +490,16 @@ def _static_pool(name: str, members: list[Obj], derived: bool, cfg: Configs, dra
                          if derived else None)
     if count is not None:
         pool["gpusPerNode"] = count
-        notes["gpusPerNode"] = Note(f"from Node label {V.GFD_COUNT}")
+        notes["gpusPerNode"] = Note(f"from Node {observed.source}" if observed.source.startswith("label") else
+                                    f"from {observed.source} (Node label {V.GFD_COUNT} counts MIG devices)",
+                                    observed.todo)
     else:
         pool["gpusPerNode"] = 1
         notes["gpusPerNode"] = Note(None, f"no {V.GFD_COUNT} label on the nodes: set the GPUs per node")
     pool["nodes"] = [m.name for m in members]
     notes["nodes"] = Note(f"Nodes with {'GPU ' + model.key if derived else V.POOL_LABEL + '=' + name}")
     pool["sharing"], notes["sharing"] = _pool_sharing(name, model, count, dp_sel, mig_sel, cfg, draft,
-                                                      members[0], ("metadata", "labels"))
+                                                      members[0], ("metadata", "labels"), observed)
     if taints:
         pool["taints"] = taints
         notes["taints"] = Note("from the Nodes' spec.taints (gpuplan's own binding taint left out)")
@@ -477,7 +519,10 @@ def _static_pool(name: str, members: list[Obj], derived: bool, cfg: Configs, dra
 
 
 def _pool_sharing(name: str, model: Any, count: int | None, dp_sel: Any, mig_sel: Any, cfg: Configs,
-                  draft: Draft, o: Obj | None, label_path: tuple) -> tuple[dict, Note]:
+                  draft: Draft, o: Obj | None, label_path: tuple,
+                  observed: F.NodeGpus | None = None) -> tuple[dict, Note]:
+    """``observed``: what a node's GFD labels say (its MIG strategy, MIG devices, sharing), used
+    where no config in the input says."""
     sources, todo = [], None
     dp_name = dp_sel if isinstance(dp_sel, str) else cfg.dp_default
     dp = None
@@ -519,12 +564,29 @@ def _pool_sharing(name: str, model: Any, count: int | None, dp_sel: Any, mig_sel
                 mig = (layout, devices)
                 if layout is not None or devices is not None:
                     sources.append(f"mig-parted config {mig_name} (ConfigMap {cfg.mig_cm.name})")
-                    _check_mig(name, model, count, layout, devices, mig_name, cfg, draft)
+                    _check_mig(f"pool {name}", model, count, layout, devices, mig_name, cfg, draft)
     strategy = None
     if isinstance(dp, dict) and isinstance(_get(dp, "flags", "migStrategy"), str):
         strategy = dp["flags"]["migStrategy"]
+    strategy_src = None
+    if strategy not in ("single", "mixed") and observed is not None and observed.strategy is not None:
+        strategy = observed.strategy  # what GFD runs with (nvidia.com/mig.strategy), over the ClusterPolicy
+        strategy_src = f"Node label {F.STRATEGY}={strategy}"
     strategy = strategy if strategy in ("single", "mixed") else cfg.strategy if cfg.strategy in ("single", "mixed") else None
+    if mig == (None, None) and mig_name is None and observed is not None and model.mig_capable:
+        lay = F.layout(observed)
+        if lay is not None:
+            mig = (lay, None)
+            sources.append("the Node's GFD MIG labels (no mig-parted config selected)")
     sharing = sharing_from(dp, mig, strategy)
+    if sharing["mode"] == "mig" and strategy_src is not None:
+        sources.append(strategy_src)
+    if sharing["mode"] == "exclusive" and dp is None and observed is not None and observed.sharing is not None:
+        sharing = {"mode": observed.sharing, "replicas": observed.replicas, "renameByDefault": observed.renamed}
+        if observed.sharing == "time-slicing":
+            sharing["failRequestsGreaterThanOne"] = False
+        sources.append(f"Node labels {F.SHARING_STRATEGY} and {F.REPLICAS} (no device-plugin config in the input)")
+        todo = "no device-plugin config in the input: failRequestsGreaterThanOne is not on the node, check it"
     if sharing["mode"] == "mig" and strategy is None:
         todo = "no MIG strategy in the device-plugin config or ClusterPolicy: the operator's default, single, is assumed"
     if sharing["mode"] == "mig" and isinstance(_get(dp, "sharing"), dict):
@@ -550,7 +612,7 @@ def _check_mig(name: str, model: Any, count: int | None, layout: dict | None, de
         if not res.ok:
             why = res.failure.message if res.failure is not None else "not creatable"
             draft.diagnostics.append(_diag(
-                C.E_MIG_IMPOSSIBLE, f"mig-parted config {show(mig_name)} (pool {name}) cannot be created on "
+                C.E_MIG_IMPOSSIBLE, f"mig-parted config {show(mig_name)} ({name}) cannot be created on "
                 f"{model.key}: {show(why)}", cfg.mig_cm, "data", cfg.mig_key or "",
                 hint="`gpuplan mig layouts " + model.key + "` lists the creatable layouts"))
 
@@ -576,8 +638,10 @@ def overlaid_nodepools(objs: list[Obj]) -> dict[str, str]:
 
 
 def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs, draft: Draft,
-                    overlays: dict[str, str] | None = None) -> list[dict]:
-    from gpuplan.cloud.aws import instance_gpu_model, instance_type
+                    overlays: dict[str, str] | None = None,
+                    launched: dict[str, dict[str, int]] | None = None) -> list[dict]:
+    """``launched``: NodePool name -> GPU model -> nodes of the input it launched."""
+    from gpuplan.cloud.aws import instance_type
 
     from gpuplan.identity import GUARANTEED_TAINT_KEY, POOL_LABEL, guaranteed_nodepool_name
 
@@ -598,22 +662,28 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         spec = np_.data.get("spec") if isinstance(np_.data.get("spec"), dict) else {}
         tspec = _get(spec, "template", "spec") or {}
         reqs = tspec.get("requirements")
-        its = _req(reqs, V.INSTANCE_TYPE_LABEL)
-        models = {instance_gpu_model(instance_type(n)).key for n in its or () if instance_type(n) is not None
-                  and instance_gpu_model(instance_type(n)) is not None}
-        counts = {instance_type(n).gpu_count for n in its or () if instance_type(n) is not None}
-        if not its or len(models) != 1:
+        choice = KR.read_instance_types(reqs, (launched or {}).get(np_.name, {}))
+        its = choice.types
+        counts = {instance_type(n).gpu_count for n in its if instance_type(n) is not None}
+        if choice.model is None:
+            listed = KR.lists_instance_types(reqs)
             draft.diagnostics.append(_diag(
-                C.W_UNKNOWN_GPU, f"NodePool {np_.name}: its instance types ({show(its or 'none listed')}) do not name "
-                "one GPU model gpuplan knows; left out", np_, "spec", "template", "spec", "requirements"))
+                C.W_UNKNOWN_GPU, f"NodePool {np_.name}: its requirements select no instance type with a GPU gpuplan "
+                f"knows ({'instance types ' + show(listed) if listed is not None else 'evaluated over gpuplan AWS table'});"
+                " left out", np_, "spec", "template", "spec", "requirements"))
             continue
-        model = _gpu_model(next(iter(models)))
+        model = _gpu_model(choice.model)
         notes: dict[str, Note] = {}
         pool: dict[str, Any] = {"name": np_.name, "gpu": model.key}
         notes["name"] = Note(f"from NodePool {np_.name}")
         notes["gpu"] = Note(f"from NodePool {np_.name} instance types")
         k: dict[str, Any] = {"instanceTypes": its}
-        kn: dict[str, Note] = {"instanceTypes": Note(f"from {np_.where('spec', 'template', 'spec', 'requirements')}")}
+        kn: dict[str, Note] = {"instanceTypes": Note(
+            f"{'the instance types the requirements select, ' if choice.selector else ''}from "
+            f"{np_.where('spec', 'template', 'spec', 'requirements')}", "; ".join(choice.todos) or None)}
+        for todo in choice.todos:
+            draft.diagnostics.append(_diag(C.I_TODO, f"NodePool {np_.name}: {todo}", np_, "spec", "template", "spec",
+                                           "requirements"))
         caps = _req(reqs, V.KARPENTER_CAPACITY_TYPE)
         if caps:
             k["capacityTypes"] = [c for c in caps if c in ("spot", "on-demand", "reserved")]
@@ -638,7 +708,7 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
                                  "instance")
             kn["guaranteedGPUs"] = Note(f"from NodePool {floor.name} (the pool's on-demand floor) spec.limits.nodes")
         if len(counts) > 1:
-            kn["instanceTypes"].todo = "instance types with different GPU counts: gpuplan expects one count per pool"
+            _add_todo(kn["instanceTypes"], "instance types with different GPU counts: gpuplan expects one count per pool")
         nc = classes.get(_get(tspec, "nodeClassRef", "name") or "")
         if nc is not None:
             alias = _get(nc.data, "spec", "amiSelectorTerms")
@@ -649,9 +719,9 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
                 k["amiVersion"] = m[2]
                 kn["amiFamily"] = kn["amiVersion"] = Note(f"from EC2NodeClass {nc.name} amiSelectorTerms alias")
             else:
-                kn["instanceTypes"].todo = "the EC2NodeClass selects AMIs without an alias: set amiFamily/amiVersion"
+                _add_todo(kn["instanceTypes"], "the EC2NodeClass selects AMIs without an alias: set amiFamily/amiVersion")
         else:
-            kn["instanceTypes"].todo = "no EC2NodeClass in the input: check amiFamily and amiVersion"
+            _add_todo(kn["instanceTypes"], "no EC2NodeClass in the input: check amiFamily and amiVersion")
         zones = _req(reqs, V.ZONE_LABEL)
         if zones:
             k["zones"] = zones
@@ -1079,8 +1149,17 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
              (V.GFD_PRODUCT in o.labels or V.GFD_COUNT in o.labels)]
     nodepools = [o for o in objs if o.kind == "NodePool" and o.api_group == "karpenter.sh"]
     classes = {o.name: o for o in objs if o.kind == "EC2NodeClass" and o.api_group == "karpenter.k8s.aws"}
-    kpools = karpenter_pools(nodepools, classes, cfg, draft, overlaid_nodepools(objs))
-    spools = static_pools(nodes, {p["name"] for p in kpools}, cfg, draft)
+    launched: dict[str, dict[str, int]] = {}
+    for n in nodes:
+        g = _gpu_model(n.labels.get(V.GFD_PRODUCT))
+        if g is not None and isinstance(n.labels.get(V.KARPENTER_NODEPOOL_LABEL), str):
+            c = launched.setdefault(n.labels[V.KARPENTER_NODEPOOL_LABEL], {})
+            c[g.key] = c.get(g.key, 0) + 1
+    kpools = karpenter_pools(nodepools, classes, cfg, draft, overlaid_nodepools(objs), launched)
+    # a node a NodePool of the input launched is that NodePool's, never a static pool's (also when
+    # the NodePool itself is left out: its finding says why)
+    faulty, fault_selected = gpu_faults(nodes, cfg, draft)
+    spools = static_pools(nodes, {o.name for o in nodepools}, cfg, draft, faulty)
     pools = sorted(spools + kpools, key=lambda p: p["name"])
     seen: set[str] = set()
     for p in list(pools):
@@ -1094,7 +1173,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
             "no GPU node (nvidia.com/gpu.product label) and no Karpenter NodePool in the input",
             hint="kubectl get nodes,configmaps,priorityclasses,resourcequotas,namespaces -A -o json"))
         return draft
-    selected = {v for p in pools for v in p["_selected"] if isinstance(v, str)}
+    selected = {v for p in pools for v in p["_selected"] if isinstance(v, str)} | fault_selected
     check_unused(cfg, selected, draft)
     from gpuplan.importer import kueue as K
 

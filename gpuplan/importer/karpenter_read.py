@@ -12,6 +12,12 @@ Bottlerocket TOML ``[settings.kubernetes]`` (both as gpuplan/lower/karpenter_aws
 writes them), the EC2NodeClass ``spec.kubelet`` and a v1beta1 NodePool's
 ``spec.template.spec.kubelet``. What ``topology`` cannot say is a TODO at its line.
 
+Instance types: every requirement form Karpenter accepts (an instance-type list, or family,
+size, category, generation, GPU name/manufacturer/count/memory with In, NotIn, Exists,
+DoesNotExist, Gt, Lt and ``minValues``) is evaluated against gpuplan's AWS instance table
+(``gpuplan.cloud.karpenter_requirements``); a set of several GPU models keeps one model per pool
+(the model the NodePool's nodes run, else the one with most instance types) with a TODO.
+
 Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.artifacts import dig as _get
+from gpuplan.importer.conventions import INSTANCE_TYPE_LABEL as INSTANCE_TYPE
 from gpuplan.importer.read import Obj, yaml_payload
 
 # gpuplan/lower/karpenter.py _disruption and CONSOLIDATE_AFTER: (policy, budgets) -> (workload, default after)
@@ -66,6 +73,70 @@ def read_disruption(spec: dict) -> Disruption:
                       todo=f"consolidationPolicy {d.get('consolidationPolicy')!r} with these budgets is none gpuplan "
                       "writes (it chooses from the tiers' workload: training/batch, interactive, other); the round "
                       "trip shows the difference (GP967)")
+
+
+@dataclass
+class InstanceChoice:
+    types: list[str]  # the draft's karpenter.instanceTypes
+    model: str | None  # catalog key of their GPU (None: no GPU gpuplan knows)
+    selector: bool  # the NodePool selects by anything but an instance-type list
+    todos: list[str] = field(default_factory=list)
+    others: dict[str, list[str]] = field(default_factory=dict)  # other GPU models -> their instance types
+
+
+def lists_instance_types(reqs: Any) -> list[str] | None:
+    """The values of ``node.kubernetes.io/instance-type In [...]`` (the form gpuplan writes)."""
+    from gpuplan.cloud.karpenter_requirements import NORMALIZED
+
+    for r in reqs if isinstance(reqs, list) else ():
+        if isinstance(r, dict) and NORMALIZED.get(r.get("key"), r.get("key")) == INSTANCE_TYPE and \
+                r.get("operator") == "In" and isinstance(r.get("values"), list):
+            return [v for v in r["values"] if isinstance(v, str)]
+    return None
+
+
+def read_instance_types(reqs: Any, running: dict[str, int]) -> InstanceChoice:
+    """The instance types (and GPU model) of a NodePool with requirements ``reqs``; ``running``:
+    GPU model -> nodes of this NodePool in the input that run it."""
+    from gpuplan.cloud.aws import instance_gpu_model, instance_type
+    from gpuplan.cloud.karpenter_requirements import select
+
+    sel = select(reqs)
+    listed = lists_instance_types(reqs)
+    fits = set(sel.types)
+    # an instance-type list keeps its order, and names gpuplan's table lacks (validate reports them)
+    cands = [n for n in listed if n in fits or instance_type(n) is None] if listed is not None else sel.types
+    by_model: dict[str, list[str]] = {}
+    for n in cands:
+        it = instance_type(n)
+        g = instance_gpu_model(it) if it is not None else None
+        if g is not None:
+            by_model.setdefault(g.key, []).append(n)
+    out = InstanceChoice([], None, listed is None)
+    if not by_model:
+        return out
+    if len(by_model) == 1:
+        out.model = next(iter(by_model))
+    else:
+        out.model = sorted(by_model, key=lambda m: (-running.get(m, 0), -len(by_model[m]), m))[0]
+        why = "the model its nodes run" if running.get(out.model) else "the model with most instance types"
+        out.others = {m: ts for m, ts in sorted(by_model.items()) if m != out.model}
+        out.todos.append(f"the NodePool launches {len(by_model)} GPU models ({', '.join(sorted(by_model))}); a "
+                         f"gpuplan pool has one: the draft keeps {out.model} ({why}); write a pool for each other "
+                         "model (the round trip shows the instance types this one no longer launches, GP966)")
+    out.types = [n for n in cands if n in by_model[out.model] or instance_type(n) is None]
+    if sel.unread:
+        out.todos.append(f"requirements on {', '.join(sel.unread)} are not in gpuplan's instance table: check "
+                         "the instance types")
+    for k, vals in sorted(sel.unknown_values.items()):
+        out.todos.append(f"{k} In {vals} names instance types gpuplan's GPU table does not hold (not GPU "
+                         "instance types, or unknown): they are not in the pool")
+    for k, (want, have) in sorted(sel.unmet_min_values.items()):
+        out.todos.append(f"{k} minValues {want} is met by {have} values among these instance types: Karpenter "
+                         "launches no node (pkg/cloudprovider/types.go:399-432)")
+    if sel.invalid:
+        out.todos.append(f"{len(sel.invalid)} requirement(s) Karpenter does not accept were left out")
+    return out
 
 
 @dataclass

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuplan.artifacts import dig
 from gpuplan.diagnostics import Diagnostic, show
 from gpuplan.importer import codes as C
+from gpuplan.importer import karpenter_read as KR
 from gpuplan.importer import conventions as V
 from gpuplan.importer.infer import Draft
 from gpuplan.importer.read import Obj
@@ -44,6 +46,8 @@ CONVENTIONS: dict[str, str] = {
     "operator-namespace": "gpuplan manages the GPU Operator's namespace (pod-security label)",
     "nodepool": "gpuplan adds NodePool requirements the instance types already decide (GPU name, count, memory, "
                 "arch, os): every node the NodePool launches carries those labels, so none drifts",
+    "instance-selector": "gpuplan writes a NodePool that selects instance types by family, size, category or GPU "
+                         "as the list of the instance types it selects (the same set: no node drifts)",
     "own-objects": "gpuplan adds the objects it owns beside these (GPU Operator values, NodeFeatureRules, "
                    "admission policy, delivery, monitoring, Kueue)",
 }
@@ -287,7 +291,9 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
                 apps.add(_key(d))
     for p in scope["pools"]:
         if p.get("_nodepool") is not None:
-            add(p["_nodepool"])
+            d = _strip(p["_nodepool"])
+            _instance_selector(d, built.get(_key(d)), p["_nodepool"], rt)
+            add(p["_nodepool"], d)
         if p.get("_floor") is not None:  # the pool's on-demand floor NodePool
             add(p["_floor"])
         if p.get("_nodeclass") is not None:
@@ -333,6 +339,45 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
     if len(rt.unexplained) > 50:
         rt.diagnostics.append(C.W_UNEXPLAINED.diag(f"{len(rt.unexplained) - 50} more differences", file=display))
     return rt
+
+
+def _is_instance_key(key: Any) -> bool:
+    from gpuplan.cloud.aws import INSTANCE_LABEL_KEYS, UNREAD_INSTANCE_KEYS
+    from gpuplan.cloud.karpenter_requirements import NORMALIZED
+
+    k = NORMALIZED.get(key, key) if isinstance(key, str) else None
+    return k in INSTANCE_LABEL_KEYS or k in UNREAD_INSTANCE_KEYS
+
+
+def _instance_selector(d: dict, built: tuple[str, Any] | None, o: Obj, rt: RoundTrip) -> None:
+    """A NodePool that selects its instance types by anything but an instance-type list is compared
+    by the set of instance types each side's requirements admit (kubernetes-sigs/karpenter@v1.14.1
+    pkg/scheduling/requirements.go:254-274, via gpuplan.cloud.karpenter_requirements): an equal set
+    is the ``instance-selector`` convention; another set drifts the nodes whose instance type it
+    no longer admits (pkg/controllers/nodeclaim/disruption/drift.go:170-180), GP966. The cluster's
+    instance-type requirements are replaced by gpuplan's, so they show once, here."""
+    from gpuplan.cloud.karpenter_requirements import select
+
+    tspec = dig(d, "spec", "template", "spec")
+    reqs = tspec.get("requirements") if isinstance(tspec, dict) else None
+    breqs = dig(built[1], "spec", "template", "spec", "requirements") if built is not None else None
+    if not isinstance(reqs, list) or not isinstance(breqs, list) or KR.lists_instance_types(reqs) is not None:
+        return
+    theirs, ours = select(reqs), select(breqs)
+    min_values = sorted(r["key"] for r in reqs if isinstance(r, dict) and _is_instance_key(r.get("key"))
+                        and r.get("minValues") is not None)
+    tspec["requirements"] = [r for r in reqs if not (isinstance(r, dict) and _is_instance_key(r.get("key")))] + \
+        [r for r in breqs if isinstance(r, dict) and _is_instance_key(r.get("key"))]
+    if theirs.exact and theirs.types == ours.types and not min_values:
+        rt.count("instance-selector")
+        return
+    gone, new = sorted(set(theirs.types) - set(ours.types)), sorted(set(ours.types) - set(theirs.types))
+    why = [f"no longer launches {', '.join(gone)}"] if gone else []
+    why += [f"adds {', '.join(new)}"] if new else []
+    why += [f"drops minValues on {', '.join(min_values)}"] if min_values else []
+    why += ["the cluster's requirements are not all in gpuplan's instance table"] if not theirs.exact else []
+    rt.finding(f"{_key(d).label}: spec.template.spec.requirements select other instance types "
+               f"({'; '.join(why)})", o, "spec", "template", "spec", "requirements", code=C.W_DRIFT)
 
 
 def _added_convention(key: Any, op_ns: str) -> str | None:
