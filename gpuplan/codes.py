@@ -111,6 +111,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.probe.codes",
     "gpuplan.probe.paths",
     "gpuplan.output.tree",
+    "gpuplan.report.annotations",
     "gpuplan.drift",
     "gpuplan.verify.manifests",
     "gpuplan.verify.schemas",

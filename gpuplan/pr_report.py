@@ -1,7 +1,7 @@
 """The pull-request report of the GitHub Action: what a spec change does to the cluster.
 
     python -I -m gpuplan.pr_report [--fleet fleet.yaml] [--output generated] [--base-ref main]
-                                   [--summary FILE] [--report FILE] [--comment]
+                                   [--summary FILE] [--report FILE] [--comment] [--annotations]
 
 Run it with ``-I``: a pull request's checkout is untrusted, and ``python -m``
 without it puts the working directory first on ``sys.path``, so a
@@ -16,6 +16,9 @@ Checks the base branch out beside the work tree (``git worktree``), then runs
   object the pull request adds, removes or changes against the tree the base
   branch deploys today,
 
+and, with ``--annotations``, ``gpuplan plan FLEET --base <base FLEET> --format github`` (the
+change's disruptions and hand steps as workflow commands at the lines of fleet.yaml that cause
+them, printed to stdout, where the runner makes them annotations on the pull request),
 each as ``python -I -m gpuplan`` (gpuplan's own code, never the checkout's) in
 an environment without credentials, and writes both as one Markdown document
 to the job summary, a file, and/or one pull-request comment that is updated in
@@ -365,15 +368,24 @@ class Collected:
     base_commit: str
     plan: Run | str | None
     diff: Run | str
+    # the runs that print GitHub Actions workflow commands (`annotations`), when asked for
+    annotations: tuple[Run, ...] = ()
 
     def render(self, max_chars: int | None = MAX_COMMENT) -> str:
         return render(fleet=self.fleet, base_ref=self.base_ref, base_commit=self.base_commit,
                       plan=self.plan, diff=self.diff, max_chars=max_chars)
 
 
-def collect(fleet: str, output: str, base_ref: str, cwd: Path, *, fmt: str = "markdown") -> Collected:
-    """Check out `base_ref` and run plan and diff (in `fmt`), reading nothing through a
-    symlink or outside the repository (in the pull request or on the base branch)."""
+# What `collect(annotate=...)` may run besides the document: the new spec's diagnostics, and
+# the change's disruptions and hand steps at the fleet.yaml lines that cause them (GP813, GP814)
+ANNOTATE = ("diagnostics", "change")
+
+
+def collect(fleet: str, output: str, base_ref: str, cwd: Path, *, fmt: str = "markdown",
+            annotate: tuple[str, ...] = ()) -> Collected:
+    """Check out `base_ref` and run plan and diff (in `fmt`), and the `annotate` runs (of
+    ANNOTATE) in the github format, reading nothing through a symlink or outside the repository
+    (in the pull request or on the base branch)."""
     top = Path(os.path.normpath(cwd / _git("rev-parse", "--show-cdup", cwd=cwd)))
     commit = resolve_base(base_ref, top)
     try:
@@ -384,6 +396,7 @@ def collect(fleet: str, output: str, base_ref: str, cwd: Path, *, fmt: str = "ma
         return Collected(fleet, base_ref, commit, str(exc), str(exc))
     plan: Run | str | None | Future[Run]
     diff: Run | str | Future[Run]
+    notes: list[Future[Run]] = []
     # plan and diff are independent: run side by side
     with base_worktree(commit, top) as base, ThreadPoolExecutor(2) as pool:
         try:
@@ -396,6 +409,11 @@ def collect(fleet: str, output: str, base_ref: str, cwd: Path, *, fmt: str = "ma
             plan = (pool.submit(_gpuplan, "plan", rel_fleet, "--base", str(base_fleet), "--format", fmt,
                                 cwd=top)
                     if base_fleet.is_file() else None)
+            if "change" in annotate and plan is not None:
+                notes.append(pool.submit(_gpuplan, "plan", rel_fleet, "--base", str(base_fleet),
+                                         "--format", "github", cwd=top))
+        if "diagnostics" in annotate:
+            notes.insert(0, pool.submit(_gpuplan, "validate", rel_fleet, "--format", "github", cwd=top))
         try:
             check_inside(base, rel_output, output, f"on {_code(base_ref)}")
         except Refused as exc:
@@ -405,7 +423,15 @@ def collect(fleet: str, output: str, base_ref: str, cwd: Path, *, fmt: str = "ma
                                "--format", fmt, cwd=top)
         plan = plan.result() if isinstance(plan, Future) else plan
         diff = diff.result() if isinstance(diff, Future) else diff
-    return Collected(fleet, base_ref, commit, plan, diff)
+        runs = tuple(f.result() for f in notes)
+    return Collected(fleet, base_ref, commit, plan, diff, runs)
+
+
+def annotations(c: Collected) -> str:
+    """The workflow commands of the `annotate` runs: gpuplan's GitHub reporter wrote every line
+    (``gpuplan.reporters.github``), so nothing a spec or tree holds can start a command of its
+    own. A run that fails prints none (its failure is in the document); the lines it did print stay."""
+    return "".join(line + "\n" for r in c.annotations for line in r.stdout.splitlines() if line.startswith("::"))
 
 
 def _failed_text(run: Run) -> str:
@@ -572,6 +598,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--summary", default=env.get("GITHUB_STEP_SUMMARY") or None,
                     help="append the report here (default: $GITHUB_STEP_SUMMARY)")
     ap.add_argument("--report", default=None, help="also write the report to this file (whole, never cut)")
+    ap.add_argument("--annotations", action="store_true",
+                    help="print the change's disruptions and hand steps as GitHub Actions annotations at the "
+                         "fleet.yaml lines that cause them (the spec's diagnostics: `gpuplan validate --format github`)")
     ap.add_argument("--comment", action="store_true",
                     help="post it as a pull-request comment, updated in place "
                          "($GITHUB_TOKEN, $GITHUB_REPOSITORY, $GITHUB_EVENT_PATH, $GITHUB_API_URL)")
@@ -581,12 +610,14 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 0
     try:
-        collected = collect(args.fleet, args.output, args.base_ref, Path.cwd())
+        collected = collect(args.fleet, args.output, args.base_ref, Path.cwd(),
+                            annotate=("change",) if args.annotations else ())
     except subprocess.CalledProcessError as exc:
         print(f"gpuplan pr-report: git {' '.join(exc.cmd[1:])} failed: {(exc.stderr or '').strip()}",
               file=sys.stderr)
         return 1
     comment = collected.render(MAX_COMMENT)
+    sys.stdout.write(annotations(collected))
     if args.summary:
         with open(args.summary, "a", encoding="utf-8") as fh:
             fh.write(fit_summary(collected))

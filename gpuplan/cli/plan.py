@@ -8,7 +8,7 @@ import click
 
 from gpuplan.exitcodes import ExitCode
 
-REPORT_FORMATS = ("text", "markdown", "json", "html")
+REPORT_FORMATS = ("text", "markdown", "json", "html", "github")
 
 
 def _checked(path: str, *, allow: frozenset[str] = frozenset()):
@@ -25,7 +25,9 @@ def _checked(path: str, *, allow: frozenset[str] = frozenset()):
 @click.command()
 @click.argument("fleet", type=click.Path(readable=False))
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="text", show_default=True,
-              help="Report format. Diagnostics always go to stderr as text.")
+              help="Report format. Diagnostics always go to stderr as text. github (with --base): "
+                   "the change's disruptions and hand steps as GitHub Actions annotations at the "
+                   "fleet.yaml lines that cause them (GP813, GP814), nothing else.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report to this file instead of stdout.")
 @click.option("--base", type=click.Path(readable=False), default=None,
@@ -44,6 +46,8 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
     from gpuplan.capacity import capacity
     from gpuplan.report.render import render
 
+    if fmt == "github" and (base is None or optimise):
+        raise click.UsageError("--format github annotates a change: it needs --base, and no --optimise")
     # --optimise exists to repair layouts that do not meet the quotas; those errors do not block it
     allow = frozenset({"GP402", "GP410"}) if optimise else frozenset()
     rf, diags, blocking, sources = _checked(fleet, allow=allow)
@@ -89,18 +93,20 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
     from gpuplan.compiler import placement_docs
     from gpuplan.placement.report import with_placement
 
+    if fmt == "github":
+        from gpuplan.report.annotations import change_diagnostics
+        from gpuplan.reporters.formats import render as render_diagnostics
+
+        _write(output, render_diagnostics("github", change_diagnostics(rf, disruptive or [])))
+        ctx.exit(int(ExitCode.OK))
+        return
     text = render(fmt, with_placement(rf, capacity(rf), placement_docs(rf)), diff=diff, optimise=opt,
                   disruption=disruptive)
     if base is not None:
         from gpuplan.report.migration import append_to_report, migration_plan
 
         text = append_to_report(fmt, text, migration_plan(old_rf, rf, trees))
-    if output:
-        with open(output, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        click.echo(f"wrote {output}", err=True)
-    else:
-        click.echo(text, nl=False)
+    _write(output, text)
 
     code = ExitCode.OK
     if opt is not None and not opt.diff and any(d.severity.value == "error" for d in diags):
@@ -116,3 +122,12 @@ def plan(ctx: click.Context, fleet: str, fmt: str, output: str | None, base: str
     elif opt is None and any(d.severity.value == "error" for d in diags):
         code = ExitCode.INVALID  # pragma: no cover - errors block above
     ctx.exit(int(code))
+
+
+def _write(output: str | None, text: str) -> None:
+    if output:
+        with open(output, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)

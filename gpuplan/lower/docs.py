@@ -346,6 +346,38 @@ def _prerequisites(rf: ResolvedFleet) -> dict[str, Any]:
     }
 
 
+# The oldest Karpenter (AWS provider) whose NodePools honour `limits.nodes`
+# (kubernetes-sigs/karpenter #2526, commit 9f749d9, first in v1.11.0; GP633)
+KARPENTER_FLOOR = "v1.11"
+# The oldest Flux controllers that serve the API versions of this tree: kustomize.toolkit.fluxcd.io/v1
+# (fluxcd/kustomize-controller v1.0.0 api/v1/kustomization_types.go), helm.toolkit.fluxcd.io/v2
+# (fluxcd/helm-controller v1.0.0 api/v2/helmrelease_types.go), source.toolkit.fluxcd.io/v1 HelmRepository
+# (fluxcd/source-controller v1.3.0 api/v1/helmrepository_types.go)
+FLUX_FLOORS = {"kustomize-controller": "v1.0", "helm-controller": "v1.0", "source-controller": "v1.3"}
+
+
+def installed_first(prerequisites: dict[str, Any]) -> list[str]:
+    """What must run in the cluster before the first sync, one short item each, from the
+    values of :func:`_prerequisites` (the "Prerequisites" section says why and since which release)."""
+    p = prerequisites
+    out = []
+    if p["nap"]:
+        out.append("AKS Node Auto Provisioning")
+    elif p["karpenter"]:
+        out.append(f"Karpenter {KARPENTER_FLOOR} or later (AWS provider)"
+                   + (" with `nodeOverlay=true`" if p["overlay"] else "")
+                   + (f", node role `{p['node_role']}`" if p["node_role"] else ""))
+        if p["spot_pools"]:
+            out.append("Karpenter's interruption queue (spot pools)")
+    if p["gke_pools"]:
+        out.append("Config Connector (the GKE node pools)")
+    if p["efa_pools"]:
+        out.append("the EFA device plugin")
+    if p["service_monitor"]:
+        out.append("the Prometheus Operator's ServiceMonitor CRD")
+    return out
+
+
 # Where the CRD of a kind that may be missing at sync time comes from (gpuplan.lower.common
 # CRD_MAY_BE_MISSING): the README names only those of the kinds this tree holds.
 CRD_SOURCES = {"NodeFeatureRule": "the operator chart's NFD", "NVIDIADriver": "the operator chart",
@@ -436,8 +468,13 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
         file_dirs = [{"path": d + ("/" if d != "." else ""), "files": n, "kustomize": k}
                      for d, (n, k) in sorted(per.items())]
     floor, floor_why = argocd_floor(rf)
+    prerequisites = _prerequisites(rf)
     return render(
         "readme.md.j2",
+        kubernetes_version=cell(rf.fleet.spec.cluster.kubernetes_version),
+        installed_first=installed_first(prerequisites),
+        karpenter_min=KARPENTER_FLOOR,
+        flux_floors=FLUX_FLOORS,
         argocd_floor=floor,
         argocd_floor_why=floor_why,
         fleet=cell(rf.fleet.metadata.name),
@@ -465,7 +502,7 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
         files=files,
         file_dirs=file_dirs,
         static_files=static_files,
-        **_prerequisites(rf),
+        **prerequisites,
         **_delivery(rf, produced),
         **_label_paths(rf),
         **_admission(rf),

@@ -205,6 +205,10 @@ def _policy_name(rf: ResolvedFleet) -> str | None:
     return admission.policy_name(rf) if admission.enabled(rf) else None
 
 
+# "Your contract" lists at most this many tiers, so that it fits one screen; the rest are below
+CONTRACT_ROWS = 12
+
+
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]:
     """The pages without Kueue (with Kueue, gpuplan.lower.kueue writes them with its ledger)."""
     from gpuplan.queues import queue_ledger
@@ -231,7 +235,7 @@ def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> Iterator[Arti
             queue_namespaces=queued_namespaces(ledger, tn) if qp else [],
             priority_label=PRIORITY_LABEL, tiers=sections,
             pinned=any(CAPACITY_TYPE_LABEL in t["node_selector"] for t in sections),
-            pool_label=POOL_LABEL, policy=_policy_name(rf), boundary=boundary,
+            pool_label=POOL_LABEL, policy=_policy_name(rf), boundary=boundary, contract_rows=CONTRACT_ROWS,
         )
         yield Artifact(f"tenants/{tn.name}/README.md", text=text, kustomize=False,
                        description=f"What tenant {tn.name} is given and how to submit jobs")

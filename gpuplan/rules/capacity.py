@@ -20,6 +20,7 @@ from typing import Iterable
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.resolve import ResolvedFleet
+from gpuplan.rules.cascade import POOL_INPUTS
 
 E_OVERSUBSCRIBED = Code(
     "GP410", "quota exceeds capacity", Severity.ERROR,
@@ -51,6 +52,9 @@ I_UNOFFERED = Code(
 )
 
 CODES = (E_OVERSUBSCRIBED, E_NO_CAPACITY, I_UNOFFERED)
+
+# capacity is what the pool's layout and GPU model advertise (gpuplan.rules.cascade)
+CONSUMES = {c.code: POOL_INPUTS for c in CODES}
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:

@@ -14,6 +14,7 @@ from typing import Iterable, Iterator
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.mig.codes import E_NOT_MIG, FAILURE_CODES
+from gpuplan.rules.cascade import GPU, SHARING
 from gpuplan.resolve import PoolView, ResolvedFleet
 from gpuplan.spec.models import Mig
 from gpuplan.spec.validate import E_UNKNOWN_GPU
@@ -43,6 +44,10 @@ E_DEVICE_INDEX = Code(
 )
 
 CODES = (E_SINGLE, W_NO_RESOURCE, E_DEVICE_INDEX)  # GP201-GP208: gpuplan.mig.codes
+
+# the pool values these errors refuse (gpuplan.rules.cascade)
+REFUSES = {E_UNKNOWN_GPU.code: GPU, E_NOT_MIG.code: SHARING, E_SINGLE.code: SHARING, E_DEVICE_INDEX.code: SHARING,
+           **{c.code: SHARING for c in FAILURE_CODES.values()}}
 
 
 def _layouts(pv: PoolView) -> Iterator[tuple[tuple, dict[str, int]]]:

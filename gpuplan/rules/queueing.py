@@ -16,6 +16,7 @@ from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.provisioning.pools import autoscaled, title
 from gpuplan.resolve import ResolvedFleet
+from gpuplan.rules.cascade import POOL_INPUTS
 
 E_GANG_POOL = Code(
     "GP420", "gang larger than its pool", Severity.ERROR,
@@ -128,6 +129,9 @@ E_TAS_EMPTY_POOL = Code(
 
 CODES = (E_BORROW_ONLY, E_GANG_RANGE, E_GANG_POOL, E_GANG_QUOTA, E_LENDING_ABOVE_NOMINAL, E_LIMIT_TIER, W_NO_QUEUEING, E_TOPOLOGY_LEVEL,
          W_MIXED_QUEUED, I_BORROW_UNREACHABLE, E_COHORT_NAME, E_KUEUE_LIMITS, E_TAS_EMPTY_POOL)
+
+# a gang is measured against the units a node of its pool advertises (gpuplan.rules.cascade)
+CONSUMES = {E_GANG_POOL.code: POOL_INPUTS}
 
 
 def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:

@@ -1,6 +1,9 @@
 """Rule families. Each module exposes ``check(rf: ResolvedFleet) -> Iterable[Diagnostic]``
 and a ``CODES`` tuple; each rule's code, title, PASS/FAIL examples and the
 user pain it prevents are declared next to the rule and become docs/codes.md.
+A module may also declare ``REFUSES`` (codes whose errors refuse a pool's value) and
+``CONSUMES`` (codes whose findings are computed from it): the findings computed from
+a refused value are dropped once, here (``gpuplan.rules.cascade``).
 
 Stage: check (docs/architecture.md)."""
 
@@ -11,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
+from gpuplan.rules.cascade import suppress
 
 if TYPE_CHECKING:
     from gpuplan.resolve import ResolvedFleet
@@ -56,8 +60,13 @@ def run_rules(rf: "ResolvedFleet") -> list[Diagnostic]:
     """Every spec rule family, with the spec's ``rules.disable`` applied. Checks over
     the generated objects (``gpuplan.objchecks``) run after lowering, on a clean spec."""
     out: list[Diagnostic] = []
+    refuses: dict[str, str] = {}
+    consumes: dict[str, frozenset[str]] = {}
     for name in RULE_MODULES:
-        out.extend(importlib.import_module(name).check(rf))
+        mod = importlib.import_module(name)
+        out.extend(mod.check(rf))
+        refuses.update(getattr(mod, "REFUSES", {}))
+        consumes.update(getattr(mod, "CONSUMES", {}))
     disabled = {d.code for d in rf.fleet.spec.rules.disable}
     if disabled:
         from gpuplan.codes import all_codes
@@ -68,7 +77,8 @@ def run_rules(rf: "ResolvedFleet") -> list[Diagnostic]:
                 out.append(rf.diag(W_DISABLE_UNKNOWN,
                                    f"{d.code} is not a rule that can be disabled",
                                    ("spec", "rules", "disable", i, "code")))
-    return drop_disabled(rf, out)
+    # a disabled root error refuses nothing: what follows from the value is then all that is shown
+    return suppress(rf, drop_disabled(rf, out), refuses, consumes)
 
 
 def drop_disabled(rf: "ResolvedFleet", diags: list[Diagnostic]) -> list[Diagnostic]:

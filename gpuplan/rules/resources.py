@@ -17,6 +17,7 @@ from typing import Iterable, Iterator
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.resolve import ResolvedFleet
+from gpuplan.rules.cascade import POOL_INPUTS
 from gpuplan.spec.models import Mig
 
 E_NO_PROFILE = Code(
@@ -83,6 +84,10 @@ E_NOT_ADVERTISED = Code(
 
 CODES = (E_NO_PROFILE, E_PROFILE_NOT_IN_LAYOUT, E_SINGLE_PROFILE, E_PROFILE_NOT_MIG, W_SAME_RESOURCE,
          E_NOT_ADVERTISED)
+
+# a tier's resource is read from its pool's layout and GPU model (gpuplan.rules.cascade)
+CONSUMES = {c.code: POOL_INPUTS for c in (E_NO_PROFILE, E_PROFILE_NOT_IN_LAYOUT, E_SINGLE_PROFILE, W_SAME_RESOURCE,
+                                          E_NOT_ADVERTISED)}
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:

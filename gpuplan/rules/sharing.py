@@ -19,6 +19,7 @@ from typing import Iterable, Iterator
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.resolve import ResolvedFleet
+from gpuplan.rules.cascade import POOL_INPUTS, SHARING
 
 MPS_MAX_REPLICAS = 48
 MPS_MAX_REPLICAS_OLD = 16  # compute capability < 7.5 (cmd/mps-control-daemon/mps/device.go)
@@ -73,6 +74,10 @@ W_PRODUCTION_SHARED = Code(
 )
 
 CODES = (E_REPLICAS_MIN, E_MPS_MAX, W_NOT_RENAMED, W_MULTI_REPLICA, W_PRODUCTION_SHARED)
+
+# what these rules refuse and read of a pool (gpuplan.rules.cascade)
+REFUSES = {E_REPLICAS_MIN.code: SHARING, E_MPS_MAX.code: SHARING}
+CONSUMES = {W_PRODUCTION_SHARED.code: POOL_INPUTS}
 
 
 def _compute_capability(gpu) -> tuple[int, int] | None:

@@ -22,6 +22,7 @@ from typing import Iterable
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
 from gpuplan.resolve import ResolvedFleet
+from gpuplan.rules.cascade import POOL_INPUTS
 
 E_GUARANTEE = Code(
     "GP413", "quota of a tier that must not be interrupted on spot capacity", Severity.ERROR,
@@ -118,6 +119,9 @@ SPOT_NODE_LABELS = {
 
 CODES = (E_GUARANTEE, E_INFERENCE_PREEMPTIBLE, W_GANG_ON_SPOT, I_SPOT_CONSOLIDATION, E_FLOOR_FIT, E_FLOOR_INVALID,
          E_STATIC_SPOT, W_NO_FLOOR)
+
+# the floor is measured in the units the pool's layout advertises (gpuplan.rules.cascade)
+CONSUMES = {E_FLOOR_FIT.code: POOL_INPUTS}
 
 
 def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:

@@ -11,6 +11,7 @@ Stage: model (docs/architecture.md)."""
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from typing import Any, Iterable, Iterator
@@ -177,6 +178,27 @@ def format_path(path: Iterable[Any]) -> str:
         else:
             out = str(p)
     return out
+
+
+_SEGMENT = re.compile(r"\.([A-Za-z0-9_-]+)|\[(\d+)\]|\[('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\]")
+
+
+def parse_path(text: str) -> tuple:
+    """The spec path ``format_path`` wrote as ``text`` (``()`` when it is not one)."""
+    import ast
+
+    head = re.match(r"[^.\[]*", text).group(0)
+    out: list = [head]
+    rest = text[len(head):]
+    pos = 0
+    while pos < len(rest):
+        m = _SEGMENT.match(rest, pos)
+        if m is None:
+            return ()
+        name, index, quoted = m.groups()
+        out.append(name if name is not None else int(index) if index is not None else ast.literal_eval(quoted))
+        pos = m.end()
+    return tuple(out)
 
 
 # --- finding the model behind a loc (for "did you mean" on keys) -------------

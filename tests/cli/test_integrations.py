@@ -43,10 +43,10 @@ def test_action_pr_report_step_uses_real_flags():
     action = yaml.safe_load((REPO / "action.yml").read_text())
     runs = [line.strip() for step in action["runs"]["steps"] for line in step.get("run", "").splitlines()
             if "gpuplan.pr_report" in line]
-    assert runs == ['python -I -m gpuplan.pr_report --fleet "$FLEET" --output "$OUT" "${flags[@]}"']
+    assert runs == ['python -I -m gpuplan.pr_report --annotations --fleet "$FLEET" --output "$OUT" "${flags[@]}"']
     r = subprocess.run([sys.executable, "-m", "gpuplan.pr_report", "--help"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    for flag in ("--fleet", "--output", "--comment"):
+    for flag in ("--fleet", "--output", "--comment", "--annotations"):
         assert flag in r.stdout
     step = next(s for s in action["runs"]["steps"] if "gpuplan.pr_report" in s.get("run", ""))
     assert step["if"] == "always() && github.event_name == 'pull_request'"

@@ -39,5 +39,9 @@ def test_unknown_profile_is_not_offered_back(run):
     assert all("1g.11gb" not in (d.hint or "") for d in diags if d.code != "GP201")
     assert "GP402" not in [d.code for d in diags]
     text = edit(BASE, "layout: {1g.10gb: 7}", "layout: {1g.11gb: 3, 2g.20gb: 2}")
+    # GP402 follows from a layout GP201 refuses (gpuplan.rules.cascade): only with GP201 disabled
+    # is it shown, and then it still offers no profile the GPU does not have
+    assert only(run(text), "GP201") and "GP402" not in run.codes(text)
+    text = edit(text, "  pools:\n", "  rules:\n    disable:\n      - {code: GP201, reason: test}\n  pools:\n")
     d = only(run(text), "GP402")
     assert "1g.11gb" not in d.hint and "2g.20gb" in d.hint
