@@ -91,4 +91,7 @@ def test_the_action_report_prints_the_change_annotations(repo, capsys):
     assert pr_report.main(["--annotations", "--base-ref", "main", "--report", str(repo.parent / "r.md")]) == 0
     cmds = _commands(capsys.readouterr().out)
     assert cmds and all("title=gpuplan GP81" in c for c in cmds)  # the diagnostics are the validate step's
-    assert any("GP813::drain: node gpu-a100-06" in c for c in cmds)
+    # the pool's first node takes the layout now, the other is held for the next step (a hand step)
+    assert any("GP813::drain: node gpu-a100-05" in c for c in cmds)
+    assert not any("GP813::drain: node gpu-a100-06" in c for c in cmds)
+    assert any("GP814::" in c and "pool infer-a100 rollout" in c and "--advance infer-a100" in c for c in cmds)
