@@ -218,8 +218,10 @@ def test_a_gang_pod_without_its_pools_fabric_is_refused(example):
         code, body = submit_pod(example.cp, without, ns, request)
         tried += 1
         assert code in (403, 422) and all(res in body.get("message", "") for res in need), (t.name, code, body)
-    if not tried:
-        pytest.skip("no gang tier on a pool whose multi-node jobs use a fabric")
+    if not tried:  # nothing to submit: no granted gang tier on a pool whose multi-node jobs use a fabric
+        assert not any(tier_gang_resources(rf, t) and any(g.get(t.name) for tn in rf.fleet.spec.tenants
+                                                        for g in tn.quotas.values())
+                       for t in rf.fleet.spec.tiers)
 
 
 def test_a_pod_resized_past_its_share_is_refused(example):
