@@ -526,8 +526,11 @@ def previous_configs(rf, *, out_dir: Path | str | None = None,
         configs = dig(parsed[0], "mig-configs") if len(parsed) == 1 else None
         mig_data = {k: v for k, v in configs.items() if isinstance(k, str)} if isinstance(configs, dict) else {}
     namespaces, kept_ns, discarded_ns = project_namespaces(rf, docs, evidence)
-    static_rules = {pv.name: rules for pv in rf.pools if static_nodes(pv.pool)
-                    and (rules := old_rules(docs(f"pools/{pv.name}/node-labels.yaml"), pv.name, POOL_LABEL))}
+    from gpuplan.provisioning.rollout import read_rules
+
+    # each pool's rules in the old tree's NodeFeatureRule, whatever the pool is now
+    old_rules = {pv.name: read_rules(docs(f"pools/{pv.name}/node-labels.yaml"), pv.name) for pv in rf.pools}
+    static_rules = {pv.name: old_rules[pv.name] for pv in rf.pools if static_nodes(pv.pool) and old_rules[pv.name]}
     common = dict(retire=retire, namespaces=namespaces, retire_namespaces=retire_namespaces,
                   static_rules=static_rules, advance=advance,
                   kept_namespaces=kept_ns, discarded_namespaces=discarded_ns, discarded_configs=discarded_configs,
@@ -542,7 +545,7 @@ def previous_configs(rf, *, out_dir: Path | str | None = None,
     for pv in rf.pools:
         # the old tree's NodeFeatureRule of this pool (static there), whatever the pool is now, and
         # for a node group relabelled in place now (an AKS agent pool), its old node template
-        rules = _rule_labels(docs(f"pools/{pv.name}/node-labels.yaml"), pv.name, POOL_LABEL)
+        rules = [dict(r.labels) for r in old_rules[pv.name]]
         in_place = not labels_set_at_creation(cluster, pv.pool)
         if in_place and not static_nodes(pv.pool):
             rules += template_labels(docs(template_path(pv.pool) or ""), pv.name, POOL_LABEL)
@@ -593,43 +596,6 @@ def template_labels(docs: list[dict], pool: str, pool_label: str) -> list[dict]:
             labels = read[1] if read is not None else None
         if isinstance(labels, dict) and labels.get(pool_label) == pool:
             out.append(labels)
-    return out
-
-
-def old_rules(docs: list[dict], pool: str, pool_label: str) -> tuple:
-    """The rules of the NodeFeatureRules among ``docs`` that label ``pool``'s nodes, as
-    :class:`gpuplan.provisioning.rollout.OldRule`: name, string labels, the node names of its
-    ``system.name`` match (whatever else a hand edit left there is not read)."""
-    from gpuplan.provisioning.rollout import OldRule
-
-    out = []
-    for d in docs:
-        rules = dig(d, "spec", "rules") if d.get("kind") == "NodeFeatureRule" else None
-        for rule in rules if isinstance(rules, list) else ():
-            labels = rule.get("labels") if isinstance(rule, dict) else None
-            if not isinstance(labels, dict) or labels.get(pool_label) != pool:
-                continue
-            nodes: list[str] = []
-            for feat in rule.get("matchFeatures") or ():
-                value = dig(feat, "matchExpressions", "nodename", "value") if isinstance(feat, dict) else None
-                nodes += [n for n in value or () if isinstance(n, str)] if isinstance(value, list) else []
-            name = rule.get("name")
-            out.append(OldRule(name if isinstance(name, str) else "",
-                               {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)},
-                               tuple(nodes)))
-    return tuple(out)
-
-
-def _rule_labels(docs: list[dict], pool: str, pool_label: str) -> list[dict]:
-    """The label sets of the NodeFeatureRule rules among ``docs`` that label ``pool``'s nodes
-    (the rule's own ``gpuplan.dev/pool`` label), whatever a hand edit left there."""
-    out = []
-    for d in docs:
-        rules = dig(d, "spec", "rules") if d.get("kind") == "NodeFeatureRule" else None
-        for rule in rules if isinstance(rules, list) else ():
-            labels = rule.get("labels") if isinstance(rule, dict) else None
-            if isinstance(labels, dict) and labels.get(pool_label) == pool:
-                out.append(labels)
     return out
 
 

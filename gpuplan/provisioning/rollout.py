@@ -35,9 +35,10 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from gpuplan.artifacts import dig
 from gpuplan.identity import (
-    DEVICE_PLUGIN_CONFIG_LABEL, MIG_ALL_DISABLED_CONFIG, MIG_CONFIG_LABEL, PreviousConfigs, kept_mig_configs,
-    kept_plugin_configs, pool_node_labels,
+    DEVICE_PLUGIN_CONFIG_LABEL, MIG_ALL_DISABLED_CONFIG, MIG_CONFIG_LABEL, POOL_LABEL, PreviousConfigs,
+    kept_mig_configs, kept_plugin_configs, pool_node_labels,
 )
 from gpuplan.resolve import PoolView, ResolvedFleet
 
@@ -79,6 +80,29 @@ class Step:
     @property
     def rolling(self) -> bool:
         return bool(self.held)
+
+
+def read_rules(docs: Iterable[object], pool: str | None = None) -> tuple[OldRule, ...]:
+    """The rules of the NodeFeatureRules among ``docs`` that label a pool's nodes (``pool``'s only,
+    when given), as a tree holds them: name, string labels, the node names of its ``system.name``
+    match. Whatever else a hand edit left there is not read."""
+    out = []
+    for d in docs:
+        rules = dig(d, "spec", "rules") if isinstance(d, dict) and d.get("kind") == "NodeFeatureRule" else None
+        for rule in rules if isinstance(rules, list) else ():
+            labels = rule.get("labels") if isinstance(rule, dict) else None
+            owner = labels.get(POOL_LABEL) if isinstance(labels, dict) else None
+            if not isinstance(owner, str) or not owner or (pool is not None and owner != pool):
+                continue
+            nodes: list[str] = []
+            for feat in rule.get("matchFeatures") or ():
+                value = dig(feat, "matchExpressions", "nodename", "value")
+                nodes += [n for n in value if isinstance(n, str)] if isinstance(value, list) else []
+            name = rule.get("name")
+            out.append(OldRule(name if isinstance(name, str) else "",
+                               {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)},
+                               tuple(nodes)))
+    return tuple(out)
 
 
 def target_rule_name(pool: str) -> str:
@@ -147,8 +171,9 @@ def pool_step(rf: ResolvedFleet, pv: PoolView) -> Step | None:
     rules = prev.static_rules.get(pv.name, ()) if isinstance(prev, PreviousConfigs) else ()
     rollout = pv.pool.rollout
     batch = batch_size(rollout.max_unavailable if rollout is not None else 1, len(pv.pool.nodes))
-    if not rules:
-        return Step(tuple(pv.pool.nodes), (), (), batch)
+    want = tuple(target.get(k) for k in ROLLED_LABELS)
+    if all(tuple(r.labels.get(k) for k in ROLLED_LABELS) == want for r in rules):
+        return Step(tuple(pv.pool.nodes), (), (), batch)  # no node is at other values: nothing rolls
     valid = {
         DEVICE_PLUGIN_CONFIG_LABEL: frozenset(
             {n for n, (pool, _) in kept_plugin_configs(rf).items() if pool == pv.name}

@@ -146,28 +146,24 @@ def _rollouts(on: dict, nn: dict, b: dict) -> list[Disruption]:
     """A hand step per static pool whose change rolls (gpuplan.provisioning.rollout): the new
     tree's NodeFeatureRule holds some nodes at their old layout or sharing in rules of their own,
     and ``gpuplan build --advance POOL`` moves the next step."""
-    from gpuplan.provisioning.rollout import Step, held_rule_prefix, step_text, target_rule_name
+    from gpuplan.provisioning.rollout import Step, held_rule_prefix, read_rules, step_text, target_rule_name
+
+    def rolled(labels) -> tuple[tuple[str, str], ...]:
+        return tuple((k, v) for k, v in sorted(labels.items()) if k in (MIG_LABEL, PLUGIN_LABEL))
 
     out = []
     for (kind, _, name), obj in sorted(b.items()):
         if kind != "NodeFeatureRule":
             continue
-        rules = [r for r in obj.get("spec", {}).get("rules", []) if isinstance(r, dict)]
         pool = ((obj.get("metadata") or {}).get("labels") or {}).get("gpuplan.dev/pool", name)
-        nodes = {r.get("name"): [n for f in r.get("matchFeatures", [])
-                                 for n in f.get("matchExpressions", {}).get("nodename", {}).get("value", [])]
-                 for r in rules}
-        held = [(tuple((k, v) for k, v in sorted(r.get("labels", {}).items()) if k in (MIG_LABEL, PLUGIN_LABEL)),
-                 tuple(nodes[r.get("name")])) for r in rules if str(r.get("name", "")).startswith(
-                     held_rule_prefix(pool))]
+        rules = read_rules([obj], pool)
+        held = [(rolled(r.labels), r.nodes) for r in rules if r.name.startswith(held_rule_prefix(pool))]
         if not held:
             continue
-        target_rule = next((r for r in rules if r.get("name") == target_rule_name(pool)), {})
-        want = tuple((k, v) for k, v in sorted(target_rule.get("labels", {}).items()) if k in (MIG_LABEL, PLUGIN_LABEL))
-        target = tuple(nodes.get(target_rule_name(pool), ()))
-        moved = tuple(n for n in target if n in on and n in nn and (on[n][1].get(MIG_LABEL), on[n][1].get(PLUGIN_LABEL))
-                      != (nn[n][1].get(MIG_LABEL), nn[n][1].get(PLUGIN_LABEL)))
-        step = Step(target, tuple(held), moved, len(moved), want)
+        target_rule = next((r for r in rules if r.name == target_rule_name(pool)), None)
+        target = target_rule.nodes if target_rule else ()
+        moved = tuple(n for n in target if n in on and n in nn and rolled(on[n][1]) != rolled(nn[n][1]))
+        step = Step(target, tuple(held), moved, len(moved), rolled(target_rule.labels) if target_rule else ())
         out.append(Disruption("hand-step", f"pool {pool} rollout", step_text(pool, step, "FLEET"),
                               held=len(step.held_nodes)))
     return out

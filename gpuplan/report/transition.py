@@ -166,21 +166,16 @@ def _static_rules(objs: Mapping[Any, Any]) -> dict[str, tuple[Any, dict[str, dic
     """pool -> (NodeFeatureRule key, node -> the labels its rule gives it) from the pools'
     NodeFeatureRules: one rule per pool, or while a change rolls through the pool
     (gpuplan.provisioning.rollout) one more per group of nodes held at old labels."""
+    from gpuplan.provisioning.rollout import read_rules
+
     out: dict[str, tuple[Any, dict[str, dict[str, str]]]] = {}
     for key, obj in objs.items():
         if key[1] != "NodeFeatureRule":
             continue
-        for rule in _dict(obj.get("spec")).get("rules") or ():
-            labels = {k: v for k, v in _dict(_dict(rule).get("labels")).items() if isinstance(v, str)}
-            pool = labels.get(POOL_LABEL)
-            if not pool:
-                continue
-            nodes = out.setdefault(pool, (key, {}))[1]
-            for feat in _dict(rule).get("matchFeatures") or ():
-                value = _dict(_dict(_dict(feat).get("matchExpressions")).get("nodename")).get("value")
-                for n in value or ():
-                    if isinstance(n, str):
-                        nodes.setdefault(n, labels)
+        for rule in read_rules([obj]):
+            nodes = out.setdefault(rule.labels[POOL_LABEL], (key, {}))[1]
+            for n in rule.nodes:
+                nodes.setdefault(n, dict(rule.labels))
     return out
 
 
