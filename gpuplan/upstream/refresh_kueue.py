@@ -9,9 +9,11 @@ cache's copy of the release (``$(go env GOMODCACHE)/sigs.k8s.io/kueue@v0.19.2``)
 warning (:func:`crdread.served_versions`). ``REFERENCE_DIR`` holds
 ``catalog-strict/kueue.x-k8s.io/<kind>_<version>.json`` and ``cel/<kind>-kueue-<version>.cel.json``
 (the strict schemas of the project's other pinned CRDs): for the five kinds gpuplan emits
-besides Topology, each served version is copied byte for byte. Topology is derived from its
-CRD (:data:`CRDS`) with the same strict conversion as the Prometheus Operator schemas, and
-its ``x-kubernetes-validations`` become its CEL file.
+besides Topology, each served version is copied byte for byte. Topology and the admission
+check kinds (AdmissionCheck, MultiKueueConfig, MultiKueueCluster, ProvisioningRequestConfig,
+which Kueue's own setups write beside the queues) are derived from their CRDs (:data:`CRDS`)
+with the same strict conversion as the Prometheus Operator schemas, and their
+``x-kubernetes-validations`` become their CEL files.
 Output: ``crds/kueue.x-k8s.io/``, ``cel/`` and ``SOURCES-kueue.md``.
 
 Stage: foundation (docs/architecture.md)."""
@@ -39,6 +41,12 @@ CRDS = {
     "resourceflavor": f"{BASES}/kueue.x-k8s.io_resourceflavors.yaml",
     "workloadpriorityclass": f"{BASES}/kueue.x-k8s.io_workloadpriorityclasses.yaml",
     "topology": f"{BASES}/kueue.x-k8s.io_topologies.yaml",
+    # admission checks and their configurations: multi-cluster dispatch (MultiKueue) and
+    # ProvisioningRequests (cluster-autoscaler's provisioning classes)
+    "admissioncheck": f"{BASES}/kueue.x-k8s.io_admissionchecks.yaml",
+    "multikueueconfig": f"{BASES}/kueue.x-k8s.io_multikueueconfigs.yaml",
+    "multikueuecluster": f"{BASES}/kueue.x-k8s.io_multikueueclusters.yaml",
+    "provisioningrequestconfig": f"{BASES}/kueue.x-k8s.io_provisioningrequestconfigs.yaml",
 }
 COPIED = ("clusterqueue", "cohort", "localqueue", "resourceflavor", "workloadpriorityclass")
 HERE = Path(__file__).resolve().parent

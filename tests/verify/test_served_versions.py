@@ -106,10 +106,38 @@ def test_the_cli_exits_0_on_a_v1beta1_kueue_tree(tmp_path):
 
 def test_every_served_version_of_a_pinned_crd_is_pinned():
     """Kueue v0.19.2 and karpenter-provider-azure v1.14.2 serve two versions of each kind."""
-    for kind in ("ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Topology"):
+    for kind in ("ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Topology",
+                 "AdmissionCheck", "MultiKueueConfig", "MultiKueueCluster", "ProvisioningRequestConfig"):
         assert sorted(pins.served_versions(KUEUE, kind)) == ["v1beta1", "v1beta2"]
         assert pins.deprecation_warning(KUEUE, kind, "v1beta2") is None
     assert sorted(pins.served_versions("karpenter.azure.com", "AKSNodeClass")) == ["v1alpha2", "v1beta1"]
+
+
+# a MultiKueue manager's admission check, written from the pinned v1beta2 schemas
+# (config/components/crd/bases/kueue.x-k8s.io_multikueue*.yaml at kueue v0.19.2)
+MULTIKUEUE = [
+    {"apiVersion": f"{KUEUE}/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "dispatch"},
+     "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+              "parameters": {"apiGroup": KUEUE, "kind": "MultiKueueConfig", "name": "workers"}}},
+    {"apiVersion": f"{KUEUE}/v1beta2", "kind": "MultiKueueConfig", "metadata": {"name": "workers"},
+     "spec": {"clusters": ["worker-1", "worker-2"]}},
+    {"apiVersion": f"{KUEUE}/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "worker-1"},
+     "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "worker-1"}}}},
+]
+
+
+def test_kueue_admission_check_kinds_are_verified_not_skipped():
+    """Kueue's own multi-cluster setups write these beside the queues: each is checked against its
+    pinned schema and CEL rules (no GP834 "not verified"), and a broken one is refused."""
+    for obj in MULTIKUEUE:
+        got = found(obj)
+        assert set(got) <= {"GP842"}, got  # at most: the transition rule (oldSelf) has no old object
+    twice = copy.deepcopy(MULTIKUEUE[1])
+    twice["spec"]["clusters"].append("worker-1")
+    assert "must be unique" in found(twice)["GP840"][0].message
+    neither = copy.deepcopy(MULTIKUEUE[2])
+    neither["spec"]["clusterSource"] = {}
+    assert "exactly one of the fields" in found(neither)["GP840"][0].message
 
 
 def test_schemas_load_per_version_on_first_use(monkeypatch):
