@@ -12,8 +12,9 @@ every version it serves becomes ``crds/karpenter.azure.com/aksnodeclass_<version
 Operator v2 keeps its generated CRDs out of git and publishes them only as release files,
 and Cluster API Provider Azure vendored that release file, unchanged, as
 ``config/aso/crds.yaml`` (read at :data:`ASO_COMMIT`, the commit that brought in ASO
-:data:`ASO_TAG`). The ``managedclustersagentpools`` CRD's :data:`ASO_VERSION` becomes
-``crds/containerservice.azure.com/managedclustersagentpool_<version>.json``. Without it, the
+:data:`ASO_TAG`). Every version the ``managedclustersagentpools`` CRD serves becomes
+``crds/containerservice.azure.com/managedclustersagentpool_<version>.json`` (gpuplan writes
+:data:`ASO_VERSION`). Without it, the
 ASO row of ``SOURCES-aks.md`` and its schema stay as they are.
 
 Both go through the strict conversion of the Prometheus Operator schemas
@@ -77,6 +78,7 @@ def nap_rows(git_dir: Path) -> list[dict[str, str]]:
 
 def aso_rows(capz_git_dir: Path | None) -> list[dict[str, str]]:
     """The agent-pool row: from ASO's CRD file vendored in CAPZ when given, else the current one."""
+    from gpuplan.upstream.crdread import served_versions
     from gpuplan.upstream.refresh import _MON_ROW, dump_compact, strip_descriptions
 
     if capz_git_dir is None:
@@ -98,10 +100,17 @@ def aso_rows(capz_git_dir: Path | None) -> list[dict[str, str]]:
     out_dir = HERE / "crds" / ASO_GROUP
     out_dir.mkdir(parents=True, exist_ok=True)
     kind = crd["spec"]["names"]["kind"]
-    out = out_dir / f"{kind.lower()}_{ASO_VERSION}.json"
-    out.write_text(dump_compact(strip_descriptions(crd_schema(crd, ASO_VERSION))), encoding="utf-8")
-    return [{"file": f"crds/{ASO_GROUP}/{out.name}", "apiVersion": f"{ASO_GROUP}/{ASO_VERSION}", "kind": kind,
-             "repository": ASO_REPOSITORY, "tag": ASO_TAG, "commit": ASO_COMMIT, "path": ASO_PATH}]
+    rows = []
+    # every version the CRD serves, as for the other pinned CRDs: ASO serves each Azure API
+    # version it generated (v1api2023..., v1api20250801) and its `...storage` hub beside it
+    for v in served_versions(crd):
+        version = v["name"]
+        out = out_dir / f"{kind.lower()}_{version}.json"
+        out.write_text(dump_compact(strip_descriptions(crd_schema(crd, version))), encoding="utf-8")
+        rows.append({"file": f"crds/{ASO_GROUP}/{out.name}", "apiVersion": f"{ASO_GROUP}/{version}", "kind": kind,
+                     "repository": ASO_REPOSITORY, "tag": ASO_TAG, "commit": ASO_COMMIT, "path": ASO_PATH,
+                     "deprecation": v["deprecationWarning"] or ""})
+    return rows
 
 
 def main(argv: list[str]) -> int:

@@ -140,6 +140,27 @@ def test_kueue_admission_check_kinds_are_verified_not_skipped():
     assert "exactly one of the fields" in found(neither)["GP840"][0].message
 
 
+def test_every_served_aso_agent_pool_version_is_checked_against_its_own_schema():
+    """Azure Service Operator v2.17.0 serves ManagedClustersAgentPool at every Azure API version it
+    generated, with a `...storage` hub beside each (config/aso/crds.yaml): an agent pool written at
+    v1api20240901 (common in CAPZ-era trees) passes; that version has no `gpuProfile` (added in the
+    2025-08-01 API), so gpuplan's field is unknown there."""
+    import yaml
+
+    from tests.conftest import REPO
+
+    group = "containerservice.azure.com"
+    assert len(pins.served_versions(group, "ManagedClustersAgentPool")) == 10
+    [pool] = [d for d in yaml.safe_load_all((REPO / "tests/golden/aks/provisioning/aks/infer-a100/agentpool.yaml")
+                                              .read_text(encoding="utf-8")) if d]
+    old = copy.deepcopy(pool)
+    old["apiVersion"] = f"{group}/v1api20240901"
+    assert [d.path for d in found(old)["GP835"]] == ["spec.gpuProfile"]
+    del old["spec"]["gpuProfile"]
+    assert not any(d.is_error for d in verdict(old))
+    assert not any(d.is_error for d in verdict(pool))
+
+
 def test_schemas_load_per_version_on_first_use(monkeypatch):
     """Only the schema of the object's own version is read (no loading every version up front)."""
     from gpuplan.verify import schemas
