@@ -18,6 +18,17 @@ W_GPU_FAULT = Code(
     bad="nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB-MIG-INVALID",
     good="nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB-MIG-1g.10gb   # one profile on every GPU",
 )
+W_SHARING_UNREAD = Code(
+    "GP941", "GPU sharing not read", Severity.WARNING,
+    "The cluster configures a pool's GPU sharing outside the GPU Operator's ConfigMaps in a way the draft "
+    "cannot take: a Bottlerocket EC2NodeClass whose userData is not TOML, or asks its NVIDIA device plugin for "
+    "a `device-sharing-strategy` gpuplan does not write (only `time-slicing`); a NodeOverlay whose "
+    "`nvidia.com/gpu` (or `.shared`) capacity is not a whole multiple of the instance type's GPUs, or that "
+    "disagrees with the device-plugin config the nodes select (Karpenter plans with the overlay's count, the "
+    "node advertises the config's). The pool's sharing is drafted from the other sources: check it.",
+    bad="capacity: {nvidia.com/gpu: \"8\"}   # on p5.48xlarge (8 GPUs), config time-slicing replicas 4",
+    good="capacity: {nvidia.com/gpu: \"32\"}  # 8 GPUs x 4 replicas",
+)
 E_NOTHING = Code(
     "GP950", "nothing to import", Severity.ERROR,
     "The input holds no GPU node (no `nvidia.com/gpu.product` or `nvidia.com/gpu.count` label) and no "
@@ -160,6 +171,6 @@ W_DELIVERY = Code(
     good="cluster.gitops.repoURL as the cluster's Application has it",
 )
 
-CODES = (W_GPU_FAULT, E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
+CODES = (W_GPU_FAULT, W_SHARING_UNREAD, E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
          W_POOL_DISAGREES, I_TODO, W_UNEXPLAINED, E_EXISTS, E_DRAFT_INVALID, W_UNREAD,
          W_KUEUE_UNREAD, W_DRA_UNREAD, W_NOT_TRUSTED, W_DRIFT, W_CONSOLIDATION, W_DELIVERY)

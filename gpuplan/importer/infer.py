@@ -42,12 +42,12 @@ from gpuplan.importer import conventions as V
 from gpuplan.importer import delivery as D
 from gpuplan.importer import gfd as F
 from gpuplan.importer import karpenter_read as KR
+from gpuplan.importer import sharing_read as SR
 from gpuplan.importer.read import Obj, yaml_payload
 from gpuplan.k8snames import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
 
 _KUBELET_VERSION = re.compile(r"v?1\.([0-9]{2})\.")
 _INT = re.compile(r"[0-9]+\Z")
-_AMI_ALIAS = re.compile(r"(al2023|bottlerocket)@(.+)\Z")
 
 
 
@@ -624,21 +624,14 @@ def _req(reqs: Any, key: str) -> list[str] | None:
     return None
 
 
-def overlaid_nodepools(objs: list[Obj]) -> dict[str, str]:
-    """NodePool name -> the NodeOverlay that gives it capacity (``karpenter.sh/nodepool In [...]``
-    among the overlay's requirements, as gpuplan writes it)."""
-    out: dict[str, str] = {}
-    for o in sorted((o for o in objs if o.kind == "NodeOverlay" and o.api_group == "karpenter.sh"),
-                    key=lambda o: o.name):
-        if not isinstance(_get(o.data, "spec", "capacity"), dict):
-            continue
-        for name in _req(_get(o.data, "spec", "requirements"), "karpenter.sh/nodepool") or ():
-            out.setdefault(name, o.name)
-    return out
+def overlaid_nodepools(objs: list[Obj]) -> dict[str, SR.PoolOverlays]:
+    """NodePool name -> what the NodeOverlays give its instance types (whatever requirements select
+    them: gpuplan writes ``karpenter.sh/nodepool In [...]``, others any label; gpuplan.importer.sharing_read)."""
+    return SR.read_overlays(objs)
 
 
 def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs, draft: Draft,
-                    overlays: dict[str, str] | None = None,
+                    overlays: dict[str, SR.PoolOverlays] | None = None,
                     launched: dict[str, dict[str, int]] | None = None) -> list[dict]:
     """``launched``: NodePool name -> GPU model -> nodes of the input it launched."""
     from gpuplan.cloud.aws import instance_type
@@ -711,13 +704,14 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
             _add_todo(kn["instanceTypes"], "instance types with different GPU counts: gpuplan expects one count per pool")
         nc = classes.get(_get(tspec, "nodeClassRef", "name") or "")
         if nc is not None:
-            alias = _get(nc.data, "spec", "amiSelectorTerms")
-            alias = alias[0].get("alias") if isinstance(alias, list) and alias and isinstance(alias[0], dict) else None
-            m = _AMI_ALIAS.match(alias) if isinstance(alias, str) else None
-            if m:
-                k["amiFamily"] = "AL2023" if m[1] == "al2023" else "Bottlerocket"
-                k["amiVersion"] = m[2]
+            family, version = SR.ami_family(nc)
+            if version is not None:
+                k["amiFamily"], k["amiVersion"] = family, version
                 kn["amiFamily"] = kn["amiVersion"] = Note(f"from EC2NodeClass {nc.name} amiSelectorTerms alias")
+            elif family is not None:
+                k["amiFamily"] = family
+                kn["amiFamily"] = Note(f"from EC2NodeClass {nc.name} spec.amiFamily")
+                _add_todo(kn["amiFamily"], "the EC2NodeClass selects AMIs without an alias: set amiVersion")
             else:
                 _add_todo(kn["instanceTypes"], "the EC2NodeClass selects AMIs without an alias: set amiFamily/amiVersion")
         else:
@@ -749,21 +743,25 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         if isinstance(spec.get("weight"), int) and not isinstance(spec.get("weight"), bool):
             k["weight"] = spec["weight"]
             kn["weight"] = Note("from the NodePool's spec.weight")
-        if overlays and np_.name in overlays:
+        ov = (overlays or {}).get(np_.name)
+        if ov is not None and ov.applied:
             k["nodeOverlay"] = True  # a MIG pool without one never gets a node (GP615)
-            kn["nodeOverlay"] = Note(f"from NodeOverlay {overlays[np_.name]}")
+            kn["nodeOverlay"] = Note(f"from NodeOverlay {', '.join(ov.names)}")
         pool["karpenter"] = k
         labels = {kk: v for kk, v in (_get(spec, "template", "metadata", "labels") or {}).items()
                   if isinstance(kk, str) and isinstance(v, str)}
         pool["sharing"], notes["sharing"] = _pool_sharing(
             np_.name, model, per, labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL), labels.get(V.MIG_CONFIG_LABEL), cfg, draft,
             np_, ("spec", "template", "metadata", "labels"))
-        if pool["sharing"].get("mode") == "mig" and pool["sharing"].get("strategy") != "single" \
-                and "nodeOverlay" not in k:
-            # without one Karpenter never launches for nvidia.com/mig-* (GP615, an error): the cluster
-            # either has an overlay the input left out, or its pool never got a node
+        _outside_sharing(pool, notes, k, kn, np_, nc, ov, (labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL) or cfg.dp_default)
+                         in cfg.dp, per, draft)
+        s = pool["sharing"]
+        if (s.get("mode") == "mig" and s.get("strategy") != "single" or s.get("mode") in ("time-slicing", "mps")
+                and s.get("renameByDefault")) and "nodeOverlay" not in k:
+            # without one Karpenter never launches for nvidia.com/mig-* or nvidia.com/gpu.shared (GP615, an
+            # error): the cluster either has an overlay the input left out, or its pool never got a node
             k["nodeOverlay"] = True
-            kn["nodeOverlay"] = Note(None, "no NodeOverlay for this MIG NodePool in the input (kubectl get "
+            kn["nodeOverlay"] = Note(None, f"no NodeOverlay for this {s['mode']} NodePool in the input (kubectl get "
                                            "nodeoverlays.karpenter.sh): gpuplan writes one; Karpenter needs "
                                            "its nodeOverlay feature gate")
         taints = _taints(np_, tspec.get("taints"), np_.name)
@@ -787,6 +785,27 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         pool["_selected"] = (labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL), labels.get(V.MIG_CONFIG_LABEL))
         pools.append(pool)
     return pools
+
+
+def _outside_sharing(pool: dict, notes: dict, k: dict, kn: dict, np_: Obj, nc: Obj | None, ov: Any,
+                     configured: bool, per: int, draft: Draft) -> None:
+    """Sharing from Bottlerocket's settings and NodeOverlays, and a GPU limit in nodes of it."""
+    its = k["instanceTypes"]
+    got = SR.pool_sharing(np_.name, pool["sharing"], configured, np_, nc, its, ov, draft.diagnostics)
+    if got.sources:
+        pool["sharing"] = got.sharing
+        notes["sharing"] = Note("from " + " and ".join(got.sources), "; ".join(got.todos) or None)
+    for what, o in (ov.todos if ov is not None else ()):
+        draft.diagnostics.append(_diag(C.I_TODO, f"NodePool {np_.name}: {what}", o, "spec", "requirements"))
+    limits = _get(np_.data, "spec", "limits")
+    if isinstance(limits, dict) and "nodes" not in limits and "guaranteedGPUs" not in k:
+        read = SR.limit_nodes(limits, pool["sharing"], per, got.counted)
+        if read is not None:
+            k["maxGPUs"] = max(read[0], 1) * per
+            kn["maxGPUs"] = Note(f"from NodePool {np_.name} {read[1]}", read[2] if read[0] else
+                                 f"{read[2] + '; ' if read[2] else ''}the limit holds no whole node")
+    if ov is not None:  # compared by the round trip
+        pool["_overlays"] = ov.applied + [o for o in ov.price_only if o not in ov.applied]
 
 
 # ------------------------------------------------------------------------------ tiers

@@ -23,6 +23,7 @@ from gpuplan.artifacts import dig
 from gpuplan.diagnostics import Diagnostic, show
 from gpuplan.importer import codes as C
 from gpuplan.importer import karpenter_read as KR
+from gpuplan.importer import sharing_read as SR
 from gpuplan.importer import conventions as V
 from gpuplan.importer.infer import Draft
 from gpuplan.importer.read import Obj
@@ -290,19 +291,29 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
                 add(o, d)
                 apps.add(_key(d))
     for p in scope["pools"]:
+        bclass = None
         if p.get("_nodepool") is not None:
             d = _strip(p["_nodepool"])
             _instance_selector(d, built.get(_key(d)), p["_nodepool"], rt)
             add(p["_nodepool"], d)
+            bclass = dig((built.get(_key(d)) or (None, {}))[1], "spec", "template", "spec", "nodeClassRef", "name")
         if p.get("_floor") is not None:  # the pool's on-demand floor NodePool
             add(p["_floor"])
         if p.get("_nodeclass") is not None:
-            add(p["_nodeclass"])
+            # compared with the EC2NodeClass gpuplan builds for the pool (the NodePool's nodeClassRef,
+            # a difference of its own, names it)
+            d = _strip(p["_nodeclass"])
+            if isinstance(bclass, str):
+                d["metadata"]["name"] = bclass
+            _bottlerocket_text(d, built.get(_key(d)), p["_nodeclass"], rt)
+            add(p["_nodeclass"], d)
+        for o in p.get("_overlays", ()):  # NodeOverlays whose requirements select the pool's instance types
+            add(o)
 
     mine = {V.DEVICE_PLUGIN_CONFIGMAP, V.MIG_PARTED_CONFIGMAP}
     compared = {}
     for k, v in built.items():
-        in_scope = k in apps or k.kind in COMPARED_KINDS and (
+        in_scope = k in apps or k.kind == "NodeOverlay" and k in imported or k.kind in COMPARED_KINDS and (
             k.kind != "ConfigMap" or k.name in mine) and (
             k.kind != "Namespace" or k.name in tenant_ns or k.name == op_ns or k.name in extra_ns)
         if in_scope:
@@ -378,6 +389,25 @@ def _instance_selector(d: dict, built: tuple[str, Any] | None, o: Obj, rt: Round
     why += ["the cluster's requirements are not all in gpuplan's instance table"] if not theirs.exact else []
     rt.finding(f"{_key(d).label}: spec.template.spec.requirements select other instance types "
                f"({'; '.join(why)})", o, "spec", "template", "spec", "requirements", code=C.W_DRIFT)
+
+
+def _bottlerocket_text(d: dict, built: tuple[str, Any] | None, o: Obj, rt: RoundTrip) -> None:
+    """A Bottlerocket userData with the settings gpuplan writes, in other text (or leaving the device
+    plugin's settings at their defaults, gpuplan.importer.sharing_read): Bottlerocket and Karpenter read
+    the TOML's values (aws/karpenter-provider-aws@v1.14.1
+    pkg/providers/amifamily/bootstrap/bottlerocket.go:37-116 parses it and marshals it again), but the
+    EC2NodeClass hash covers the text (pkg/apis/v1/ec2nodeclass.go:597-610): the nodes drift once.
+    One difference, named as such, instead of a changed userData."""
+    theirs = dig(d, "spec", "userData")
+    ours = dig(built[1], "spec", "userData") if built is not None else None
+    if not isinstance(theirs, str) or not isinstance(ours, str) or theirs == ours:
+        return
+    meaning = SR.settings_meaning(theirs)
+    if meaning is not None and meaning == SR.settings_meaning(ours):
+        d["spec"]["userData"] = ours
+        rt.finding(f"{_key(d).label}: spec.userData has the same Bottlerocket settings in other text (the "
+                   "EC2NodeClass hash covers the text: its nodes are replaced once)", o, "spec", "userData",
+                   code=C.W_DRIFT)
 
 
 def _added_convention(key: Any, op_ns: str) -> str | None:
