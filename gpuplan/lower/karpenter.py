@@ -131,14 +131,17 @@ def nodepool_limits(pv: PoolView, nodes: int) -> dict[str, str]:
       passes (a fully partitioned MIG node under ``mixed`` advertises no ``nvidia.com/gpu``, and a
       limit on that alone let one initialized node plus a batch launch a node past it);
     - ``nvidia.com/gpu``, the physical GPUs of the instance type, where an initialized node
-      advertises exactly those or none. Not where it advertises more (time-slicing without
-      ``renameByDefault``, MIG ``single``): the node would count more than the instance type
-      said, and the pool would stop short of its ceiling; ``nodes`` alone holds it there, as
-      :func:`node_limit` says, within a pass as upstream allows."""
+      advertises exactly those or none. Where it advertises another count (time-slicing without
+      ``renameByDefault``, MIG ``single``) the overlay states that count, so the limit is the
+      overlay's, as for the other names; without an overlay there is no ``nvidia.com/gpu`` limit
+      (the node would count more than the instance type said, and the pool would stop short of
+      its ceiling): ``nodes`` alone holds it there, as :func:`node_limit` says."""
     out = {"nodes": str(nodes)}
     advertised = pv.node_resources()
+    k = pv.pool.karpenter
     for name, count in sorted(overlay_capacity(pv).items()):
-        out[name] = str(nodes * int(count))
+        if name != GPU or (k is not None and k.node_overlay):
+            out[name] = str(nodes * int(count))
     if pv.gpus_per_node and advertised.get(GPU, pv.gpus_per_node) == pv.gpus_per_node:
         out[GPU] = str(nodes * pv.gpus_per_node)
     return out
@@ -285,10 +288,16 @@ def nodepool_names(pv: PoolView) -> list[str]:
 
 
 def overlay_capacity(pv: PoolView) -> dict[str, str]:
-    """Extended resources a node of the pool will advertise that Karpenter
-    cannot know from the instance type. ``nvidia.com/gpu`` is left out: a
-    NodeOverlay cannot change a well-known resource (GP616 explains)."""
-    return {k: str(v) for k, v in pv.node_resources().items() if k != GPU}
+    """The resources a node of the pool will advertise that Karpenter cannot know from the
+    instance type: every name the sharing adds, and ``nvidia.com/gpu`` where the node advertises
+    another count than its physical GPUs (MIG ``single``, time-slicing or MPS without
+    ``renameByDefault``). An overlay's capacity replaces the instance type's value of the same
+    name, well-known extended resources included: only cpu, memory, ephemeral-storage and pods
+    are refused (kubernetes-sigs/karpenter@v1.14.1 pkg/apis/v1alpha1/nodeoverlay.go:86, the CRD's
+    rule; pkg/cloudprovider/types.go:313-316, ``lo.Assign(i.Capacity, updatedCapacity)``; the same
+    since NodeOverlay came in v1.7.0)."""
+    res = pv.node_resources()
+    return {k: str(v) for k, v in res.items() if k != GPU or v != pv.gpus_per_node}
 
 
 def nodeoverlay(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any] | None:

@@ -79,16 +79,6 @@ W_BLIND_CAPACITY = Code(
     pain="#19 kubernetes-sigs/karpenter #729, #2140, aws/karpenter-provider-aws #3376; "
          "#20 aws/karpenter-provider-aws PR #8710; #27",
 )
-W_OVERLAY_GPU = Code(
-    "GP616", "NodeOverlay cannot change nvidia.com/gpu", Severity.WARNING,
-    "A NodeOverlay adds extended resources; it does not replace well-known ones such as "
-    "`nvidia.com/gpu`. When a shared or MIG pool advertises its units as `nvidia.com/gpu` "
-    "(time-slicing/MPS with `renameByDefault: false`, MIG strategy `single`, or a MIG layout that "
-    "leaves some GPUs whole), Karpenter still counts the physical GPUs of the instance type.",
-    bad="sharing: {mode: mig, strategy: single, layout: {1g.10gb: 7}}\nkarpenter: {nodeOverlay: true, ...}",
-    good="sharing: {mode: mig, strategy: mixed, layout: {1g.10gb: 7}}\nkarpenter: {nodeOverlay: true, ...}",
-    pain="#19, #20 (Karpenter blind to shared / MIG capacity)",
-)
 W_PARTIAL_NODE = Code(
     "GP617", "maxGPUs is not whole nodes", Severity.WARNING,
     "Karpenter launches whole nodes: a limit that is not a multiple of the GPUs per node is rounded "
@@ -147,7 +137,7 @@ W_RESERVATION_UNUSED = Code(
 
 CODES = (
     E_UNKNOWN_TYPE, E_WRONG_GPU, E_GPU_COUNT, W_AMI_LATEST, E_NO_AWS, W_BLIND_CAPACITY,
-    W_OVERLAY_GPU, W_PARTIAL_NODE, E_LIMIT_BELOW_NODE, W_BOTTLEROCKET_KEY, E_MEMORY_STATIC,
+    W_PARTIAL_NODE, E_LIMIT_BELOW_NODE, W_BOTTLEROCKET_KEY, E_MEMORY_STATIC,
     E_EFA_UNSUPPORTED, W_RESERVATION_UNUSED,
 )
 
@@ -308,7 +298,6 @@ def _pool(rf: ResolvedFleet, pv: PoolView, aws: bool = True) -> Iterator[Diagnos
     if s.mode != "exclusive":
         res = pv.node_resources()
         hidden = {r: v for r, v in res.items() if r != GPU}
-        gpu_units = res.get(GPU)
         if not k.node_overlay and hidden:
             # the instance type's capacity is all Karpenter fits a pod's requests against: on AWS
             # it offers nvidia.com/gpu and never a renamed unit, whatever the AMI (Bottlerocket's
@@ -336,17 +325,6 @@ def _pool(rf: ResolvedFleet, pv: PoolView, aws: bool = True) -> Iterator[Diagnos
                 key=True,
                 hint="set karpenter.nodeOverlay: true (needs Karpenter's alpha nodeOverlay feature gate)",
                 severity=Severity.WARNING,
-            )
-        elif k.node_overlay and gpu_units is not None and gpn and gpu_units != gpn:
-            yield rf.diag(
-                W_OVERLAY_GPU,
-                f"pool {pv.name!r}: nodes advertise {gpu_units} nvidia.com/gpu "
-                f"({'MIG strategy single' if s.mode == 'mig' and s.strategy == 'single' else s.mode}), "
-                f"but a NodeOverlay cannot change nvidia.com/gpu; Karpenter keeps counting {gpn}"
-                + ("" if hidden else " and the overlay has nothing to add"),
-                pv.path + ("sharing",),
-                hint=("use MIG strategy mixed" if s.mode == "mig" else "set renameByDefault: true")
-                + " so the units have their own resource name",
             )
     t = pv.pool.topology
     if k.ami_family == "Bottlerocket" and t.reserved_system_cpus is not None:

@@ -517,3 +517,47 @@ def test_nodepool_limits_count_what_karpenter_counts_within_and_across_passes() 
         adv = pv.node_resources().get("nvidia.com/gpu")
         lim = nodepool_limits(pv, 3)
         assert ("nvidia.com/gpu" in lim) == (adv in (None, pv.gpus_per_node)), pv.name
+
+
+_UNITS_AS_GPU = """\
+apiVersion: gpuplan.dev/v1alpha1
+kind: Fleet
+metadata: {name: t}
+spec:
+  cluster:
+    kubernetesVersion: "1.33"
+    gitops: {repoURL: "https://git.example.com/t.git"}
+    aws: {clusterName: t, nodeRole: KarpenterNodeRole-t}
+  pools:
+    - name: mig
+      gpu: A100-SXM4-80GB
+      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16, amiVersion: v20260714, nodeOverlay: true}
+      sharing: {mode: mig, strategy: single, layout: {1g.10gb: 7}}
+    - name: ts
+      gpu: L40S
+      karpenter: {instanceTypes: [g6e.12xlarge], maxGPUs: 8, amiVersion: v20260714, nodeOverlay: true}
+      sharing: {mode: time-slicing, replicas: 4, renameByDefault: false}
+"""
+
+
+def test_nodeoverlay_states_nvidia_gpu_where_the_units_keep_its_name(tmp_path) -> None:
+    """MIG `single` and time-slicing without renameByDefault advertise their units as nvidia.com/gpu:
+    the NodeOverlay states that count, which replaces the instance type's (Karpenter v1.14.1
+    pkg/cloudprovider/types.go:313-316, lo.Assign), and the NodePool limits it to the same nodes'
+    worth, so Karpenter fits 7 x 8 MIG devices on a p4de and 4 x 4 replicas on a g6e.12xlarge."""
+    spec = tmp_path / "fleet.yaml"
+    spec.write_text(_UNITS_AS_GPU, encoding="utf-8")
+    from gpuplan.compiler import check_fleet
+
+    checked = check_fleet(spec)
+    assert not [d for d in checked.diagnostics if d.code.startswith("GP6") and d.severity.value != "info"], \
+        checked.diagnostics
+    mig, ts = pool_objects(spec, "mig"), pool_objects(spec, "ts")
+    assert mig["nodeoverlay"]["spec"]["capacity"] == {"nvidia.com/gpu": str(7 * 8)}
+    assert ts["nodeoverlay"]["spec"]["capacity"] == {"nvidia.com/gpu": str(4 * 4)}
+    assert mig["nodepool"]["spec"]["limits"] == {"nodes": "2", "nvidia.com/gpu": str(2 * 56)}
+    assert ts["nodepool"]["spec"]["limits"] == {"nodes": "2", "nvidia.com/gpu": str(2 * 16)}
+    # without the overlay, no nvidia.com/gpu limit: the node would count more than the type said
+    spec.write_text(_UNITS_AS_GPU.replace("nodeOverlay: true", "nodeOverlay: false"), encoding="utf-8")
+    assert "nodeoverlay" not in pool_objects(spec, "mig")
+    assert pool_objects(spec, "mig")["nodepool"]["spec"]["limits"] == {"nodes": "2"}
