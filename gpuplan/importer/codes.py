@@ -29,6 +29,15 @@ W_SHARING_UNREAD = Code(
     bad="capacity: {nvidia.com/gpu: \"8\"}   # on p5.48xlarge (8 GPUs), config time-slicing replicas 4",
     good="capacity: {nvidia.com/gpu: \"32\"}  # 8 GPUs x 4 replicas",
 )
+I_NOT_GPU = Code(
+    "GP944", "NodePool without GPUs left as it is", Severity.INFO,
+    "A Karpenter NodePool in the input asks for no GPU instance (no GPU requirement, GPU instance family or "
+    "category, `nvidia.com/gpu` limit or taint): it is the cluster's CPU capacity, not a GPU pool. The draft "
+    "leaves it out and gpuplan never writes or prunes it; a NodePool that does ask for GPUs gpuplan's table "
+    "does not know is GP952 instead.",
+    bad="requirements: [{key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}]",
+    good="(nothing to change: the NodePool stays as the cluster has it)",
+)
 E_NOTHING = Code(
     "GP950", "nothing to import", Severity.ERROR,
     "The input holds no GPU node (no `nvidia.com/gpu.product` or `nvidia.com/gpu.count` label) and no "
@@ -171,6 +180,6 @@ W_DELIVERY = Code(
     good="cluster.gitops.repoURL as the cluster's Application has it",
 )
 
-CODES = (W_GPU_FAULT, W_SHARING_UNREAD, E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
+CODES = (W_GPU_FAULT, W_SHARING_UNREAD, I_NOT_GPU, E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
          W_POOL_DISAGREES, I_TODO, W_UNEXPLAINED, E_EXISTS, E_DRAFT_INVALID, W_UNREAD,
          W_KUEUE_UNREAD, W_DRA_UNREAD, W_NOT_TRUSTED, W_DRIFT, W_CONSOLIDATION, W_DELIVERY)

@@ -658,6 +658,11 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         choice = KR.read_instance_types(reqs, (launched or {}).get(np_.name, {}))
         its = choice.types
         counts = {instance_type(n).gpu_count for n in its if instance_type(n) is not None}
+        if choice.model is None and not KR.gpu_intent(spec):
+            draft.diagnostics.append(_diag(
+                C.I_NOT_GPU, f"NodePool {np_.name} launches no GPU instance type: not a GPU pool, left as it is",
+                np_, "spec", "template", "spec", "requirements"))
+            continue
         if choice.model is None:
             listed = KR.lists_instance_types(reqs)
             draft.diagnostics.append(_diag(

@@ -95,6 +95,41 @@ def lists_instance_types(reqs: Any) -> list[str] | None:
     return None
 
 
+# what says a NodePool is meant for GPUs, whatever gpuplan's table makes of its instance types:
+# the AWS provider's GPU labels (aws/karpenter-provider-aws@v1.14.1 pkg/apis/v1/labels.go:150-153),
+# the GPU instance categories (p, g: accelerated computing with NVIDIA GPUs), a GPU limit or taint
+_GPU_KEYS = ("karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-name",
+             "karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-memory")
+_GPU_NAMED = {"karpenter.k8s.aws/instance-category": re.compile(r"[pg]\Z"),
+              "karpenter.k8s.aws/instance-family": re.compile(r"[pg][0-9]"),
+              INSTANCE_TYPE: re.compile(r"[pg][0-9]")}
+
+
+def gpu_intent(spec: Any) -> bool:
+    """Whether a NodePool ``spec`` asks for GPU instances: a requirement on a GPU key that is not
+    ``DoesNotExist``/``NotIn``, a category, family or type of the GPU families, an
+    ``nvidia.com/gpu`` limit, or an ``nvidia.com/gpu`` taint. A NodePool without any of these
+    (``instance-category In [c, m, r]``) is not a GPU pool: gpuplan leaves it as it is."""
+    from gpuplan.cloud.karpenter_requirements import NORMALIZED
+
+    tspec = _get(spec, "template", "spec") or {}
+    for r in tspec.get("requirements") or () if isinstance(tspec, dict) else ():
+        if not isinstance(r, dict):
+            continue
+        key, op, vals = NORMALIZED.get(r.get("key"), r.get("key")), r.get("operator"), r.get("values") or []
+        if key in _GPU_KEYS and op in ("In", "Exists", "Gt", "Lt"):
+            if not (op == "In" and all(str(v) == "0" for v in vals)):
+                return True
+        named = _GPU_NAMED.get(key)
+        if named is not None and op == "In" and any(isinstance(v, str) and named.match(v) for v in vals):
+            return True
+    limits = _get(spec, "limits")
+    if isinstance(limits, dict) and any(str(k).startswith("nvidia.com/") for k in limits):
+        return True
+    taints = tspec.get("taints") if isinstance(tspec, dict) else None
+    return any(isinstance(t, dict) and str(t.get("key", "")).startswith("nvidia.com/") for t in taints or ())
+
+
 def read_instance_types(reqs: Any, running: dict[str, int]) -> InstanceChoice:
     """The instance types (and GPU model) of a NodePool with requirements ``reqs``; ``running``:
     GPU model -> nodes of this NodePool in the input that run it."""

@@ -230,3 +230,23 @@ def test_nodes_of_a_nodepool_left_out_are_not_a_static_pool():
     r, spec = _run([unknown, NODECLASS, node, _gfd("gpu-1", "NVIDIA-L4", "4")])
     assert any(d.code == "GP952" and "future" in d.message for d in r.diagnostics)
     assert [p.get("nodes") for p in spec["pools"]] == [["gpu-1"]]
+
+
+def test_a_cpu_nodepool_is_left_as_it_is_not_an_unknown_gpu():
+    """A NodePool for the cluster's CPU capacity (instance-category c, m, r: no GPU key, family,
+    limit or taint) is GP944 (info), not GP952 "GPU model unknown"; one that asks for a GPU the
+    table lacks (a GPU name, or a family of the GPU categories) is still GP952."""
+    cpu = _nodepool("general", [{"key": K + "instance-category", "operator": "In", "values": ["c", "m", "r"]},
+                                {"key": K + "instance-generation", "operator": "Gt", "values": ["5"]}])
+    del cpu["spec"]["template"]["spec"]["taints"]
+    named = _nodepool("mystery", [{"key": K + "instance-gpu-name", "operator": "In", "values": ["x900"]}])
+    del named["spec"]["template"]["spec"]["taints"]
+    gpu = _nodepool("gpu", [{"key": K + "instance-family", "operator": "In", "values": ["p4d"]}])
+    node = _launched("n1", "gpu", "p4d.24xlarge", "NVIDIA-A100-SXM4-40GB", "8")
+    r, spec = _run([gpu, cpu, named, NODECLASS, node])
+    by = {(d.code, d.message.split()[1].rstrip(":")) for d in r.diagnostics if d.code in ("GP944", "GP952")}
+    assert by == {("GP944", "general"), ("GP952", "mystery")}
+    [info] = [d for d in r.diagnostics if d.code == "GP944"]
+    assert info.severity.value == "info" and info.line is not None
+    assert [p["name"] for p in spec["pools"]] == ["gpu"]
+    assert not [d for d in r.diagnostics if d.code in ("GP959", "GP966") and "general" in d.message]
