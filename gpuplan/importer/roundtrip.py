@@ -298,11 +298,20 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
             add(p["_floor"])
         if p.get("_nodeclass") is not None:
             add(p["_nodeclass"])
+    # a platform pool's object (ContainerNodePool, ManagedClustersAgentPool, MachineDeployment) as the
+    # export has it, and every device plugin or mig-manager DaemonSet outside the operator: gpuplan
+    # writes none, so each is listed as removed (GP943)
+    provisioned = {o.kind for p in scope["pools"] for o in p.get("_provisioned", ())}
+    for p in scope["pools"]:
+        for o in p.get("_provisioned", ()):
+            add(o)
+    for o in scope.get("standalone", ()):
+        add(o)
 
     mine = {V.DEVICE_PLUGIN_CONFIGMAP, V.MIG_PARTED_CONFIGMAP}
     compared = {}
     for k, v in built.items():
-        in_scope = k in apps or k.kind in COMPARED_KINDS and (
+        in_scope = k in apps or k.kind in provisioned or k.kind in COMPARED_KINDS and (
             k.kind != "ConfigMap" or k.name in mine) and (
             k.kind != "Namespace" or k.name in tenant_ns or k.name == op_ns or k.name in extra_ns)
         if in_scope:
@@ -321,7 +330,8 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
         else:
             rt.finding(f"{c.key.label}: added")
     for c in diff.removed:
-        rt.finding(f"{c.key.label}: removed (gpuplan does not write it)", origin.get(c.key))
+        rt.finding(f"{c.key.label}: removed (gpuplan does not write it)", origin.get(c.key),
+                   code=C.W_STANDALONE if c.key.kind == "DaemonSet" else None)
     for c in diff.changed:
         o = origin.get(c.key)
         for f in c.fields:
