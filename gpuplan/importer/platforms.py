@@ -163,6 +163,8 @@ def gke_pools(objs: list[Obj], nodes: list[Obj], cfg: Any, draft: I.Draft, out: 
         if _bad_name(draft, name, f"GKE node pool {show(np_name)}", first):
             continue
         mt, m = _machine(machine_type, nc.get("machineType"), members)
+        if m is None and not acc and not any(G.ACCELERATOR_LABEL in n.labels for n in members):
+            continue  # a node pool without GPUs
         if m is None:
             accel = acc.get("type") or _majority_label(members, G.ACCELERATOR_LABEL)
             _left_out(draft, f"GKE node pool {np_name}", f"machine type {show(mt)} (accelerator {show(accel)}) is "
@@ -282,6 +284,9 @@ def aks_pools(objs: list[Obj], nodes: list[Obj], cfg: Any, draft: I.Draft, out: 
         if _bad_name(draft, name, f"AKS agent pool {show(az)}", first):
             continue
         size, m = _machine(machine_type, spec.get("vmSize"), members)
+        if m is None and not any(n.labels.get(A.ACCELERATOR_LABEL) == A.ACCELERATOR_VALUE or V.GFD_PRODUCT in n.labels
+                                 for n in members):
+            continue  # an agent pool without GPUs (the system pool)
         if m is None:
             _left_out(draft, f"AKS agent pool {az}", f"VM size {show(size)} is not in gpuplan's AKS table", first,
                       *(("spec", "vmSize") if o is not None else ("metadata", "labels", V.INSTANCE_TYPE_LABEL)))
@@ -350,6 +355,9 @@ def capi_pools(objs: list[Obj], nodes: list[Obj], cfg: Any, draft: I.Draft, out:
 
         gpu = resolve_gpu(_majority_label(members, V.GFD_PRODUCT) or labels.get("cluster-api/accelerator"))
         where = f"MachineDeployment {md.namespace}/{md.name}"
+        if gpu is None and not labels.get("cluster-api/accelerator") and not any(V.GFD_PRODUCT in n.labels
+                                                                                  for n in members):
+            continue  # machines without GPUs
         if gpu is None:
             _left_out(draft, where, "no GFD label on its Nodes and no cluster-api/accelerator label in its "
                       "capacity annotations names a GPU gpuplan knows", md, "metadata", "annotations")

@@ -118,12 +118,39 @@ def _device_plugin_chart():
     return cm, ds
 
 
+MIG = "version: v1\nmig-configs:\n  all-disabled:\n    - devices: all\n      mig-enabled: false\n" \
+      "  all-3g.40gb:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"3g.40gb\": 2}\n"
+
+
+def _mig_manager():
+    """A mig-manager DaemonSet as the operator's asset lays it out (NVIDIA/gpu-operator@v26.7.0
+    assets/state-mig-manager/0600_daemonset.yaml:80-81 and 110-112, the `mig-parted-config` volume;
+    image k8s-mig-manager, deployments/gpu-operator/values.yaml:370-374), deployed by hand."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mig-parted-config", "namespace": "nvidia-mig"},
+          "data": {"config.yaml": MIG}}
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "nvidia-mig-manager", "namespace": "nvidia-mig"},
+          "spec": {"template": {"spec": {
+              "containers": [{"name": "nvidia-mig-manager", "image": "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
+                              "volumeMounts": [{"mountPath": "/mig-parted-config", "name": "mig-parted-config"}]}],
+              "volumes": [{"name": "mig-parted-config", "configMap": {"name": "mig-parted-config"}}]}}}}
+    return cm, ds
+
+
 def test_standalone_device_plugin_is_a_finding_and_its_config_is_drafted():
     cm, ds = _device_plugin_chart()
     nodes = [_node("gpu-1", {"nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/gpu.count": "4"}),
              _node("gpu-2", {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8",
+                             "nvidia.com/device-plugin.config": "exclusive"}),
+             _node("gpu-3", {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb", "nvidia.com/gpu.count": "16",
+                             "nvidia.com/mig.strategy": "single", "nvidia.com/mig.config": "all-3g.40gb",
                              "nvidia.com/device-plugin.config": "exclusive"})]
-    r, spec = _run([cm, ds, *nodes])
+    r, spec = _run([cm, ds, *_mig_manager(), *nodes])
+    [mm] = [d for d in r.diagnostics if d.code == "GP943" and "nvidia-mig/nvidia-mig-manager" in d.message
+            and "outside the GPU Operator" in d.message]
+    assert mm.line is not None
+    a100 = next(p for p in spec["pools"] if p["gpu"] == "A100-SXM4-80GB")
+    assert a100["sharing"] == {"mode": "mig", "strategy": "single", "layout": {"3g.40gb": 2}}
+    assert "mig-parted config all-3g.40gb (ConfigMap mig-parted-config)" in r.text
     [f] = [d for d in r.diagnostics if d.code == "GP943" and "nvdp-nvidia-device-plugin" in d.message
            and "outside the GPU Operator" in d.message]
     assert f.line is not None and "kubectl delete daemonset -n kube-system nvdp-nvidia-device-plugin" in f.hint
@@ -155,13 +182,17 @@ def test_aks_agent_pool_is_an_aks_pool():
           "spec": {"owner": {"name": "aks-ml"}, "azureName": "infera100", "mode": "User", "osType": "Linux",
                    "osSKU": "Ubuntu", "vmSize": "Standard_NC96ads_A100_v4", "count": 1, "enableAutoScaling": True,
                    "minCount": 1, "maxCount": 4, "gpuProfile": {"driver": "Install"}, "gpuInstanceProfile": "MIG3g"}}
-    r, spec = _run([node, spot, ap])
+    system = {**ap, "metadata": {"name": "system", "namespace": "aks-ml"},
+              "spec": {"owner": {"name": "aks-ml"}, "mode": "System", "vmSize": "Standard_D4s_v5", "count": 3}}
+    r, spec = _run([node, spot, ap, system])
     a100, t4 = _pool(spec, "infer-a100"), _pool(spec, "nbt4")
     assert a100["gpu"] == "A100-PCIE-80GB" and "nodes" not in a100
     assert a100["aks"] == {"vmSize": "Standard_NC96ads_A100_v4", "name": "infera100", "maxGPUs": 16, "minNodes": 1}
     assert a100["sharing"] == {"mode": "mig", "strategy": "single", "layout": {"3g.40gb": 2}}
     assert t4["gpu"] == "T4" and t4["aks"] == {"vmSize": "Standard_NC64as_T4_v3", "maxGPUs": 4, "spot": True}
     assert spec["cluster"]["azure"] == {"managedCluster": "aks-ml", "namespace": "aks-ml"}
+    assert [p["name"] for p in spec["pools"]] == ["infer-a100", "nbt4"]  # the system pool has no GPU: no pool
+    assert "GP952" not in {d.code for d in r.diagnostics}
     rt = _round_trip(r)
     assert "ManagedClustersAgentPool.containerservice.azure.com aks-ml/infer-a100: spec.nodeTaints added" in \
         rt.unexplained
