@@ -279,6 +279,8 @@ def pool_resources(pool: dict) -> dict[str, int]:
 
 def _profile_of(pool: dict, resource: str) -> str | None:
     s = pool.get("sharing") or {}
+    if "_resources" in pool and s.get("mode") == "mig" and resource in pool["_resources"]:
+        return next(iter(s["layout"]))  # GKE's partitions are nvidia.com/gpu: the tier names the one size
     if s.get("mode") != "mig" or not resource.startswith("nvidia.com/mig-"):
         return None
     profiles = set((s.get("layout") or {}).keys())
@@ -1211,6 +1213,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
         draft.note(("spec", "cluster", "gpuOperator", "toolkit"), None,
                    "no ClusterPolicy says: Karpenter pools on EKS NVIDIA AMIs ship the toolkit; choose for the fleet")
     S.operator_settings(alone, cfg, op, draft)
+    P.operator_settings(plat, cfg, op, draft)
     _operator_chart(op, op_chart, objs, cfg, draft, spools)
     cluster["gpuOperator"] = op
     for key, (settings, source, todo) in sorted(plat.cluster.items()):
@@ -1254,6 +1257,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
                        "nodes set a policy")
     spot = {p["name"]: (p.get("karpenter") or {}).get("capacityTypes", ()) for p in pools
             if "spot" in (p.get("karpenter") or {}).get("capacityTypes", ())}
+    spot.update({p["name"]: ("spot",) for p in pools if (p.get("gke") or p.get("aks") or {}).get("spot")})
     # a tier whose quota sits on a pool's guaranteed Kueue flavor is pinned there (importer.kueue.assign):
     # not preemptible, the default for a tier whose workload the cluster does not show
     pinned = kq.pinned if kq is not None else set()

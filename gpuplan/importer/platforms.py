@@ -28,6 +28,7 @@ Stage: driver (docs/architecture.md)."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,7 @@ CAPI_MAX = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
 CAPI_OWNER = "cluster.x-k8s.io/owner-name"
 CAPI_CAPACITY = "capacity.cluster-autoscaler.kubernetes.io/"
 CAPI_PROVISION_TIME = "cluster.x-k8s.io/autoscaling-options-maxnodeprovisiontime"
+KUBELET_CONFIG_DIR = "/etc/kubernetes/kubelet.conf.d"  # gpuplan.lower.provision_capi: the kubelet drop-in's dir
 # GKE's gpuDriverVersion values (the ContainerNodePool field gpuplan writes) -> gke.driver
 GKE_DRIVERS = {"DEFAULT": "default", "LATEST": "latest", "INSTALLATION_DISABLED": "gpu-operator"}
 GKE_SHARING = {"TIME_SHARING": "time-slicing", "MPS": "mps", "time-sharing": "time-slicing", "mps": "mps"}
@@ -315,6 +317,8 @@ def aks_pools(objs: list[Obj], nodes: list[Obj], cfg: Any, draft: I.Draft, out: 
             a["osSKU"] = "AzureLinux"
         if isinstance(spec.get("availabilityZones"), list) and spec["availabilityZones"]:
             a["zones"] = [str(z) for z in spec["availabilityZones"]]
+        if o is not None:
+            _topology(pool, spec.get("kubeletConfig"), o, ("spec", "kubeletConfig"), f"{where} kubeletConfig", draft)
         profile = spec.get("gpuInstanceProfile")
         hit = instance_profile(gpu.key, profile) if isinstance(profile, str) else None
         if hit is not None and pool["sharing"].get("mode") != "mig":
@@ -350,32 +354,45 @@ def capi_pools(objs: list[Obj], nodes: list[Obj], cfg: Any, draft: I.Draft, out:
             continue
         members = sorted((n for n in nodes if n.labels.get(V.POOL_LABEL) == name or str(
             (n.meta.get("annotations") or {}).get(CAPI_OWNER, "")).startswith(md.name + "-")), key=lambda n: n.name)
-        labels = _capacity_labels(ann)
+        from gpuplan.provisioning.capi import read_template
+
+        # the node labels: the KubeadmConfigTemplate's kubelet node-labels, else the autoscaler's
+        # scale-from-zero copy of them
+        ref = _get(tspec, "bootstrap", "configRef", "name")
+        kct = next((o for o in _objects(objs, "KubeadmConfigTemplate", "bootstrap.cluster.x-k8s.io")
+                    if o.namespace == md.namespace and o.name == ref), None)
+        read_kct = read_template(kct.data) if kct is not None else None
+        labels = {**_capacity_labels(ann), **(read_kct[1] if read_kct else {})}
         from gpuplan.catalog.gpus import resolve_gpu
 
         gpu = resolve_gpu(_majority_label(members, V.GFD_PRODUCT) or labels.get("cluster-api/accelerator"))
         where = f"MachineDeployment {md.namespace}/{md.name}"
-        if gpu is None and not labels.get("cluster-api/accelerator") and not any(V.GFD_PRODUCT in n.labels
-                                                                                  for n in members):
+        gpu_labels = ("cluster-api/accelerator", V.POOL_LABEL, V.DEVICE_PLUGIN_CONFIG_LABEL, V.MIG_CONFIG_LABEL)
+        if gpu is None and not any(k in labels for k in gpu_labels) and not any(V.GFD_PRODUCT in n.labels
+                                                                                for n in members):
             continue  # machines without GPUs
         if gpu is None:
-            _left_out(draft, where, "no GFD label on its Nodes and no cluster-api/accelerator label in its "
-                      "capacity annotations names a GPU gpuplan knows", md, "metadata", "annotations")
+            _left_out(draft, where, "no GFD label on a Node of it in the input and no cluster-api/accelerator "
+                      "node label names a GPU gpuplan knows", md, "metadata", "name")
             continue
         out.claimed |= {n.name for n in members}
-        pool = _base(out, name, members, gpu, [md], where, cfg, draft, labels)
+        pool = _base(out, name, members, gpu, [md] + ([kct] if kct is not None else []), where, cfg, draft, labels)
         counts = [out.node_gpus(n, gpu, cfg).gpus for n in members]
         per = I.majority(counts) if counts and None not in counts else None
         pool["_notes"]["gpu"] = I.Note("from its Nodes' GFD labels" if members else
-                                       "from its capacity annotation's cluster-api/accelerator label")
+                                       "from its node labels' cluster-api/accelerator")
+        advertised = _advertised_gpus(_int(ann.get(CAPI_CAPACITY + "gpu-count")), pool["sharing"])
         if per:
-            pool["gpusPerNode"] = per
             pool["_notes"]["gpusPerNode"] = I.Note(f"from its Nodes' label {V.GFD_COUNT}")
+        elif advertised:
+            per = advertised
+            pool["_notes"]["gpusPerNode"] = I.Note(f"from {where} annotation {CAPI_CAPACITY}gpu-count (the "
+                                                   "nvidia.com/gpu a node advertises) and the pool's sharing")
         else:
             per = 1
-            pool["gpusPerNode"] = 1
             pool["_notes"]["gpusPerNode"] = I.Note(None, "no Node of the MachineDeployment in the input: set the "
                                                    "GPUs per node")
+        pool["gpusPerNode"] = per
         ref = tspec.get("infrastructureRef") if isinstance(tspec.get("infrastructureRef"), dict) else {}
         infra: dict[str, Any] = {"kind": ref.get("kind") or "TODO", "name": ref.get("name") or "todo"}
         group = ref.get("apiGroup") or str(ref.get("apiVersion") or "").split("/")[0]
@@ -402,6 +419,8 @@ def capi_pools(objs: list[Obj], nodes: list[Obj], cfg: Any, draft: I.Draft, out:
         accel = labels.get("cluster-api/accelerator")
         if accel and accel != gpu.key.lower():
             c["accelerator"] = accel
+        if read_kct is not None:
+            _kubeadm(pool, c, kn, kct, read_kct)
         pool["capi"], pool["_knotes"] = c, kn
         pool["sharing"] = pool.pop("sharing")
         out.pools.append(pool)
@@ -415,6 +434,68 @@ def capi_pools(objs: list[Obj], nodes: list[Obj], cfg: Any, draft: I.Draft, out:
             out.cluster["capi"] = (cl, f"from {where} spec.clusterName and spec.template.spec.version",
                                    "autoscalerVersion and gpuTotal: the Cluster Autoscaler's version and flags are "
                                    "not in these objects")
+
+
+def _topology(pool: dict, fields: Any, o: Obj, path: tuple, where: str, draft: I.Draft | None) -> None:
+    """pools[].topology from KubeletConfiguration fields (an AKS kubeletConfig, a Cluster API
+    kubelet drop-in), read as Karpenter's kubelet settings are."""
+    from gpuplan.importer.karpenter_read import Kubelet, _take
+
+    k = Kubelet()
+    _take(fields, k, o, path, where)
+    if k.topology and k.topology.get("policy", "restricted") != "none" or len(k.topology) > 1:
+        pool["topology"] = dict(k.topology)
+        pool["_notes"]["topology"] = I.Note(k.source)
+    for what, obj, at in k.todos if draft is not None else ():
+        draft.diagnostics.append(I.diag(C.I_TODO, f"pool {pool['name']}: {what}", obj, *at))
+
+
+def _kubeadm(pool: dict, c: dict, kn: dict, kct: Obj, read_kct: tuple) -> None:
+    """Taints, labels and kubelet flags of the pool's KubeadmConfigTemplate, less gpuplan's own
+    (its pool label and taint, config selectors, the accelerator label it derives)."""
+    _, labels, taints = read_kct
+    where = f"KubeadmConfigTemplate {kct.namespace}/{kct.name}"
+    mine = ("cluster-api/accelerator", V.DEVICE_PLUGIN_CONFIG_LABEL, V.MIG_CONFIG_LABEL)
+    # every other node-label is the pool's own: the kubelet registers the node with it
+    own = {k: v for k, v in sorted(labels.items()) if k not in mine and not k.startswith("gpuplan.dev/")
+           and I.is_label(k, v)}
+    tt = [{k: v for k, v in t.items() if v} for t in taints if isinstance(t.get("key"), str)
+          and not t["key"].startswith("gpuplan.dev/")]
+    if own:
+        pool["labels"] = own
+        pool["_notes"]["labels"] = I.Note(f"from {where} node-labels")
+    if tt:
+        pool["taints"] = tt
+        pool["_notes"]["taints"] = I.Note(f"from {where} nodeRegistration.taints")
+    reg = _get(kct.data, "spec", "template", "spec", "joinConfiguration", "nodeRegistration", "kubeletExtraArgs")
+    # node-labels and config-dir are gpuplan's (gpuplan.lower.provision_capi.bootstrap_spec)
+    args = {a["name"]: a.get("value", "") for a in reg or () if isinstance(a, dict) and isinstance(a.get("name"), str)
+            and a["name"] not in ("node-labels", "config-dir")} if isinstance(reg, list) else {}
+    for i, f in enumerate(_get(kct.data, "spec", "template", "spec", "files") or ()):
+        if isinstance(f, dict) and str(f.get("path", "")).startswith(KUBELET_CONFIG_DIR + "/"):
+            try:
+                dropin = json.loads(f.get("content") or "")
+            except ValueError:
+                continue
+            if isinstance(dropin, dict) and dropin.get("kind") == "KubeletConfiguration":
+                fields = {k: v for k, v in dropin.items() if k not in ("apiVersion", "kind")}
+                _topology(pool, fields, kct, ("spec", "template", "spec", "files", i, "content"),
+                          f"{where} kubelet drop-in {f.get('path')}", None)
+    if args:
+        c["kubeletExtraArgs"] = args
+        kn["kubeletExtraArgs"] = I.Note(f"from {where} kubeletExtraArgs")
+
+
+def _advertised_gpus(count: int | None, sharing: dict) -> int | None:
+    """Physical GPUs of a node whose scale-from-zero ``gpu-count`` is ``count`` (gpuplan writes the
+    nvidia.com/gpu a node advertises, gpuplan.lower.provision_capi): shares under that name divide it."""
+    mode = sharing.get("mode")
+    if not count or mode == "mig":
+        return None
+    if mode in ("time-slicing", "mps"):
+        return count // sharing["replicas"] if not sharing.get("renameByDefault") and count % sharing["replicas"] == 0 \
+            else None
+    return count
 
 
 def _capacity_labels(ann: dict) -> dict[str, str]:
@@ -435,3 +516,18 @@ def read(objs: list[Obj], nodes: list[Obj], cfg: Any, draft: I.Draft, sharing: A
     aks_pools(objs, [n for n in nodes if n.name not in out.claimed], cfg, draft, out)
     capi_pools(objs, [n for n in nodes if n.name not in out.claimed], cfg, draft, out)
     return out
+
+
+def operator_settings(plat: Platforms, cfg: Any, op: dict[str, Any], draft: I.Draft) -> None:
+    """AKS installs the driver on its GPU nodes; gpuplan then keeps the operator's off them with
+    ``nvidia.com/gpu.deploy.driver=false`` unless the operator's driver is off everywhere
+    (``gpuOperator.driver: preinstalled``). Agent pools on AKS's driver whose node labels lack that
+    label, with no ClusterPolicy to say, are read as the latter."""
+    aks = [p for p in plat.pools if "aks" in p and p["aks"].get("driver", "aks") == "aks" and p["_provisioned"]]
+    if not aks or cfg.policy is not None or "driver" in op or "driverVersion" in op or any(
+            (_get(p["_provisioned"][0].data, "spec", "nodeLabels") or {}).get(V.DEPLOY_DRIVER_LABEL) == "false"
+            for p in aks):
+        return
+    op["driver"] = "preinstalled"
+    draft.note(("spec", "cluster", "gpuOperator", "driver"), f"the agent pools on AKS's driver ({aks[0]['name']}, ...) "
+               f"do not label their nodes {V.DEPLOY_DRIVER_LABEL}=false: the operator's driver is off")

@@ -134,6 +134,15 @@ def _key(d: dict) -> Any:
     return ObjectKey(d["apiVersion"].rpartition("/")[0], d["kind"], meta.get("namespace") or "", meta.get("name"))
 
 
+def _platform_templates() -> dict[str, Any]:
+    from gpuplan.provisioning import aks, capi, gke
+
+    return {kind: m.read_template for m in (gke, aks, capi) for kind in m.TEMPLATE_KINDS}
+
+
+PLATFORM_TEMPLATES = _platform_templates()
+
+
 def _built_selectors(built: dict) -> dict[str, tuple[str | None, str | None]]:
     """pool -> (device-plugin config, mig config) the built tree selects by node label."""
     out: dict[str, tuple[str | None, str | None]] = {}
@@ -144,6 +153,9 @@ def _built_selectors(built: dict) -> dict[str, tuple[str | None, str | None]]:
             labels = rules[0].get("labels") if rules else None
         elif key.kind == "NodePool":
             labels = ((((d.get("spec") or {}).get("template") or {}).get("metadata")) or {}).get("labels")
+        elif key.kind in PLATFORM_TEMPLATES:  # a GKE, AKS or Cluster API pool's object: its node labels
+            read = PLATFORM_TEMPLATES[key.kind](d)
+            labels = read[1] if read else None
         if isinstance(labels, dict) and labels.get(V.POOL_LABEL):
             out[labels[V.POOL_LABEL]] = (labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL), labels.get(V.MIG_CONFIG_LABEL))
     return out
@@ -247,6 +259,8 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
     for o in sorted(draft.scope.get("objects", ()), key=lambda o: (o.kind, o.namespace, o.name)):
         if o.kind == "Namespace" and not o.api_group and o.name == op_ns:
             op_ns_obj = o
+        if o.kind == "ResourceQuota" and not o.api_group and o.namespace == op_ns:
+            add(o)  # the operator's own pods' quota (GKE: gpuplan.provisioning.gke.OPERATOR_QUOTA)
         if o.kind == "ResourceQuota" and not o.api_group and o.namespace in tenant_ns:
             d = _strip(o)
             sc = ((d.get("spec") or {}).get("scopeSelector") or {}).get("matchExpressions") or []

@@ -229,3 +229,38 @@ def test_capi_machine_deployment_is_a_capi_pool():
     # gpuplan names its MachineDeployment gpuplan-<pool>: a new one, its machines made again
     assert "MachineDeployment.cluster.x-k8s.io ml-onprem/l40s: removed (gpuplan does not write it)" in rt.unexplained
     assert "MachineDeployment.cluster.x-k8s.io ml-onprem/gpuplan-l40s: added" in rt.unexplained
+
+
+def _own_tree(example, kinds):
+    """The example's cluster as synced from its golden tree (tests/importer/snapshot.py), with the
+    pool objects gpuplan wrote for the platform applied where they go."""
+    from pathlib import Path
+
+    from tests.importer.snapshot import REPO, generated_objects, snapshot
+
+    tree = REPO / "tests" / "golden" / example
+    snap = snapshot(example + ".yaml", tree)
+    snap["items"] += [o for o in generated_objects(tree) if o["kind"] in kinds]
+    r = import_cluster(["-"], stdin=dump(snap))
+    fleet = yaml.safe_load(Path(REPO / "examples" / (example + ".yaml")).read_text())["spec"]
+    return r, yaml.safe_load(r.text)["spec"], {p["name"]: p for p in fleet["pools"]}
+
+
+def test_gpuplans_own_gke_tree_drafts_its_pools_and_round_trips_clean():
+    r, spec, pools = _own_tree("gke", ("ContainerNodePool",))
+    for p in spec["pools"]:
+        assert p["gke"] == pools[p["name"]]["gke"] and p["gpu"] == pools[p["name"]]["gpu"], p["name"]
+        assert p["sharing"] == pools[p["name"]]["sharing"], p["name"]
+    assert len(spec["pools"]) == len(pools)
+    assert _round_trip(r).unexplained == []
+
+
+def test_gpuplans_own_aks_tree_drafts_its_pools():
+    r, spec, pools = _own_tree("aks", ("ManagedClustersAgentPool",))
+    for p in spec["pools"]:
+        assert p["aks"] == pools[p["name"]]["aks"] and p["gpu"] == pools[p["name"]]["gpu"], p["name"]
+    assert _pool(spec, "train-h100")["topology"]["policy"] == "restricted"  # from kubeletConfig
+    assert spec["cluster"]["gpuOperator"]["driver"] == "preinstalled"  # no deploy.driver=false on AKS's driver
+    # the tiers' workload is not in the cluster: gpuplan would drop train-h100's training upgradeSettings
+    assert _round_trip(r).unexplained == [
+        "ManagedClustersAgentPool.containerservice.azure.com aks-ml/train-h100: spec.upgradeSettings removed"]
