@@ -47,3 +47,9 @@ def closest(name: str) -> str | None:
     """The known machine type nearest to a misspelt one (for a "did you mean")."""
     hits = difflib.get_close_matches(name, list(machine_types()), n=1)
     return hits[0] if hits else None
+
+
+def accelerator_gpu(accelerator: str) -> str | None:
+    """The GPU model of a GKE accelerator name (``nvidia-a100-80gb``, the node label
+    ``cloud.google.com/gke-accelerator``), from the table's machine types."""
+    return next((m.gpu for m in machine_types().values() if m.accelerator == accelerator), None)

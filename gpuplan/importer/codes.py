@@ -180,6 +180,18 @@ W_DELIVERY = Code(
     good="cluster.gitops.repoURL as the cluster's Application has it",
 )
 
+W_STANDALONE = Code(
+    "GP943", "NVIDIA device plugin or mig-manager outside the GPU Operator", Severity.WARNING,
+    "A DaemonSet no ClusterPolicy owns runs NVIDIA's device plugin (image k8s-device-plugin: its static "
+    "manifest or Helm chart) or mig-manager. The draft installs the GPU Operator, which runs its own: two "
+    "device plugins register nvidia.com/gpu with one kubelet, which keeps only the latest registration, so "
+    "the two take the node's GPUs from each other; two mig-managers repartition the same GPUs. Delete the "
+    "DaemonSet (or uninstall its Helm release) before the first sync. The ConfigMap it mounts is drafted as "
+    "the operator's device-plugin (or mig-parted) configs, so its sharing stays as it is.",
+    bad="kube-system/nvidia-device-plugin-daemonset beside the operator's nvidia-device-plugin-daemonset",
+    good="kubectl delete daemonset -n kube-system nvidia-device-plugin-daemonset   # then sync",
+)
+
 CODES = (W_GPU_FAULT, W_SHARING_UNREAD, I_NOT_GPU, E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
          W_POOL_DISAGREES, I_TODO, W_UNEXPLAINED, E_EXISTS, E_DRAFT_INVALID, W_UNREAD,
-         W_KUEUE_UNREAD, W_DRA_UNREAD, W_NOT_TRUSTED, W_DRIFT, W_CONSOLIDATION, W_DELIVERY)
+         W_KUEUE_UNREAD, W_DRA_UNREAD, W_NOT_TRUSTED, W_DRIFT, W_CONSOLIDATION, W_DELIVERY, W_STANDALONE)

@@ -36,62 +36,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.artifacts import dig
-from gpuplan.diagnostics import Diagnostic, show
+from gpuplan.diagnostics import show
 from gpuplan.importer import codes as C
 from gpuplan.importer import conventions as V
 from gpuplan.importer import delivery as D
 from gpuplan.importer import gfd as F
 from gpuplan.importer import karpenter_read as KR
+from gpuplan.importer import platforms as P
 from gpuplan.importer import sharing_read as SR
+from gpuplan.importer import standalone as S
+from gpuplan.importer.draft import Draft, Note, is_dp_config as _is_dp_config, is_label
+from gpuplan.importer.draft import is_mig_config as _is_mig_config, majority as _majority, diag as _diag
+from gpuplan.importer.draft import add_todo as _add_todo
 from gpuplan.importer.read import Obj, yaml_payload
-from gpuplan.k8snames import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
+from gpuplan.k8snames import is_dns_label, is_dns_subdomain
 
 _KUBELET_VERSION = re.compile(r"v?1\.([0-9]{2})\.")
 _INT = re.compile(r"[0-9]+\Z")
-
-
-
-def is_label(k: Any, v: Any) -> bool:
-    return is_label_key(k) and is_label_value(v)
-
-
-@dataclass
-class Note:
-    """Where a value came from, or what is left to decide."""
-
-    source: str | None = None
-    todo: str | None = None
-
-
-@dataclass
-class Draft:
-    """The spec as plain data, with notes keyed by spec path (a tuple of keys
-    and indices) and the findings."""
-
-    spec: dict
-    notes: dict[tuple, Note] = field(default_factory=dict)
-    header: list[str] = field(default_factory=list)  # comment lines above the document
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    # for the round trip: how the cluster's names map onto what gpuplan builds
-    scope: dict[str, Any] = field(default_factory=dict)
-
-    def note(self, path: tuple, source: str | None = None, todo: str | None = None) -> None:
-        n = self.notes.setdefault(path, Note())
-        if source:
-            n.source = source if n.source is None else f"{n.source}; {source}"
-        if todo:
-            _add_todo(n, todo)
-
-
-def _add_todo(n: Note, todo: str) -> None:
-    n.todo = todo if n.todo is None else f"{n.todo}; {todo}"
-
-
-def _diag(code: Any, message: str, o: Obj | None, *sub: Any, hint: str | None = None) -> Diagnostic:
-    if o is None:
-        return code.diag(message, hint=hint)
-    f, line, col = o.at(*sub)
-    return code.diag(message, file=f, line=line, col=col, hint=hint)
 
 
 
@@ -114,15 +75,6 @@ class Configs:
 
 
 _get = dig  # a value deep in an object the cluster returned
-
-
-def _is_dp_config(v: Any) -> bool:
-    return isinstance(v, dict) and v.get("version") == "v1" and ("flags" in v or "sharing" in v) \
-        and "mig-configs" not in v
-
-
-def _is_mig_config(v: Any) -> bool:
-    return isinstance(v, dict) and isinstance(v.get("mig-configs"), dict)
 
 
 def operator_namespace(objs: list[Obj], policy: Obj | None, draft: Draft) -> tuple[str, str | None]:
@@ -298,6 +250,8 @@ def pool_resources(pool: dict) -> dict[str, int]:
     """Extended resource -> units one node advertises (0 when GPUs per node is unknown)."""
     from gpuplan.catalog import mig_resource_name
 
+    if "_resources" in pool:  # a platform's own GPU stack (gpuplan.importer.platforms)
+        return dict(pool["_resources"])
     n = pool.get("gpusPerNode") or pool.get("_gpus") or 0
     s = pool.get("sharing") or {"mode": "exclusive"}
     mode = s.get("mode")
@@ -325,6 +279,8 @@ def pool_resources(pool: dict) -> dict[str, int]:
 
 def _profile_of(pool: dict, resource: str) -> str | None:
     s = pool.get("sharing") or {}
+    if "_resources" in pool and s.get("mode") == "mig" and resource in pool["_resources"]:
+        return next(iter(s["layout"]))  # GKE's partitions are nvidia.com/gpu: the tier names the one size
     if s.get("mode") != "mig" or not resource.startswith("nvidia.com/mig-"):
         return None
     profiles = set((s.get("layout") or {}).keys())
@@ -357,14 +313,6 @@ def _taints(o: Obj, raw: Any, pool: str | None) -> list[dict]:
 
 def _own_labels(labels: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in labels.items() if not k.startswith(V.SYSTEM_LABEL_PREFIXES) and is_label(k, v)}
-
-
-def _majority(values: list) -> Any:
-    import json
-
-    c = Counter(json.dumps(v, sort_keys=True) for v in values)
-    best = sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-    return json.loads(best)
 
 
 def _gpu_model(product: Any) -> Any:
@@ -1126,7 +1074,8 @@ def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft, kq: Any 
 def check_capacity(pools: list[dict], tenants: list[dict], tiers: list[dict], objs: list[Obj], draft: Draft) -> None:
     cap: dict[str, int] = {}
     for p in pools:
-        nodes = len(p["nodes"]) if "nodes" in p else (p["karpenter"]["maxGPUs"] // max(1, p.get("_gpus") or 1))
+        group = next(p[k] for k in ("karpenter", "gke", "aks", "capi") if k in p) if "nodes" not in p else None
+        nodes = len(p["nodes"]) if group is None else group["maxGPUs"] // max(1, p.get("gpusPerNode") or p.get("_gpus") or 1)
         for r, n in pool_resources(p).items():
             cap[r] = cap.get(r, 0) + n * nodes
     res_of = {t["name"]: t.get("_res") for t in tiers}
@@ -1169,8 +1118,9 @@ def _majority_str(values: list[str]) -> str | None:
 def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     draft = Draft(spec={})
     cfg = find_configs(objs, draft)
-    nodes = [o for o in objs if o.kind == "Node" and not o.api_group and
-             (V.GFD_PRODUCT in o.labels or V.GFD_COUNT in o.labels)]
+    alone = S.find(objs, cfg, draft)  # device plugins / mig-managers without the operator (GP943)
+    every_node = [o for o in objs if o.kind == "Node" and not o.api_group]
+    nodes = [o for o in every_node if V.GFD_PRODUCT in o.labels or V.GFD_COUNT in o.labels]
     nodepools = [o for o in objs if o.kind == "NodePool" and o.api_group == "karpenter.sh"]
     classes = {o.name: o for o in objs if o.kind == "EC2NodeClass" and o.api_group == "karpenter.k8s.aws"}
     launched: dict[str, dict[str, int]] = {}
@@ -1183,8 +1133,11 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     # a node a NodePool of the input launched is that NodePool's, never a static pool's (also when
     # the NodePool itself is left out: its finding says why)
     faulty, fault_selected = gpu_faults(nodes, cfg, draft)
-    spools = static_pools(nodes, {o.name for o in nodepools}, cfg, draft, faulty)
-    pools = sorted(spools + kpools, key=lambda p: p["name"])
+    # GKE, AKS and Cluster API node groups (their nodes may lack GFD labels): not static pools
+    plat = P.read(objs, [n for n in every_node if n.name not in faulty], cfg, draft, _pool_sharing, _node_gpus)
+    spools = static_pools([n for n in nodes if n.name not in plat.claimed], {o.name for o in nodepools}, cfg, draft,
+                          faulty)
+    pools = sorted(spools + kpools + plat.pools, key=lambda p: p["name"])
     seen: set[str] = set()
     for p in list(pools):
         if p["name"] in seen:
@@ -1221,7 +1174,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
                f"from the {V.PART_OF_LABEL} label of gpuplan's objects" if part_of else None,
                None if (name or part_of) else "name the fleet")
     versions = []
-    for n in nodes:
+    for n in nodes or every_node:
         m = _KUBELET_VERSION.match(str(_get(n.data, "status", "nodeInfo", "kubeletVersion") or ""))
         if m:
             versions.append(f"1.{m[1]}")
@@ -1283,8 +1236,13 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
         op["toolkit"] = "preinstalled"
         draft.note(("spec", "cluster", "gpuOperator", "toolkit"), None,
                    "no ClusterPolicy says: Karpenter pools on EKS NVIDIA AMIs ship the toolkit; choose for the fleet")
+    S.operator_settings(alone, cfg, op, draft)
+    P.operator_settings(plat, cfg, op, draft)
     _operator_chart(op, op_chart, objs, cfg, draft, spools)
     cluster["gpuOperator"] = op
+    for key, (settings, source, todo) in sorted(plat.cluster.items()):
+        cluster[key] = settings
+        draft.note(("spec", "cluster", key), source, todo)
     if kpools:
         nc = next((p["_nodeclass"] for p in kpools if p["_nodeclass"] is not None), None)
         role = _get(nc.data, "spec", "role") if nc else None
@@ -1314,14 +1272,16 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
         spec["spec"]["pools"].append(clean)
         for k, n in p["_notes"].items():
             draft.note(("spec", "pools", i, k), n.source, n.todo)
+        group = next((k for k in ("karpenter", "gke", "aks", "capi") if k in p), None)
         for k, n in p.get("_knotes", {}).items():
-            draft.note(("spec", "pools", i, "karpenter", k), n.source, n.todo)
+            draft.note(("spec", "pools", i, group, k), n.source, n.todo)
         if "nodes" in p:
             draft.note(("spec", "pools", i, "topology"), None,
                        "kubelet Topology Manager settings are not visible through the API: add `topology` if the "
                        "nodes set a policy")
     spot = {p["name"]: (p.get("karpenter") or {}).get("capacityTypes", ()) for p in pools
             if "spot" in (p.get("karpenter") or {}).get("capacityTypes", ())}
+    spot.update({p["name"]: ("spot",) for p in pools if (p.get("gke") or p.get("aks") or {}).get("spot")})
     # a tier whose quota sits on a pool's guaranteed Kueue flavor is pinned there (importer.kueue.assign):
     # not preemptible, the default for a tier whose workload the cluster does not show
     pinned = kq.pinned if kq is not None else set()
@@ -1358,7 +1318,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
         del spec["spec"]["tenants"]
     draft.spec = spec
     draft.scope = {"configs": cfg, "pools": pools, "tiers": tiers, "tenants": tenants, "nodes": nodes, "objects": objs,
-                   "kueue": kq}
+                   "kueue": kq, "standalone": alone.objects}
     return draft
 
 

@@ -135,6 +135,15 @@ def _key(d: dict) -> Any:
     return ObjectKey(d["apiVersion"].rpartition("/")[0], d["kind"], meta.get("namespace") or "", meta.get("name"))
 
 
+def _platform_templates() -> dict[str, Any]:
+    from gpuplan.provisioning import aks, capi, gke
+
+    return {kind: m.read_template for m in (gke, aks, capi) for kind in m.TEMPLATE_KINDS}
+
+
+PLATFORM_TEMPLATES = _platform_templates()
+
+
 def _built_selectors(built: dict) -> dict[str, tuple[str | None, str | None]]:
     """pool -> (device-plugin config, mig config) the built tree selects by node label."""
     out: dict[str, tuple[str | None, str | None]] = {}
@@ -145,6 +154,9 @@ def _built_selectors(built: dict) -> dict[str, tuple[str | None, str | None]]:
             labels = rules[0].get("labels") if rules else None
         elif key.kind == "NodePool":
             labels = ((((d.get("spec") or {}).get("template") or {}).get("metadata")) or {}).get("labels")
+        elif key.kind in PLATFORM_TEMPLATES:  # a GKE, AKS or Cluster API pool's object: its node labels
+            read = PLATFORM_TEMPLATES[key.kind](d)
+            labels = read[1] if read else None
         if isinstance(labels, dict) and labels.get(V.POOL_LABEL):
             out[labels[V.POOL_LABEL]] = (labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL), labels.get(V.MIG_CONFIG_LABEL))
     return out
@@ -248,6 +260,8 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
     for o in sorted(draft.scope.get("objects", ()), key=lambda o: (o.kind, o.namespace, o.name)):
         if o.kind == "Namespace" and not o.api_group and o.name == op_ns:
             op_ns_obj = o
+        if o.kind == "ResourceQuota" and not o.api_group and o.namespace == op_ns:
+            add(o)  # the operator's own pods' quota (GKE: gpuplan.provisioning.gke.OPERATOR_QUOTA)
         if o.kind == "ResourceQuota" and not o.api_group and o.namespace in tenant_ns:
             d = _strip(o)
             sc = ((d.get("spec") or {}).get("scopeSelector") or {}).get("matchExpressions") or []
@@ -309,11 +323,21 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
             add(p["_nodeclass"], d)
         for o in p.get("_overlays", ()):  # NodeOverlays whose requirements select the pool's instance types
             add(o)
+    # a platform pool's object (ContainerNodePool, ManagedClustersAgentPool, MachineDeployment) as the
+    # export has it, and every device plugin or mig-manager DaemonSet outside the operator: gpuplan
+    # writes none, so each is listed as removed (GP943)
+    provisioned = {o.kind for p in scope["pools"] for o in p.get("_provisioned", ())}
+    for p in scope["pools"]:
+        for o in p.get("_provisioned", ()):
+            add(o)
+    for o in scope.get("standalone", ()):
+        add(o)
 
     mine = {V.DEVICE_PLUGIN_CONFIGMAP, V.MIG_PARTED_CONFIGMAP}
     compared = {}
     for k, v in built.items():
-        in_scope = k in apps or k.kind == "NodeOverlay" and k in imported or k.kind in COMPARED_KINDS and (
+        in_scope = k in apps or k.kind in provisioned or k.kind == "NodeOverlay" and k in imported or \
+            k.kind in COMPARED_KINDS and (
             k.kind != "ConfigMap" or k.name in mine) and (
             k.kind != "Namespace" or k.name in tenant_ns or k.name == op_ns or k.name in extra_ns)
         if in_scope:
@@ -332,7 +356,8 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
         else:
             rt.finding(f"{c.key.label}: added")
     for c in diff.removed:
-        rt.finding(f"{c.key.label}: removed (gpuplan does not write it)", origin.get(c.key))
+        rt.finding(f"{c.key.label}: removed (gpuplan does not write it)", origin.get(c.key),
+                   code=C.W_STANDALONE if c.key.kind == "DaemonSet" else None)
     for c in diff.changed:
         o = origin.get(c.key)
         for f in c.fields:
