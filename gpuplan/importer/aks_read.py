@@ -56,6 +56,7 @@ def aks_pools(objs: list[Obj], nodes: list[Obj], cfg: Any, draft: I.Draft, out: 
         where = f"ManagedClustersAgentPool {o.namespace}/{o.name}" if o is not None else \
             f"Nodes labelled {A.AGENTPOOL_LABEL}={az}"
         pool = N.base_pool(out, name, members, gpu, [o] if o is not None else [], where, cfg, draft, node_labels)
+        N.labels_and_taints(pool, N.declared(A.read_template, o), members, where, (A.SPOT_TAINT["key"],))
         pool["_notes"]["gpu"] = I.Note(f"from VM size {m.name} (gpuplan's AKS table)")
         a: dict[str, Any] = {"vmSize": m.name}
         kn: dict[str, I.Note] = {"vmSize": I.Note(f"from {where}" if o is not None else

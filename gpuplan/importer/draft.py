@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.diagnostics import Diagnostic
+from gpuplan.importer import conventions as V
 from gpuplan.importer.read import Obj
 from gpuplan.k8snames import is_label_key, is_label_value
 
@@ -72,3 +73,27 @@ def majority(values: list) -> Any:
     c = Counter(json.dumps(v, sort_keys=True) for v in values)
     best = sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
     return json.loads(best)
+
+
+def taints_of(o: Obj, raw: Any, pool: str | None) -> list[dict]:
+    """A node's, template's or pool object's taints in the spec's form: gpuplan's binding taint
+    (a build adds it again) and the node lifecycle taints left out."""
+    out = []
+    for t in raw if isinstance(raw, list) else ():
+        if not isinstance(t, dict) or not isinstance(t.get("key"), str) or \
+                t.get("effect") not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            continue
+        if t["key"] == V.POOL_TAINT_KEY or t["key"].startswith(V.SYSTEM_TAINT_PREFIXES):
+            continue  # gpuplan's binding taint (it adds it again) and node lifecycle taints
+        d = {"key": t["key"]}
+        if isinstance(t.get("value"), str) and t["value"]:
+            d["value"] = t["value"]
+        d["effect"] = t["effect"]
+        out.append(d)
+    return out
+
+
+def own_labels(labels: dict[str, str]) -> dict[str, str]:
+    """The labels a pool's author wrote: none that Kubernetes, a platform, NFD, GFD, Karpenter or
+    gpuplan set."""
+    return {k: v for k, v in labels.items() if not k.startswith(V.SYSTEM_LABEL_PREFIXES) and is_label(k, v)}

@@ -76,6 +76,7 @@ def gke_pools(objs: list[Obj], nodes: list[Obj], cfg: Any, draft: I.Draft, out: 
         gpu = resolve_gpu(m.gpu)
         where = f"ContainerNodePool {cnp.namespace}/{cnp.name}" if cnp else f"Nodes labelled {G.NODEPOOL_LABEL}={np_name}"
         pool = N.base_pool(out, name, members, gpu, [cnp] if cnp else [], where, cfg, draft, nc.get("labels") or {})
+        N.labels_and_taints(pool, N.declared(G.read_template, cnp), members, where, (G.GPU_TAINT["key"],))
         notes = pool["_notes"]
         notes["gpu"] = I.Note(f"from machine type {m.name} (gpuplan's GKE table)")
         g: dict[str, Any] = {"machineType": m.name}

@@ -47,7 +47,7 @@ from gpuplan.importer import sharing_read as SR
 from gpuplan.importer import standalone as S
 from gpuplan.importer.draft import Draft, Note, is_dp_config as _is_dp_config, is_label
 from gpuplan.importer.draft import is_mig_config as _is_mig_config, majority as _majority, diag as _diag
-from gpuplan.importer.draft import add_todo as _add_todo
+from gpuplan.importer.draft import add_todo as _add_todo, own_labels as _own_labels, taints_of as _taints
 from gpuplan.importer.read import Obj, yaml_payload
 from gpuplan.k8snames import is_dns_label, is_dns_subdomain
 
@@ -293,26 +293,6 @@ def _profile_of(pool: dict, resource: str) -> str | None:
 
 
 # ------------------------------------------------------------------------------ pools
-
-
-def _taints(o: Obj, raw: Any, pool: str | None) -> list[dict]:
-    out = []
-    for t in raw if isinstance(raw, list) else ():
-        if not isinstance(t, dict) or not isinstance(t.get("key"), str) or \
-                t.get("effect") not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            continue
-        if t["key"] == V.POOL_TAINT_KEY or t["key"].startswith(V.SYSTEM_TAINT_PREFIXES):
-            continue  # gpuplan's binding taint (it adds it again) and node lifecycle taints
-        d = {"key": t["key"]}
-        if isinstance(t.get("value"), str) and t["value"]:
-            d["value"] = t["value"]
-        d["effect"] = t["effect"]
-        out.append(d)
-    return out
-
-
-def _own_labels(labels: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in labels.items() if not k.startswith(V.SYSTEM_LABEL_PREFIXES) and is_label(k, v)}
 
 
 def _gpu_model(product: Any) -> Any:

@@ -101,3 +101,53 @@ def topology_from(pool: dict, fields: Any, o: Obj, path: tuple, where: str, draf
         pool["_notes"]["topology"] = I.Note(k.source)
     for what, obj, at in k.todos if draft is not None else ():
         draft.diagnostics.append(I.diag(C.I_TODO, f"pool {pool['name']}: {what}", obj, *at))
+
+
+# labels a platform or gpuplan's template writes on a node group besides the system prefixes:
+# AKS's reserved domain (gpuplan.provisioning.aks RESERVED_LABEL_DOMAINS) and the label that keeps
+# GKE's device plugin off (gpuplan.provisioning.gke NO_GKE_DEVICE_PLUGIN_LABEL)
+PLATFORM_LABEL_PREFIXES = ("kubernetes.azure.com/", "gke-no-default-nvidia-gpu-device-plugin")
+
+
+def labels_and_taints(pool: dict, declared: tuple[dict, list] | None, members: list[Obj], where: str,
+                      platform_taint_keys: tuple[str, ...]) -> None:
+    """``pools[].labels`` and ``taints`` of a node group: from the pool object's template
+    (``declared``: its node labels and taints as Kubernetes writes them) less what gpuplan writes
+    itself (its pool label and config labels, its ``gpuplan.dev/`` taints), else what every Node of
+    the group carries less what the platform puts on its nodes (``platform_taint_keys``: GKE's GPU
+    taint, AKS's spot taint). The build writes them back into the template, so the round trip
+    compares like with like."""
+    if declared is not None:
+        labels, taints, src = declared[0], declared[1], f"from {where}"
+    elif members:
+        first = members[0]
+        labels = {k: v for k, v in first.labels.items() if all(m.labels.get(k) == v for m in members)}
+        raw = [I.taints_of(m, (m.data.get("spec") or {}).get("taints"), None) for m in members]
+        taints = [t for t in raw[0] if all(t in r for r in raw) and not t["key"].startswith(platform_taint_keys)]
+        src = f"what every Node of {where} carries"
+    else:
+        return
+    own = {k: v for k, v in I.own_labels(labels).items() if not k.startswith(PLATFORM_LABEL_PREFIXES)}
+    kept = [t for t in I.taints_of(members[0] if members else None, taints, None)
+            if not t["key"].startswith("gpuplan.dev/")] if declared is not None else taints
+    if kept:
+        pool["taints"] = kept
+        pool["_notes"]["taints"] = I.Note(f"{src} (gpuplan's own taints left out)")
+    if own:
+        pool["labels"] = dict(sorted(own.items()))
+        pool["_notes"]["labels"] = I.Note(src)
+
+
+def declared(read_template: Any, o: Obj | None) -> tuple[dict, list] | None:
+    """A pool object's template labels and taints through its platform's reader
+    (``gpuplan.provisioning.<platform>.read_template``); None without the object, or where it
+    is not of the shape the platform writes (the round trip shows that object as it is)."""
+    if o is None:
+        return None
+    try:
+        got = read_template(o.data)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    if got is None or not isinstance(got[1], dict) or not all(isinstance(v, str) for v in got[1].values()):
+        return None
+    return got[1], got[2]

@@ -264,3 +264,33 @@ def test_gpuplans_own_aks_tree_drafts_its_pools():
     # the tiers' workload is not in the cluster: gpuplan would drop train-h100's training upgradeSettings
     assert _round_trip(r).unexplained == [
         "ManagedClustersAgentPool.containerservice.azure.com aks-ml/train-h100: spec.upgradeSettings removed"]
+
+
+def test_node_group_labels_and_taints_are_the_pools():
+    """A pool object's template labels and taints become the pool's `labels` and `taints` (less
+    gpuplan's own: its pool and config labels, its `gpuplan.dev/` taints), so the build writes the
+    same template back; without the object, what every Node carries less the platform's own taint
+    (GKE's GPU taint) and labels."""
+    ap = {"apiVersion": "containerservice.azure.com/v1api20250801", "kind": "ManagedClustersAgentPool",
+          "metadata": {"name": "train-h100", "namespace": "aks-ml"},
+          "spec": {"owner": {"name": "aks-ml"}, "azureName": "trainh100", "mode": "User", "osType": "Linux",
+                   "osSKU": "Ubuntu", "vmSize": "Standard_ND96isr_H100_v5", "count": 2, "enableAutoScaling": False,
+                   "nodeLabels": {"team": "research", "gpuplan.dev/pool": "train-h100"},
+                   "nodeTaints": ["dedicated=research:NoSchedule", "gpuplan.dev/pool=train-h100:NoSchedule"],
+                   "gpuProfile": {"driver": "Install"}}}
+    gpu_taint = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    l4 = [_node(f"gke-l4-{i}", {G + "gke-nodepool": "l4", G + "gke-accelerator": "nvidia-l4", "team": "web",
+                                "node.kubernetes.io/instance-type": "g2-standard-8", **({"odd": "1"} if i else {})},
+                taints=gpu_taint + [{"key": "serving", "effect": "NoSchedule"}]) for i in range(2)]
+    r, spec = _run([ap])
+    h100 = _pool(spec, "train-h100")
+    assert h100["labels"] == {"team": "research"}
+    assert h100["taints"] == [{"key": "dedicated", "value": "research", "effect": "NoSchedule"}]
+    rt = _round_trip(r)
+    # the template's own labels and taints come back as they were; gpuplan adds its config labels
+    template = [u for u in rt.unexplained if "nodeLabels" in u or "nodeTaints" in u]
+    assert template and all("nvidia.com/" in u and u.endswith(" added") for u in template), template
+    _, spec = _run(l4)
+    gke = _pool(spec, "l4")
+    assert gke["labels"] == {"team": "web"}  # `odd` is on one node only
+    assert gke["taints"] == [{"key": "serving", "effect": "NoSchedule"}]  # GKE's GPU taint is its own
