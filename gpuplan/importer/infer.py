@@ -365,7 +365,8 @@ def static_pools(nodes: list[Obj], karpenter: set[str], cfg: Configs, draft: Dra
         if pool is None:
             import json
 
-            key = json.dumps([model.key, _node_gpus(n, model, cfg).gpus, lb.get(V.DEVICE_PLUGIN_CONFIG_LABEL),
+            seen = _node_gpus(n, model, cfg)
+            key = json.dumps([model.key, seen.gpus, _observed_sharing(seen), lb.get(V.DEVICE_PLUGIN_CONFIG_LABEL),
                               lb.get(V.MIG_CONFIG_LABEL),
                               sorted(map(str, _taints(n, _get(n.data, "spec", "taints"), None)))])
             if key not in derived:
@@ -382,6 +383,13 @@ def static_pools(nodes: list[Obj], karpenter: set[str], cfg: Configs, draft: Dra
         members = sorted(groups[name], key=lambda o: o.name)
         pools.append(_static_pool(name, members, name in derived.values(), cfg, draft))
     return pools
+
+
+def _observed_sharing(ng: F.NodeGpus) -> list:
+    """What GFD's labels say the node's device plugin does: its MIG strategy and per-GPU layout, or
+    its sharing and replicas. Nodes that differ in it run different device-plugin configs (a `mixed`
+    node beside `single` ones), so they are not one pool."""
+    return [ng.strategy, F.layout(ng) or sorted(ng.mig), ng.sharing, ng.replicas]
 
 
 def _static_pool(name: str, members: list[Obj], derived: bool, cfg: Configs, draft: Draft) -> dict:
@@ -402,6 +410,8 @@ def _static_pool(name: str, members: list[Obj], derived: bool, cfg: Configs, dra
                              ("metadata", "labels", V.GFD_PRODUCT)))
     seen = [_node_gpus(m, model, cfg) for m in members]
     count = agree("GPU count", [g.gpus for g in seen], ("metadata", "labels", V.GFD_COUNT))
+    agree("the MIG strategy, layout or sharing GFD labels", [_observed_sharing(g) for g in seen],
+          ("metadata", "labels", V.GFD_PRODUCT))
     observed = next((g for g in seen if g.gpus == count), seen[0])
     dp_sel = agree("device-plugin config", [m.labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL) for m in members],
                    ("metadata", "labels", V.DEVICE_PLUGIN_CONFIG_LABEL))
@@ -633,8 +643,6 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
             kn["maxGPUs"] = Note(f"from NodePools {np_.name} and {floor.name} spec.limits.nodes x {per} GPUs per "
                                  "instance")
             kn["guaranteedGPUs"] = Note(f"from NodePool {floor.name} (the pool's on-demand floor) spec.limits.nodes")
-        if len(counts) > 1:
-            _add_todo(kn["instanceTypes"], "instance types with different GPU counts: gpuplan expects one count per pool")
         nc = classes.get(_get(tspec, "nodeClassRef", "name") or "")
         if nc is not None:
             family, version = SR.ami_family(nc)

@@ -141,25 +141,32 @@ def read_instance_types(reqs: Any, running: dict[str, int]) -> InstanceChoice:
     fits = set(sel.types)
     # an instance-type list keeps its order, and names gpuplan's table lacks (validate reports them)
     cands = [n for n in listed if n in fits or instance_type(n) is None] if listed is not None else sel.types
-    by_model: dict[str, list[str]] = {}
+    # one gpuplan pool has one GPU model and one GPU count per node (GP612): a NodePool whose
+    # requirements select several keeps one kind, the one its nodes run, else the one with most types
+    by_kind: dict[tuple[str, int], list[str]] = {}
     for n in cands:
         it = instance_type(n)
         g = instance_gpu_model(it) if it is not None else None
         if g is not None:
-            by_model.setdefault(g.key, []).append(n)
+            by_kind.setdefault((g.key, it.gpu_count), []).append(n)
     out = InstanceChoice([], None, listed is None)
-    if not by_model:
+    if not by_kind:
         return out
-    if len(by_model) == 1:
-        out.model = next(iter(by_model))
-    else:
-        out.model = sorted(by_model, key=lambda m: (-running.get(m, 0), -len(by_model[m]), m))[0]
+    kind = sorted(by_kind, key=lambda k: (-running.get(k[0], 0), -len(by_kind[k]), k))[0]
+    out.model = kind[0]
+    models = sorted({m for m, _ in by_kind})
+    if len(models) > 1:
         why = "the model its nodes run" if running.get(out.model) else "the model with most instance types"
-        out.others = {m: ts for m, ts in sorted(by_model.items()) if m != out.model}
-        out.todos.append(f"the NodePool launches {len(by_model)} GPU models ({', '.join(sorted(by_model))}); a "
+        out.todos.append(f"the NodePool launches {len(models)} GPU models ({', '.join(models)}); a "
                          f"gpuplan pool has one: the draft keeps {out.model} ({why}); write a pool for each other "
                          "model (the round trip shows the instance types this one no longer launches, GP966)")
-    out.types = [n for n in cands if n in by_model[out.model] or instance_type(n) is None]
+    counts = sorted({c for m, c in by_kind if m == out.model})
+    if len(counts) > 1:
+        out.todos.append(f"the NodePool launches {out.model} instance types with {', '.join(map(str, counts))} GPUs; "
+                         f"a gpuplan pool has one count per node: the draft keeps the {kind[1]}-GPU types "
+                         f"({', '.join(by_kind[kind])}); write a pool for each other count")
+    out.others = {f"{m} x{c}": ts for (m, c), ts in sorted(by_kind.items()) if (m, c) != kind}
+    out.types = [n for n in cands if n in by_kind[kind] or instance_type(n) is None]
     if sel.unread:
         out.todos.append(f"requirements on {', '.join(sel.unread)} are not in gpuplan's instance table: check "
                          "the instance types")

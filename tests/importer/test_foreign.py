@@ -110,13 +110,19 @@ def test_nodepool_of_several_gpu_models_keeps_the_running_one_and_says_so():
 
 
 def test_a_changed_set_is_a_drift_difference():
-    # the cluster's selector admits g6e.48xlarge too (8 GPUs): gpuplan keeps one GPU count per pool
+    """The cluster's selector admits g6e.48xlarge too (8 GPUs beside the 4 of g6e.12xlarge and
+    24xlarge): a gpuplan pool has one GPU count per node (GP612), so the draft keeps the count with
+    most instance types, says so, still builds, and the round trip names the type it drops."""
     np_ = _nodepool("l40s", [{"key": K + "instance-family", "operator": "In", "values": ["g6e"]},
                              {"key": K + "instance-gpu-count", "operator": "Gt", "values": ["2"]}])
     r, spec = _run([np_, NODECLASS])
     its = _pool(spec, "l40s")["karpenter"]["instanceTypes"]
-    assert its == ["g6e.12xlarge", "g6e.24xlarge", "g6e.48xlarge"]  # 4, 4 and 8 GPUs: a TODO
-    assert "different GPU counts" in r.text
+    assert its == ["g6e.12xlarge", "g6e.24xlarge"]
+    [todo] = [d for d in r.diagnostics if d.code == "GP958" and "GPUs" in d.message and "count" in d.message]
+    assert "4, 8" in todo.message and todo.line
+    assert r.round_trip.built
+    drift = [d for d in r.diagnostics if d.code == "GP966" and "requirements" in d.message]
+    assert drift and "no longer launches g6e.48" in drift[0].message
 
 
 def test_requirement_operators_follow_karpenter():
@@ -250,3 +256,21 @@ def test_a_cpu_nodepool_is_left_as_it_is_not_an_unknown_gpu():
     assert info.severity.value == "info" and info.line is not None
     assert [p["name"] for p in spec["pools"]] == ["gpu"]
     assert not [d for d in r.diagnostics if d.code in ("GP959", "GP966") and "general" in d.message]
+
+
+def test_nodes_whose_gfd_labels_disagree_on_mig_are_not_one_pool():
+    """Without a pool label, a `mixed` node beside `single` ones of the same model and GPU count runs
+    another device-plugin config: its own pool, not a member drafted with the others' layout. With
+    a pool label that joins them, the disagreement is a GP957."""
+    single = [_gfd(f"a100-{i}", "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb", "16", "single") for i in range(2)]
+    mixed = _gfd("a100-m", "NVIDIA-A100-SXM4-80GB", "8", "mixed",
+                 **{"nvidia.com/mig-3g.40gb.count": "8", "nvidia.com/mig-1g.10gb.count": "8"})
+    r, spec = _run([*single, mixed])
+    by_nodes = {tuple(p["nodes"]): p["sharing"] for p in spec["pools"]}
+    assert by_nodes == {("a100-0", "a100-1"): {"mode": "mig", "strategy": "single", "layout": {"3g.40gb": 2}},
+                        ("a100-m",): {"mode": "mig", "strategy": "mixed", "layout": {"1g.10gb": 1, "3g.40gb": 1}}}
+    for n in (*single, mixed):
+        n["metadata"]["labels"]["gpuplan.dev/pool"] = "a100"
+    r, spec = _run([*single, mixed])
+    [odd] = [d for d in r.diagnostics if d.code == "GP957"]
+    assert "a100-m" in odd.message and odd.line
