@@ -129,8 +129,9 @@ W_UNREAD = Code(
 W_KUEUE_UNREAD = Code(
     "GP963", "Kueue object not imported", Severity.WARNING,
     "A Kueue object cannot be mapped onto spec.queueing: a ResourceFlavor whose nodeLabels select no one "
-    "imported pool, a ClusterQueue that serves namespaces of several tenants (gpuplan writes one queue per "
-    "tenant) or a flavor quota no tier hands out. That part is left out; the round trip shows what changes.",
+    "imported pool, a ClusterQueue that serves no tenant's namespace, a quota on a resource no pool advertises "
+    "(cpu, memory: gpuplan's queues cover the tiers' GPU resources only, so Kueue would no longer limit it), or a "
+    "GPU quota that is not a whole number of units. That part is left out; the round trip shows what changes.",
     bad="ResourceFlavor a100: nodeLabels {gpu: a100}   # no pool's nodes all carry gpu=a100",
     good="ResourceFlavor a100: nodeLabels {gpuplan.dev/pool: infer-a100}",
 )

@@ -936,6 +936,20 @@ def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft, kq: Any 
     if kq is not None:
         from gpuplan.importer.kueue import assign
 
+        # a queued pool and resource no tier hands out (Kueue's own setups have no gpuplan tiers):
+        # a tier of its own, as for a quota without a PriorityClass scope, so its quota is not lost
+        for pool, res in kq.pairs:
+            if pool in pool_by_name and not any(t.get("pool") == pool and t.get("_res") == res for t in tiers.values()):
+                tn = _synthetic_tier_name(pool, _profile_of(pool_by_name[pool], res))
+                if tn in tiers:
+                    continue
+                tiers[tn] = {"name": tn, "pool": pool, "_res": res, "_pc": None, "_notes": {"name": Note(
+                    f"the ClusterQueues' quota of {res} on pool {pool}",
+                    f"named by gpuplan import; gpuplan creates PriorityClass gpuplan-{tn} with priority 0: set the "
+                    "tier's priority")}}
+                if (prof := _profile_of(pool_by_name[pool], res)):
+                    tiers[tn]["profile"] = prof
+
         assign(kq, tiers, ns_tiers, draft)
         queued = set(kq.queued_tiers)
 
@@ -1143,7 +1157,8 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     from gpuplan.importer import kueue as K
 
     nss = {o.name: o for o in objs if o.kind == "Namespace" and not o.api_group}
-    kq = K.scan(objs, pools, nss, lambda ns: tenant_name(ns, nss.get(ns)))
+    kq = K.scan(objs, pools, nss, lambda ns: tenant_name(ns, nss.get(ns)),
+                lambda res: [p["name"] for p in pools if res in pool_resources(p)])
     if kq is not None:
         draft.diagnostics += kq.diagnostics
     tiers, tenants = tiers_and_tenants(objs, pools, draft, kq)

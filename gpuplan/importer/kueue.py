@@ -40,6 +40,13 @@ def _units(v: Any) -> int | None:
     return int(text) if _INT.match(text) else None
 
 
+def _quantity(v: Any) -> Any:
+    """A nominalQuota as Kubernetes reads it (``512Gi``, ``"500m"``, ``1k``), or None."""
+    from gpuplan.k8squantity import parse
+
+    return parse(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else None
+
+
 # ------------------------------------------------------------------------ chart delivery
 
 
@@ -194,11 +201,21 @@ def _diag(code: Any, message: str, o: Obj | None, *sub: Any) -> Any:
     return code.diag(message, file=f, line=line, col=col)
 
 
+# a ResourceFlavor with no nodeLabels (Kueue's "default-flavor") puts no node selector on the pods it
+# admits (sigs.k8s.io/kueue@v0.19.2 pkg/podset/podset.go FromAssignment: the flavor's nodeLabels are
+# the only selector it adds; pkg/scheduler/flavorassigner/flavorassigner.go checks a flavor against
+# the pod's selector and affinity through its nodeLabels alone): it stands for every node
+ANY_NODE = "*"
+
+
 def _flavor_pool(o: Obj, pools: list[dict]) -> str | None:
     """The pool a ResourceFlavor selects: gpuplan's pool label, else the one pool
-    whose nodes (or NodePool template) carry all of its nodeLabels."""
+    whose nodes (or NodePool template) carry all of its nodeLabels; :data:`ANY_NODE` for a
+    flavor without nodeLabels (its quota's resource then says the pool)."""
     labels = _get(o.data, "spec", "nodeLabels")
-    if not isinstance(labels, dict) or not labels:
+    if labels is None or labels == {}:
+        return ANY_NODE
+    if not isinstance(labels, dict):
         return None
     names = {p["name"] for p in pools}
     if labels.get(V.POOL_LABEL) in names:
@@ -214,8 +231,63 @@ def _flavor_pool(o: Obj, pools: list[dict]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def scan(objs: list[Obj], pools: list[dict], namespaces: dict[str, Obj], tenant_of: Any) -> Kueue | None:
-    """The Kueue objects of the input; None when there is no ClusterQueue."""
+def _rows(k: Kueue, o: Obj, spec: dict, advertisers: Any) -> list[Row]:
+    """A ClusterQueue's quota rows on the flavors of imported pools. A GPU quota is a whole number
+    of units; a quota on a resource no pool advertises (cpu, memory, ...) is named, not imported:
+    gpuplan's queues cover the tiers' GPU resources, so Kueue no longer holds jobs to it."""
+    rows: list[Row] = []
+    other: list[tuple[str, str, tuple]] = []
+    for gi, g in enumerate(spec.get("resourceGroups") if isinstance(spec.get("resourceGroups"), list) else ()):
+        for fi, fl in enumerate(_get(g, "flavors") or ()):
+            pool = k.flavors.get(_get(fl, "name"))
+            if pool is None:
+                continue
+            for ri, r in enumerate(_get(fl, "resources") or ()):
+                at = ("spec", "resourceGroups", gi, "flavors", fi, "resources", ri)
+                name, raw = _get(r, "name"), _get(r, "nominalQuota")
+                qty = _quantity(raw)
+                if not isinstance(name, str) or qty is None:
+                    k.diagnostics.append(_diag(C.W_KUEUE_UNREAD, f"ClusterQueue {show(o.name)}: quota {show(raw)} of "
+                                               f"flavor {show(_get(fl, 'name'))} is not a Kubernetes quantity; left "
+                                               "out", o, *at))
+                    continue
+                here = pool
+                if pool == ANY_NODE:
+                    found = list(advertisers(name)) if advertisers is not None else []
+                    if not found:
+                        other.append((name, str(raw), at))
+                        continue
+                    here = found[0]
+                    if len(found) > 1:
+                        k.diagnostics.append(_diag(
+                            C.I_TODO, f"ClusterQueue {show(o.name)}: flavor {show(_get(fl, 'name'))} has no "
+                            f"nodeLabels, and {name} is advertised by pools {', '.join(found)}; the draft puts its "
+                            f"{raw} on {here}: split it between the pools' flavors", o, *at))
+                elif not name.startswith(V.GPU.split("/")[0] + "/") and not (advertisers and advertisers(name)):
+                    other.append((name, str(raw), at))
+                    continue
+                if qty.denominator != 1:
+                    k.diagnostics.append(_diag(C.W_KUEUE_UNREAD, f"ClusterQueue {show(o.name)}: quota {show(raw)} of "
+                                               f"{name} is not a whole number of units; left out", o, *at))
+                    continue
+                b, ln = _get(r, "borrowingLimit"), _get(r, "lendingLimit")
+                rows.append(Row(here, name, int(qty), _units(b) if b is not None else None,
+                                _units(ln) if ln is not None else None, k.capacity.get(_get(fl, "name"))))
+                if (here, name) not in k.pairs:
+                    k.pairs.append((here, name))
+    if other:
+        k.diagnostics.append(_diag(
+            C.W_KUEUE_UNREAD, f"ClusterQueue {show(o.name)} also holds jobs to "
+            f"{', '.join(f'{n}: {v}' for n, v, _ in other)}: gpuplan's queues cover the tiers' GPU resources only, so "
+            "Kueue would no longer limit these (the round trip lists it); keep them with ResourceQuotas, or leave "
+            "this ClusterQueue out of gpuplan", o, *other[0][2]))
+    return rows
+
+
+def scan(objs: list[Obj], pools: list[dict], namespaces: dict[str, Obj], tenant_of: Any,
+         advertisers: Any = None) -> Kueue | None:
+    """The Kueue objects of the input; None when there is no ClusterQueue. ``advertisers``:
+    resource -> the names of the pools that advertise it (for flavors without nodeLabels)."""
     group = [o for o in objs if o.api_group == V.KUEUE_GROUP]
     cqs = sorted((o for o in group if o.kind == "ClusterQueue"), key=lambda o: o.name)
     if not cqs:
@@ -249,36 +321,35 @@ def scan(objs: list[Obj], pools: list[dict], namespaces: dict[str, Obj], tenant_
         nss = sorted({n for n, ns in namespaces.items() if sel and all(ns.labels.get(a) == b for a, b in sel.items())}
                      | set(local.get(o.name, ())))
         tenants = sorted({tenant_of(n) for n in nss} | ({sel[V.TENANT_LABEL]} if V.TENANT_LABEL in sel else set()))
-        if len(tenants) != 1:
-            k.diagnostics.append(_diag(C.W_KUEUE_UNREAD, f"ClusterQueue {show(o.name)} serves "
-                                       f"{'no tenant' if not tenants else 'tenants ' + ', '.join(map(show, tenants))}: "
-                                       "gpuplan writes one queue per tenant; not imported", o, "spec",
-                                       "namespaceSelector"))
+        if not tenants:
+            k.diagnostics.append(_diag(C.W_KUEUE_UNREAD, f"ClusterQueue {show(o.name)} serves no tenant (no "
+                                       "LocalQueue points at it and its namespaceSelector selects no namespace of the "
+                                       "input); not imported", o, "spec", "namespaceSelector"))
             continue
         cohort = spec.get("cohortName") if isinstance(spec.get("cohortName"), str) else None
         fs = spec.get("fairSharing")
         weight = _units(fs.get("weight", "1")) if isinstance(fs, dict) else None
         pre = _get(spec, "preemption", "withinClusterQueue")
-        q = Queue(o, tenants[0], [n for n in nss if tenant_of(n) == tenants[0]], cohort, weight,
-                  pre if isinstance(pre, str) else None)
-        for gi, g in enumerate(spec.get("resourceGroups") if isinstance(spec.get("resourceGroups"), list) else ()):
-            for fi, fl in enumerate(_get(g, "flavors") or ()):
-                pool = k.flavors.get(_get(fl, "name"))
-                if pool is None:
-                    continue
-                for ri, r in enumerate(_get(fl, "resources") or ()):
-                    nominal = _units(_get(r, "nominalQuota"))
-                    if not isinstance(_get(r, "name"), str) or nominal is None:
-                        k.diagnostics.append(_diag(C.W_KUEUE_UNREAD, f"ClusterQueue {show(o.name)}: a quota of flavor "
-                                                   f"{show(_get(fl, 'name'))} is not a whole number; left out", o,
-                                                   "spec", "resourceGroups", gi, "flavors", fi, "resources", ri))
-                        continue
-                    b, ln = _get(r, "borrowingLimit"), _get(r, "lendingLimit")
-                    q.rows.append(Row(pool, r["name"], nominal, _units(b) if b is not None else None,
-                                      _units(ln) if ln is not None else None, k.capacity.get(_get(fl, "name"))))
-                    if (pool, r["name"]) not in k.pairs:
-                        k.pairs.append((pool, r["name"]))
-        k.queues.append(q)
+        rows = _rows(k, o, spec, advertisers)
+        if len(tenants) > 1:
+            # one ClusterQueue for the teams of several tenants (Kueue's single-ClusterQueue setup):
+            # gpuplan writes a queue per tenant, each with a share of the quota, in one cohort
+            # so each may still borrow what the others leave idle
+            k.diagnostics.append(_diag(
+                C.I_TODO, f"ClusterQueue {show(o.name)} is shared by tenants {', '.join(map(show, tenants))}: gpuplan "
+                f"writes one ClusterQueue per tenant; the draft splits its quota evenly "
+                f"({'; '.join(f'{r.nominal} {r.resource} on pool {r.pool}' for r in rows) or 'no quota'}) and keeps "
+                "them in one cohort, where each may borrow what the others leave idle (Kueue admits a job over its "
+                "queue's nominal quota only by borrowing: set each tenant's share, and borrowingLimit to bound it)",
+                o, "spec", "namespaceSelector"))
+        for i, tenant in enumerate(tenants):
+            mine = [n for n in nss if tenant_of(n) == tenant]
+            q = Queue(o, tenant, mine, cohort, weight, pre if isinstance(pre, str) else None)
+            for r in rows:
+                share = r.nominal // len(tenants) + (1 if i < r.nominal % len(tenants) else 0)
+                q.rows.append(Row(r.pool, r.resource, share, r.borrowing if len(tenants) == 1 else None,
+                                  r.lending if len(tenants) == 1 else None, r.capacity))
+            k.queues.append(q)
     if k.root is None:
         roots = sorted({q.cohort for q in k.queues if q.cohort and q.cohort not in k.children})
         k.root = roots[0] if roots else None
