@@ -8,7 +8,8 @@ tests of its own reader from the upstream formats (their docstrings cite the ups
 * static nodes labelled by GPU Feature Discovery under MIG `single`, `mixed` and `-MIG-INVALID`;
 * NVIDIA's device plugin deployed by its own Helm chart, without the GPU Operator
   (tests/importer/test_platform_import.py);
-* GKE node pools on GKE's own GPU stack, with and without their Config Connector objects.
+* GKE node pools on GKE's own GPU stack, with and without their Config Connector objects, and
+  Kueue's single-ClusterQueue setup on them (tests/importer/test_kueue_import.py).
 
 The draft must validate and build, every fault the cluster shows is a finding (not capacity), and
 the round trip lists every difference that changes what the cluster does, each with its line,
@@ -22,6 +23,7 @@ from gpuplan.importer.pipeline import import_cluster
 from tests.importer import test_platform_import as PL
 from tests.importer.snapshot import dump
 from tests.importer.test_foreign import NODECLASS, K, _gfd, _launched, _nodepool
+from tests.importer.test_kueue_import import DEFAULT_FLAVOR, _local, _ns, _queue
 from tests.importer.test_sharing_import import G6E, TIME_SLICED, _bottlerocket, _on, _overlay
 
 
@@ -127,8 +129,15 @@ def test_a_gke_cluster_on_gkes_own_stack_drafts_builds_and_lists_every_behaviour
                                    "guestAccelerator": [{"type": "nvidia-a100-80gb", "count": 1,
                                                          "gpuDriverInstallationConfig": {"gpuDriverVersion": "DEFAULT"},
                                                          "gpuPartitionSize": "3g.40gb"}]}}}
-    r, spec = _import([*nodes, mig, cnp])
+    queue = _queue("cluster-queue", [{"name": "default-flavor", "resources": [
+        {"name": "cpu", "nominalQuota": 64}, {"name": "nvidia.com/gpu", "nominalQuota": 8}]}])
+    teams = [o for t in ("team-a", "team-b") for o in (_ns(t), _local(t, "cluster-queue"))]
+    r, spec = _import([*nodes, mig, cnp, DEFAULT_FLAVOR, queue, *teams])
     pools = _pools(spec)
+    # the shared queue's 8 GPUs split between the two teams, on a pool that advertises nvidia.com/gpu
+    grants = {t["name"]: sum(sum(q.values()) for q in t["quotas"].values()) for t in spec["tenants"]}
+    assert grants == {"team-a": 4, "team-b": 4}
+    assert {d.code for d in r.diagnostics} >= {"GP958", "GP963"}  # the split, and the cpu quota named
     assert pools["notebooks"]["gke"]["machineType"] == "g2-standard-8" and "nodes" not in pools["notebooks"]
     assert pools["notebooks"]["sharing"] == {"mode": "time-slicing", "replicas": 4}
     assert pools["notebooks"]["labels"] == {"team": "web"} and "taints" not in pools["notebooks"]
@@ -145,3 +154,4 @@ def test_a_gke_cluster_on_gkes_own_stack_drafts_builds_and_lists_every_behaviour
     assert "config-control/infer-a100: spec.nodeConfig.labels" in listed
     assert "spec.nodeConfig.taint[key=gpuplan.dev/pool] added" in listed  # gpuplan's binding taint
     assert "key=dedicated" not in listed and '"team"' not in listed  # its own labels and taint come back
+    assert "ClusterQueue.kueue.x-k8s.io cluster-queue: removed" in listed
