@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -83,3 +84,51 @@ def closest(name: str) -> str | None:
     """The known VM size nearest to a misspelt one (for a "did you mean")."""
     hits = difflib.get_close_matches(name, list(machine_types()), n=1)
     return hits[0] if hits else None
+
+
+# --- Karpenter on Azure (Node Auto Provisioning): the labels of a VM size ---------------------
+
+_NAP = "karpenter.azure.com/"
+# the keys Azure/karpenter-provider-azure@v1.14.2 sets on an instance type that this table can
+# compute (pkg/providers/instancetype/instancetype.go:205-262, computeRequirements; label names
+# pkg/apis/v1beta1/labels.go:127-148) ...
+VM_LABEL_KEYS = frozenset({
+    "node.kubernetes.io/instance-type", "kubernetes.io/arch", "kubernetes.io/os",
+    *(_NAP + k for k in ("sku-name", "sku-family", "sku-series", "sku-version", "sku-cpu", "sku-gpu-name",
+                         "sku-gpu-manufacturer", "sku-gpu-count"))})
+# ... and those it sets from the Azure SKU API, which the table does not hold
+UNREAD_VM_KEYS = frozenset(_NAP + k for k in (
+    "sku-memory", "sku-networking-accelerated", "sku-storage-premium-capable", "sku-storage-ephemeralos-maxsize",
+    "sku-storage-ultra-ssd", "sku-hyperv-generation"))
+# github.com/Azure/skewer@v0.0.24 vmsize.go:15-17 skuSizeScheme (the provider's VM size parser),
+# matched against the name after its "Standard_" tier
+_SKU = re.compile(
+    r"^([A-Z])([A-Z]?)([A-Z]?)([0-9]+)-?((?:[0-9]+)?)((?:[abcdeiflmnotspPr]+|C+|NP)?)_?"
+    r"(?:(xl_[A-Z]+[0-9]+[A-Z]*|[A-Z]+[0-9]+)_?)?(_cc_)?(_[0-9]+_)?(_MI300X_)?(_H100_)?((?:[vV][1-9])?)?(_Promo)?$")
+
+
+def vm_labels(name: str) -> dict[str, str | None]:
+    """The value of every :data:`VM_LABEL_KEYS` key on a NAP node of VM size ``name`` (None: the
+    provider leaves it unset): family, series and version as skewer's ``GetVMSize`` parses them
+    (vmsize.go:60-165: Series = family + subfamily + additive features + "_" + version), the
+    version without its "v" and "1" where the name has none (pkg/utils/utils.go:40-55
+    ``ExtractVersionFromVMSize``), the GPU's name from the size (the accelerator part, "A100"),
+    manufacturer ``nvidia`` (pkg/apis/v1beta1/labels.go:122) and count from this table; every GPU
+    size here is x86 Linux."""
+    m = machine_type(name)
+    parts = _SKU.match(name.removeprefix("Standard_"))
+    out: dict[str, str | None] = {k: None for k in VM_LABEL_KEYS}
+    out.update({"node.kubernetes.io/instance-type": name, "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
+                _NAP + "sku-name": name})
+    if parts is not None:
+        version = parts[12] or ""
+        out[_NAP + "sku-family"] = parts[1]
+        out[_NAP + "sku-series"] = parts[1] + parts[2] + parts[3] + parts[6] + (f"_{version}" if version else "")
+        out[_NAP + "sku-version"] = version[1:] if version else "1"
+        out[_NAP + "sku-cpu"] = parts[4]
+        if m is not None and m.gpu_count:
+            out[_NAP + "sku-gpu-manufacturer"] = "nvidia"
+            out[_NAP + "sku-gpu-count"] = str(m.gpu_count)
+            if parts[7]:
+                out[_NAP + "sku-gpu-name"] = parts[7].removeprefix("xl_")
+    return out

@@ -1,6 +1,7 @@
 """Which instance types a Karpenter NodePool can launch: its ``spec.template.spec.requirements``
 evaluated, as Karpenter evaluates them, against every instance type of gpuplan's AWS table
-(:func:`gpuplan.cloud.aws.instance_labels`).
+(:func:`gpuplan.cloud.aws.instance_labels`), or on Azure (Node Auto Provisioning) every VM size of
+its AKS table (:func:`gpuplan.cloud.aks.vm_labels`): the same core code, the provider's labels.
 
 Upstream (kubernetes-sigs/karpenter@v1.14.1):
 
@@ -156,24 +157,37 @@ def parse(raws: Any) -> tuple[dict[str, Requirement], list[Any]]:
     return reqs, bad
 
 
-def select(raws: Any) -> Selection:
-    """The instance types of gpuplan's AWS table the requirements ``raws`` admit."""
+def _table(cloud: str) -> tuple[dict[str, dict[str, str | None]], frozenset, frozenset, tuple[str, ...]]:
+    """(labels of every instance type, the keys they hold, the provider's keys they do not, the
+    keys whose unknown ``In`` values are reported) of one cloud's table."""
+    if cloud == "azure":
+        from gpuplan.cloud.aks import UNREAD_VM_KEYS, VM_LABEL_KEYS, machine_types, vm_labels
+
+        return ({n: vm_labels(n) for n in machine_types()}, VM_LABEL_KEYS, UNREAD_VM_KEYS,
+                ("node.kubernetes.io/instance-type", "karpenter.azure.com/sku-name", "karpenter.azure.com/sku-series"))
+    return ({name: instance_labels(it) for name, it in instance_types().items()}, INSTANCE_LABEL_KEYS,
+            UNREAD_INSTANCE_KEYS, ("node.kubernetes.io/instance-type", "karpenter.k8s.aws/instance-family",
+                                   "karpenter.k8s.aws/instance-category"))
+
+
+def select(raws: Any, cloud: str = "aws") -> Selection:
+    """The instance types of gpuplan's table of ``cloud`` (``aws``, ``azure``) the requirements
+    ``raws`` admit."""
     reqs, bad = parse(raws)
     out = Selection(invalid=bad)
-    labels = {name: instance_labels(it) for name, it in instance_types().items()}
-    keys = [k for k in reqs if k in INSTANCE_LABEL_KEYS]
-    out.unread = sorted(k for k in reqs if k in UNREAD_INSTANCE_KEYS)
+    labels, label_keys, unread, reported = _table(cloud)
+    keys = [k for k in reqs if k in label_keys]
+    out.unread = sorted(k for k in reqs if k in unread)
     out.types = sorted(n for n, lb in labels.items() if all(reqs[k].fits(lb.get(k)) for k in keys))
     for k in keys:
         r = reqs[k]
-        if r.operator == "In" and k in ("node.kubernetes.io/instance-type", "karpenter.k8s.aws/instance-family",
-                                        "karpenter.k8s.aws/instance-category"):
+        if r.operator == "In" and k in reported:
             seen = {lb.get(k) for lb in labels.values()}
             missing = sorted(v for v in r.values if v not in seen)
             if missing:
                 out.unknown_values[k] = missing
     for k, r in reqs.items():
-        if r.min_values is not None and k in INSTANCE_LABEL_KEYS:
+        if r.min_values is not None and k in label_keys:
             distinct = {labels[n].get(k) for n in out.types} - {None}
             if len(distinct) < r.min_values:
                 out.unmet_min_values[k] = (r.min_values, len(distinct))

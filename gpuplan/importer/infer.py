@@ -51,6 +51,7 @@ from gpuplan.importer.draft import add_todo as _add_todo, own_labels as _own_lab
 from gpuplan.importer.read import Obj, yaml_payload
 from gpuplan.k8snames import is_dns_label, is_dns_subdomain
 
+NAP_NODECLASS_GROUP = "karpenter.azure.com"  # gpuplan.provisioning.nap NODECLASS_GROUP
 _KUBELET_VERSION = re.compile(r"v?1\.([0-9]{2})\.")
 _INT = re.compile(r"[0-9]+\Z")
 
@@ -568,12 +569,26 @@ def overlaid_nodepools(objs: list[Obj]) -> dict[str, SR.PoolOverlays]:
     return SR.read_overlays(objs)
 
 
-def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs, draft: Draft,
+def _nap_nodeclass(k: dict, kn: dict, nc: Obj | None) -> None:
+    """A NAP pool's fields from its AKSNodeClass (as gpuplan.lower.karpenter_azure writes one):
+    ``imageFamily``, and the GPU Operator path where ``gpu.mode`` is ``None``. The OS disk and
+    kubelet settings are compared by the round trip."""
+    if nc is None:
+        _add_todo(kn["instanceTypes"], "no AKSNodeClass in the input: check imageFamily")
+        return
+    family = _get(nc.data, "spec", "imageFamily")
+    if family in ("Ubuntu", "Ubuntu2204", "Ubuntu2404", "AzureLinux"):
+        k["imageFamily"] = family
+        kn["imageFamily"] = Note(f"from AKSNodeClass {nc.name} spec.imageFamily")
+    if _get(nc.data, "spec", "gpu", "mode") == "None":  # nap.gpu_mode: the GPU Operator path
+        k["driver"] = "gpu-operator"
+        kn["driver"] = Note(f"from AKSNodeClass {nc.name} spec.gpu.mode")
+
+
+def karpenter_pools(nodepools: list[Obj], classes: dict[tuple[str, str], Obj], cfg: Configs, draft: Draft,
                     overlays: dict[str, SR.PoolOverlays] | None = None,
                     launched: dict[str, dict[str, int]] | None = None) -> list[dict]:
     """``launched``: NodePool name -> GPU model -> nodes of the input it launched."""
-    from gpuplan.cloud.aws import instance_type
-
     from gpuplan.identity import GUARANTEED_TAINT_KEY, POOL_LABEL, guaranteed_nodepool_name
 
     # a pool's on-demand floor: gpuplan's second NodePool of the pool (karpenter.guaranteedGPUs)
@@ -593,9 +608,11 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         spec = np_.data.get("spec") if isinstance(np_.data.get("spec"), dict) else {}
         tspec = _get(spec, "template", "spec") or {}
         reqs = tspec.get("requirements")
-        choice = KR.read_instance_types(reqs, (launched or {}).get(np_.name, {}))
+        # Karpenter on Azure (AKS Node Auto Provisioning): its AKSNodeClass, its VM sizes
+        cloud = "azure" if _get(tspec, "nodeClassRef", "group") == NAP_NODECLASS_GROUP else "aws"
+        choice = KR.read_instance_types(reqs, (launched or {}).get(np_.name, {}), cloud)
         its = choice.types
-        counts = {instance_type(n).gpu_count for n in its if instance_type(n) is not None}
+        counts = {kind[1] for n in its if (kind := KR.instance_kind(n, cloud)) is not None}
         if choice.model is None and not KR.gpu_intent(spec):
             draft.diagnostics.append(_diag(
                 C.I_NOT_GPU, f"NodePool {np_.name} launches no GPU instance type: not a GPU pool, left as it is",
@@ -605,7 +622,7 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
             listed = KR.lists_instance_types(reqs)
             draft.diagnostics.append(_diag(
                 C.W_UNKNOWN_GPU, f"NodePool {np_.name}: its requirements select no instance type with a GPU gpuplan "
-                f"knows ({'instance types ' + show(listed) if listed is not None else 'evaluated over gpuplan AWS table'});"
+                f"knows ({'instance types ' + show(listed) if listed is not None else 'evaluated over gpuplan ' + ('AKS' if cloud == 'azure' else 'AWS') + ' table'});"
                 " left out", np_, "spec", "template", "spec", "requirements"))
             continue
         model = _gpu_model(choice.model)
@@ -643,8 +660,10 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
             kn["maxGPUs"] = Note(f"from NodePools {np_.name} and {floor.name} spec.limits.nodes x {per} GPUs per "
                                  "instance")
             kn["guaranteedGPUs"] = Note(f"from NodePool {floor.name} (the pool's on-demand floor) spec.limits.nodes")
-        nc = classes.get(_get(tspec, "nodeClassRef", "name") or "")
-        if nc is not None:
+        nc = classes.get((cloud, _get(tspec, "nodeClassRef", "name") or ""))
+        if cloud == "azure":
+            _nap_nodeclass(k, kn, nc)
+        elif nc is not None:
             family, version = SR.ami_family(nc)
             if version is not None:
                 k["amiFamily"], k["amiVersion"] = family, version
@@ -721,6 +740,7 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[str, Obj], cfg: Configs,
         if floor is not None:
             pool["_floor"] = floor
         pool["_nodeclass"] = nc
+        pool["_cloud"] = cloud
         pool["_dra"] = labels.get(V.DEVICE_PLUGIN_DEPLOY_LABEL) == "false" and (
             f"NodePool {np_.name} template label {V.DEVICE_PLUGIN_DEPLOY_LABEL}=false")
         pool["_selected"] = (labels.get(V.DEVICE_PLUGIN_CONFIG_LABEL), labels.get(V.MIG_CONFIG_LABEL))
@@ -1124,7 +1144,8 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     every_node = [o for o in objs if o.kind == "Node" and not o.api_group]
     nodes = [o for o in every_node if V.GFD_PRODUCT in o.labels or V.GFD_COUNT in o.labels]
     nodepools = [o for o in objs if o.kind == "NodePool" and o.api_group == "karpenter.sh"]
-    classes = {o.name: o for o in objs if o.kind == "EC2NodeClass" and o.api_group == "karpenter.k8s.aws"}
+    classes = {("aws", o.name): o for o in objs if o.kind == "EC2NodeClass" and o.api_group == "karpenter.k8s.aws"}
+    classes |= {("azure", o.name): o for o in objs if o.kind == "AKSNodeClass" and o.api_group == NAP_NODECLASS_GROUP}
     launched: dict[str, dict[str, int]] = {}
     for n in nodes:
         g = _gpu_model(n.labels.get(V.GFD_PRODUCT))
@@ -1246,8 +1267,12 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     for key, (settings, source, todo) in sorted(plat.cluster.items()):
         cluster[key] = settings
         draft.note(("spec", "cluster", key), source, todo)
-    if kpools:
-        nc = next((p["_nodeclass"] for p in kpools if p["_nodeclass"] is not None), None)
+    if any(p["_cloud"] == "azure" for p in kpools) and "azure" not in cluster:
+        # Node Auto Provisioning: the NodePools and AKSNodeClasses do not name the managed cluster
+        cluster["azure"] = {"managedCluster": "todo-managed-cluster"}
+        draft.note(("spec", "cluster", "azure"), None, "the AKS managed cluster's name (az aks list)")
+    if any(p["_cloud"] == "aws" for p in kpools):
+        nc = next((p["_nodeclass"] for p in kpools if p["_nodeclass"] is not None and p["_cloud"] == "aws"), None)
         role = _get(nc.data, "spec", "role") if nc else None
         terms = _get(nc.data, "spec", "subnetSelectorTerms") if nc else None
         tags = terms[0].get("tags") if isinstance(terms, list) and terms and isinstance(terms[0], dict) else None

@@ -99,10 +99,15 @@ def lists_instance_types(reqs: Any) -> list[str] | None:
 # the AWS provider's GPU labels (aws/karpenter-provider-aws@v1.14.1 pkg/apis/v1/labels.go:150-153),
 # the GPU instance categories (p, g: accelerated computing with NVIDIA GPUs), a GPU limit or taint
 _GPU_KEYS = ("karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-name",
-             "karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-memory")
+             "karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-memory",
+             # Azure/karpenter-provider-azure@v1.14.2 pkg/apis/v1beta1/labels.go:146-148
+             "karpenter.azure.com/sku-gpu-name", "karpenter.azure.com/sku-gpu-manufacturer",
+             "karpenter.azure.com/sku-gpu-count")
 _GPU_NAMED = {"karpenter.k8s.aws/instance-category": re.compile(r"[pg]\Z"),
               "karpenter.k8s.aws/instance-family": re.compile(r"[pg][0-9]"),
-              INSTANCE_TYPE: re.compile(r"[pg][0-9]")}
+              # Azure's GPU sizes are the N family (Standard_NC..., Standard_ND..., Standard_NV...)
+              "karpenter.azure.com/sku-family": re.compile(r"N\Z"),
+              INSTANCE_TYPE: re.compile(r"[pg][0-9]|Standard_N")}
 
 
 def gpu_intent(spec: Any) -> bool:
@@ -130,25 +135,51 @@ def gpu_intent(spec: Any) -> bool:
     return any(isinstance(t, dict) and str(t.get("key", "")).startswith("nvidia.com/") for t in taints or ())
 
 
-def read_instance_types(reqs: Any, running: dict[str, int]) -> InstanceChoice:
-    """The instance types (and GPU model) of a NodePool with requirements ``reqs``; ``running``:
-    GPU model -> nodes of this NodePool in the input that run it."""
+def _table_names(cloud: str) -> Any:
+    if cloud == "azure":
+        from gpuplan.cloud.aks import machine_types
+
+        return machine_types()
+    from gpuplan.cloud.aws import instance_types
+
+    return instance_types()
+
+
+def instance_kind(name: str, cloud: str = "aws") -> tuple[str, int] | None:
+    """(GPU model key, GPUs) of an instance type of ``cloud``'s table, or None (not in it, no GPU)."""
+    if cloud == "azure":
+        from gpuplan.catalog.gpus import resolve_gpu
+        from gpuplan.cloud.aks import machine_type
+
+        m = machine_type(name)
+        g = resolve_gpu(m.gpu) if m is not None and m.gpu_count else None
+        return (g.key, m.gpu_count) if g is not None else None
     from gpuplan.cloud.aws import instance_gpu_model, instance_type
+
+    it = instance_type(name)
+    g = instance_gpu_model(it) if it is not None else None
+    return (g.key, it.gpu_count) if g is not None else None
+
+
+def read_instance_types(reqs: Any, running: dict[str, int], cloud: str = "aws") -> InstanceChoice:
+    """The instance types (and GPU model) of a NodePool with requirements ``reqs`` on ``cloud``
+    (``aws``; ``azure`` for Node Auto Provisioning); ``running``: GPU model -> nodes of this
+    NodePool in the input that run it."""
     from gpuplan.cloud.karpenter_requirements import select
 
-    sel = select(reqs)
+    sel = select(reqs, cloud)
     listed = lists_instance_types(reqs)
     fits = set(sel.types)
+    known = set(_table_names(cloud))
     # an instance-type list keeps its order, and names gpuplan's table lacks (validate reports them)
-    cands = [n for n in listed if n in fits or instance_type(n) is None] if listed is not None else sel.types
+    cands = [n for n in listed if n in fits or n not in known] if listed is not None else sel.types
     # one gpuplan pool has one GPU model and one GPU count per node (GP612): a NodePool whose
     # requirements select several keeps one kind, the one its nodes run, else the one with most types
     by_kind: dict[tuple[str, int], list[str]] = {}
     for n in cands:
-        it = instance_type(n)
-        g = instance_gpu_model(it) if it is not None else None
-        if g is not None:
-            by_kind.setdefault((g.key, it.gpu_count), []).append(n)
+        kind = instance_kind(n, cloud)
+        if kind is not None:
+            by_kind.setdefault(kind, []).append(n)
     out = InstanceChoice([], None, listed is None)
     if not by_kind:
         return out
@@ -166,7 +197,7 @@ def read_instance_types(reqs: Any, running: dict[str, int]) -> InstanceChoice:
                          f"a gpuplan pool has one count per node: the draft keeps the {kind[1]}-GPU types "
                          f"({', '.join(by_kind[kind])}); write a pool for each other count")
     out.others = {f"{m} x{c}": ts for (m, c), ts in sorted(by_kind.items()) if (m, c) != kind}
-    out.types = [n for n in cands if n in by_kind[kind] or instance_type(n) is None]
+    out.types = [n for n in cands if n in by_kind[kind] or n not in known]
     if sel.unread:
         out.todos.append(f"requirements on {', '.join(sel.unread)} are not in gpuplan's instance table: check "
                          "the instance types")

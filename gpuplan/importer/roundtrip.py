@@ -55,7 +55,8 @@ CONVENTIONS: dict[str, str] = {
 
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Topology")
 DRA_KINDS = ("DeviceClass", "ResourceClaimTemplate")
-COMPARED_KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass") \
+COMPARED_KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass",
+                  "AKSNodeClass") \
     + KUEUE_KINDS + DRA_KINDS
 # Requirements Karpenter's AWS provider sets as labels on every node from its instance type
 # (aws/karpenter-provider-aws@v1.14.1 pkg/apis/v1/labels.go:160-163: instance-gpu-name, -count, -memory;
