@@ -170,6 +170,15 @@ def _table(cloud: str) -> tuple[dict[str, dict[str, str | None]], frozenset, fro
                                    "karpenter.k8s.aws/instance-category"))
 
 
+def instance_keys(cloud: str = "aws") -> frozenset[str]:
+    """Every label key ``cloud``'s provider sets from an instance type (held by the table or not)."""
+    if cloud == "azure":
+        from gpuplan.cloud.aks import UNREAD_VM_KEYS, VM_LABEL_KEYS
+
+        return VM_LABEL_KEYS | UNREAD_VM_KEYS
+    return INSTANCE_LABEL_KEYS | UNREAD_INSTANCE_KEYS
+
+
 def select(raws: Any, cloud: str = "aws") -> Selection:
     """The instance types of gpuplan's table of ``cloud`` (``aws``, ``azure``) the requirements
     ``raws`` admit."""

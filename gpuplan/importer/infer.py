@@ -42,6 +42,7 @@ from gpuplan.importer import conventions as V
 from gpuplan.importer import delivery as D
 from gpuplan.importer import gfd as F
 from gpuplan.importer import karpenter_read as KR
+from gpuplan.importer import nap_read as NR
 from gpuplan.importer import platforms as P
 from gpuplan.importer import sharing_read as SR
 from gpuplan.importer import standalone as S
@@ -51,7 +52,6 @@ from gpuplan.importer.draft import add_todo as _add_todo, own_labels as _own_lab
 from gpuplan.importer.read import Obj, yaml_payload
 from gpuplan.k8snames import is_dns_label, is_dns_subdomain
 
-NAP_NODECLASS_GROUP = "karpenter.azure.com"  # gpuplan.provisioning.nap NODECLASS_GROUP
 _KUBELET_VERSION = re.compile(r"v?1\.([0-9]{2})\.")
 _INT = re.compile(r"[0-9]+\Z")
 
@@ -569,20 +569,20 @@ def overlaid_nodepools(objs: list[Obj]) -> dict[str, SR.PoolOverlays]:
     return SR.read_overlays(objs)
 
 
-def _nap_nodeclass(k: dict, kn: dict, nc: Obj | None) -> None:
-    """A NAP pool's fields from its AKSNodeClass (as gpuplan.lower.karpenter_azure writes one):
-    ``imageFamily``, and the GPU Operator path where ``gpu.mode`` is ``None``. The OS disk and
-    kubelet settings are compared by the round trip."""
+def _nap_nodeclass(np_: Obj, k: dict, kn: dict, nc: Obj | None, draft: Draft) -> None:
+    """A NAP pool's fields from its AKSNodeClass (gpuplan.importer.nap_read): ``imageFamily``, and
+    the GPU Operator path where ``gpu.mode`` is ``None``; each field gpuplan writes otherwise (another
+    OS disk size) or not at all is a TODO (GP958) at its line, and a difference of the round trip."""
     if nc is None:
         _add_todo(kn["instanceTypes"], "no AKSNodeClass in the input: check imageFamily")
         return
-    family = _get(nc.data, "spec", "imageFamily")
-    if family in ("Ubuntu", "Ubuntu2204", "Ubuntu2404", "AzureLinux"):
-        k["imageFamily"] = family
-        kn["imageFamily"] = Note(f"from AKSNodeClass {nc.name} spec.imageFamily")
-    if _get(nc.data, "spec", "gpu", "mode") == "None":  # nap.gpu_mode: the GPU Operator path
-        k["driver"] = "gpu-operator"
-        kn["driver"] = Note(f"from AKSNodeClass {nc.name} spec.gpu.mode")
+    got = NR.read_node_class(nc)
+    for key, val in got.fields.items():
+        k[key] = val
+        kn[key] = Note(got.sources[key])
+    for what, at in got.todos:
+        _add_todo(kn["instanceTypes"], what)
+        draft.diagnostics.append(_diag(C.I_TODO, f"NodePool {np_.name}: {what}", nc, *at))
 
 
 def karpenter_pools(nodepools: list[Obj], classes: dict[tuple[str, str], Obj], cfg: Configs, draft: Draft,
@@ -609,7 +609,7 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[tuple[str, str], Obj], c
         tspec = _get(spec, "template", "spec") or {}
         reqs = tspec.get("requirements")
         # Karpenter on Azure (AKS Node Auto Provisioning): its AKSNodeClass, its VM sizes
-        cloud = "azure" if _get(tspec, "nodeClassRef", "group") == NAP_NODECLASS_GROUP else "aws"
+        cloud = "azure" if NR.is_nap(np_) else "aws"
         choice = KR.read_instance_types(reqs, (launched or {}).get(np_.name, {}), cloud)
         its = choice.types
         counts = {kind[1] for n in its if (kind := KR.instance_kind(n, cloud)) is not None}
@@ -662,7 +662,7 @@ def karpenter_pools(nodepools: list[Obj], classes: dict[tuple[str, str], Obj], c
             kn["guaranteedGPUs"] = Note(f"from NodePool {floor.name} (the pool's on-demand floor) spec.limits.nodes")
         nc = classes.get((cloud, _get(tspec, "nodeClassRef", "name") or ""))
         if cloud == "azure":
-            _nap_nodeclass(k, kn, nc)
+            _nap_nodeclass(np_, k, kn, nc, draft)
         elif nc is not None:
             family, version = SR.ami_family(nc)
             if version is not None:
@@ -1145,7 +1145,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     nodes = [o for o in every_node if V.GFD_PRODUCT in o.labels or V.GFD_COUNT in o.labels]
     nodepools = [o for o in objs if o.kind == "NodePool" and o.api_group == "karpenter.sh"]
     classes = {("aws", o.name): o for o in objs if o.kind == "EC2NodeClass" and o.api_group == "karpenter.k8s.aws"}
-    classes |= {("azure", o.name): o for o in objs if o.kind == "AKSNodeClass" and o.api_group == NAP_NODECLASS_GROUP}
+    classes |= {("azure", o.name): o for o in objs if o.kind == "AKSNodeClass" and o.api_group == NR.GROUP}
     launched: dict[str, dict[str, int]] = {}
     for n in nodes:
         g = _gpu_model(n.labels.get(V.GFD_PRODUCT))
@@ -1248,14 +1248,18 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
         if _get(ps, "dcgmExporter", "enabled") is False:
             op["dcgmExporter"] = {"enabled": False}
             draft.note(("spec", "cluster", "gpuOperator", "dcgmExporter"), "from ClusterPolicy spec.dcgmExporter")
-    al2023 = [p["_nodepool"] for p in kpools if p["karpenter"].get("amiFamily") != "Bottlerocket"]
+    # (NAP pools: AKS's node bootstrap installs the driver unless the AKSNodeClass has gpu.mode None)
+    al2023 = [p["_nodepool"] for p in kpools if p["karpenter"].get("amiFamily") != "Bottlerocket"
+              and p["karpenter"].get("driver") != "gpu-operator"]
     if "driver" not in op and "driverVersion" not in op and al2023 and not spools and all(
             V.DEPLOY_DRIVER_LABEL not in (_get(o.data, "spec", "template", "metadata", "labels") or {}) for o in al2023):
         # gpuplan switches a managed driver off EKS NVIDIA AMIs with this label (identity.nodepool_node_labels):
         # NodePools without it run the AMI's driver
         op["driver"] = "preinstalled"
+        whose = "AKS's node bootstrap installs the driver (AKSNodeClass gpu.mode Driver)" if all(
+            p["_cloud"] == "azure" for p in kpools) else "the EKS AMIs' own driver runs"
         draft.note(("spec", "cluster", "gpuOperator", "driver"), f"from the NodePool templates: no "
-                   f"{V.DEPLOY_DRIVER_LABEL}=false, the EKS AMIs' own driver runs")
+                   f"{V.DEPLOY_DRIVER_LABEL}=false, {whose}")
     if "toolkit" not in op and kpools and spools:
         op["toolkit"] = "preinstalled"
         draft.note(("spec", "cluster", "gpuOperator", "toolkit"), None,

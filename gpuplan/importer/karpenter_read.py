@@ -107,7 +107,8 @@ _GPU_NAMED = {"karpenter.k8s.aws/instance-category": re.compile(r"[pg]\Z"),
               "karpenter.k8s.aws/instance-family": re.compile(r"[pg][0-9]"),
               # Azure's GPU sizes are the N family (Standard_NC..., Standard_ND..., Standard_NV...)
               "karpenter.azure.com/sku-family": re.compile(r"N\Z"),
-              INSTANCE_TYPE: re.compile(r"[pg][0-9]|Standard_N")}
+              INSTANCE_TYPE: re.compile(r"[pg][0-9]|Standard_N"),
+              "karpenter.azure.com/sku-name": re.compile(r"Standard_N")}
 
 
 def gpu_intent(spec: Any) -> bool:

@@ -49,6 +49,8 @@ CONVENTIONS: dict[str, str] = {
                 "arch, os): every node the NodePool launches carries those labels, so none drifts",
     "instance-selector": "gpuplan writes a NodePool that selects instance types by family, size, category or GPU "
                          "as the list of the instance types it selects (the same set: no node drifts)",
+    "api-version": "gpuplan writes the AKSNodeClass as karpenter.azure.com/v1beta1; the cluster's deprecated "
+                   "v1alpha2 is the same stored object (the CRD has no conversion webhook)",
     "own-objects": "gpuplan adds the objects it owns beside these (GPU Operator values, NodeFeatureRules, "
                    "admission policy, delivery, monitoring, Kueue)",
 }
@@ -321,6 +323,7 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
             if isinstance(bclass, str):
                 d["metadata"]["name"] = bclass
             _bottlerocket_text(d, built.get(_key(d)), p["_nodeclass"], rt)
+            _served_version(d, built.get(_key(d)), rt)
             add(p["_nodeclass"], d)
         for o in p.get("_overlays", ()):  # NodeOverlays whose requirements select the pool's instance types
             add(o)
@@ -378,12 +381,11 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
     return rt
 
 
-def _is_instance_key(key: Any) -> bool:
-    from gpuplan.cloud.aws import INSTANCE_LABEL_KEYS, UNREAD_INSTANCE_KEYS
-    from gpuplan.cloud.karpenter_requirements import NORMALIZED
+def _is_instance_key(key: Any, cloud: str = "aws") -> bool:
+    from gpuplan.cloud.karpenter_requirements import NORMALIZED, instance_keys
 
     k = NORMALIZED.get(key, key) if isinstance(key, str) else None
-    return k in INSTANCE_LABEL_KEYS or k in UNREAD_INSTANCE_KEYS
+    return k in instance_keys(cloud)
 
 
 def _instance_selector(d: dict, built: tuple[str, Any] | None, o: Obj, rt: RoundTrip) -> None:
@@ -394,17 +396,19 @@ def _instance_selector(d: dict, built: tuple[str, Any] | None, o: Obj, rt: Round
     no longer admits (pkg/controllers/nodeclaim/disruption/drift.go:170-180), GP966. The cluster's
     instance-type requirements are replaced by gpuplan's, so they show once, here."""
     from gpuplan.cloud.karpenter_requirements import select
+    from gpuplan.importer.nap_read import is_nap
 
+    cloud = "azure" if is_nap(o) else "aws"  # Karpenter on Azure: gpuplan's AKS VM-size table
     tspec = dig(d, "spec", "template", "spec")
     reqs = tspec.get("requirements") if isinstance(tspec, dict) else None
     breqs = dig(built[1], "spec", "template", "spec", "requirements") if built is not None else None
     if not isinstance(reqs, list) or not isinstance(breqs, list) or KR.lists_instance_types(reqs) is not None:
         return
-    theirs, ours = select(reqs), select(breqs)
-    min_values = sorted(r["key"] for r in reqs if isinstance(r, dict) and _is_instance_key(r.get("key"))
+    theirs, ours = select(reqs, cloud), select(breqs, cloud)
+    min_values = sorted(r["key"] for r in reqs if isinstance(r, dict) and _is_instance_key(r.get("key"), cloud)
                         and r.get("minValues") is not None)
-    tspec["requirements"] = [r for r in reqs if not (isinstance(r, dict) and _is_instance_key(r.get("key")))] + \
-        [r for r in breqs if isinstance(r, dict) and _is_instance_key(r.get("key"))]
+    tspec["requirements"] = [r for r in reqs if not (isinstance(r, dict) and _is_instance_key(r.get("key"), cloud))] \
+        + [r for r in breqs if isinstance(r, dict) and _is_instance_key(r.get("key"), cloud)]
     if theirs.exact and theirs.types == ours.types and not min_values:
         rt.count("instance-selector")
         return
@@ -415,6 +419,17 @@ def _instance_selector(d: dict, built: tuple[str, Any] | None, o: Obj, rt: Round
     why += ["the cluster's requirements are not all in gpuplan's instance table"] if not theirs.exact else []
     rt.finding(f"{_key(d).label}: spec.template.spec.requirements select other instance types "
                f"({'; '.join(why)})", o, "spec", "template", "spec", "requirements", code=C.W_DRIFT)
+
+
+def _served_version(d: dict, built: tuple[str, Any] | None, rt: RoundTrip) -> None:
+    """An AKSNodeClass exported as the deprecated ``v1alpha2``: both versions are served from one stored
+    object and the CRD declares no conversion (Azure/karpenter-provider-azure@v1.14.2
+    pkg/apis/crds/karpenter.azure.com_aksnodeclasses.yaml:34-35 deprecated, :921-922 and :1821-1822
+    served, v1beta1 stored), so the API server only rewrites ``apiVersion``."""
+    ours = dig(built[1], "apiVersion") if built is not None else None
+    if d.get("apiVersion") == "karpenter.azure.com/v1alpha2" and ours == "karpenter.azure.com/v1beta1":
+        d["apiVersion"] = ours
+        rt.count("api-version")
 
 
 def _bottlerocket_text(d: dict, built: tuple[str, Any] | None, o: Obj, rt: RoundTrip) -> None:

@@ -33,7 +33,7 @@ from gpuplan.provisioning import nap
 from gpuplan.provisioning.pools import karpenter_cloud
 from gpuplan.resolve import PoolView, ResolvedFleet
 
-GPU_OS_DISK_GB = 200  # as gpuplan.lower.karpenter_aws.GPU_VOLUME_SIZE (200Gi)
+GPU_OS_DISK_GB = nap.GPU_OS_DISK_GB
 
 
 def aksnodeclass(rf: ResolvedFleet, pv: PoolView) -> dict[str, Any]:

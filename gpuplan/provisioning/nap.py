@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 NODECLASS_API = "karpenter.azure.com/v1beta1"
 NODECLASS_GROUP = "karpenter.azure.com"
 NODECLASS_KIND = "AKSNodeClass"
+# the AKSNodeClass osDiskSizeGB gpuplan writes (the CRD default is 128): GPU images are large, as on
+# AWS (gpuplan.lower.karpenter_aws.GPU_VOLUME_SIZE, 200Gi)
+GPU_OS_DISK_GB = 200
 
 
 @dataclass(frozen=True)
