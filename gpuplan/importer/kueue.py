@@ -205,9 +205,9 @@ def _diag(code: Any, message: str, o: Obj | None, *sub: Any) -> Any:
 
 
 # a ResourceFlavor with no nodeLabels (Kueue's "default-flavor") puts no node selector on the pods it
-# admits (sigs.k8s.io/kueue@v0.19.2 pkg/podset/podset.go FromAssignment: the flavor's nodeLabels are
-# the only selector it adds; pkg/scheduler/flavorassigner/flavorassigner.go checks a flavor against
-# the pod's selector and affinity through its nodeLabels alone): it stands for every node
+# admits (sigs.k8s.io/kueue@v0.19.2 pkg/podset/podset.go:58,87 FromAssignment: the flavor's nodeLabels
+# are the only selector it adds; pkg/scheduler/flavorassigner/flavorassigner.go:1247-1248 checks a
+# flavor against the pod's selector and affinity through its nodeLabels alone): it stands for every node
 ANY_NODE = "*"
 
 
