@@ -189,6 +189,9 @@ class Kueue:
     queued_tiers: list[str] = field(default_factory=list)
     capacity: dict[str, str] = field(default_factory=dict)  # ResourceFlavor -> its capacity type, if any
     pinned: set[str] = field(default_factory=set)  # tiers seen only on a guaranteed capacity-type flavor
+    # ClusterQueue -> each quota row as read: (pool, or None where it is not imported; resource; the
+    # nominalQuota as written; its path in the ClusterQueue), for the round trip (importer.kueue_compare)
+    read: dict[str, list[tuple[str | None, str, Any, tuple]]] = field(default_factory=dict)
 
     def tenant_of(self, ns: str) -> Queue | None:
         return next((q for q in self.queues if ns in q.namespaces), None)
@@ -202,9 +205,9 @@ def _diag(code: Any, message: str, o: Obj | None, *sub: Any) -> Any:
 
 
 # a ResourceFlavor with no nodeLabels (Kueue's "default-flavor") puts no node selector on the pods it
-# admits (sigs.k8s.io/kueue@v0.19.2 pkg/podset/podset.go FromAssignment: the flavor's nodeLabels are
-# the only selector it adds; pkg/scheduler/flavorassigner/flavorassigner.go checks a flavor against
-# the pod's selector and affinity through its nodeLabels alone): it stands for every node
+# admits (sigs.k8s.io/kueue@v0.19.2 pkg/podset/podset.go:58,87 FromAssignment: the flavor's nodeLabels
+# are the only selector it adds; pkg/scheduler/flavorassigner/flavorassigner.go:1247-1248 checks a
+# flavor against the pod's selector and affinity through its nodeLabels alone): it stands for every node
 ANY_NODE = "*"
 
 
@@ -237,15 +240,20 @@ def _rows(k: Kueue, o: Obj, spec: dict, advertisers: Any) -> list[Row]:
     gpuplan's queues cover the tiers' GPU resources, so Kueue no longer holds jobs to it."""
     rows: list[Row] = []
     other: list[tuple[str, str, tuple]] = []
+    seen = k.read.setdefault(o.name, [])
     for gi, g in enumerate(spec.get("resourceGroups") if isinstance(spec.get("resourceGroups"), list) else ()):
         for fi, fl in enumerate(_get(g, "flavors") or ()):
             pool = k.flavors.get(_get(fl, "name"))
-            if pool is None:
+            if pool is None:  # a flavor of no imported pool (GP963 on the ResourceFlavor)
+                seen += [(None, str(_get(r, "name")), _get(r, "nominalQuota"),
+                          ("spec", "resourceGroups", gi, "flavors", fi, "resources", ri))
+                         for ri, r in enumerate(_get(fl, "resources") or ())]
                 continue
             for ri, r in enumerate(_get(fl, "resources") or ()):
                 at = ("spec", "resourceGroups", gi, "flavors", fi, "resources", ri)
                 name, raw = _get(r, "name"), _get(r, "nominalQuota")
                 qty = _quantity(raw)
+                seen.append((None, name if isinstance(name, str) else str(name), raw, at))
                 if not isinstance(name, str) or qty is None:
                     k.diagnostics.append(_diag(C.W_KUEUE_UNREAD, f"ClusterQueue {show(o.name)}: quota {show(raw)} of "
                                                f"flavor {show(_get(fl, 'name'))} is not a Kubernetes quantity; left "
@@ -273,6 +281,7 @@ def _rows(k: Kueue, o: Obj, spec: dict, advertisers: Any) -> list[Row]:
                 b, ln = _get(r, "borrowingLimit"), _get(r, "lendingLimit")
                 rows.append(Row(here, name, int(qty), _units(b) if b is not None else None,
                                 _units(ln) if ln is not None else None, k.capacity.get(_get(fl, "name"))))
+                seen[-1] = (here, name, raw, at)
                 if (here, name) not in k.pairs:
                     k.pairs.append((here, name))
     if other:

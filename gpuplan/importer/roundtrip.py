@@ -359,9 +359,16 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
             rt.count(conv)
         else:
             rt.finding(f"{c.key.label}: added")
+    from gpuplan.importer.kueue_compare import queue_changes
+
+    queues = [d for k, (_, d) in compared.items() if k.kind in ("ClusterQueue", "ResourceFlavor")]
     for c in diff.removed:
-        rt.finding(f"{c.key.label}: removed (gpuplan does not write it)", origin.get(c.key),
+        o = origin.get(c.key)
+        rt.finding(f"{c.key.label}: removed (gpuplan does not write it)", o,
                    code=C.W_STANDALONE if c.key.kind == "DaemonSet" else None)
+        if c.key.kind == "ClusterQueue" and scope.get("kueue") is not None and o is not None:
+            for text, at in queue_changes(scope["kueue"], o, queues):  # what its jobs get instead
+                rt.finding(f"{c.key.label}: {text}", o, *at)
     for c in diff.changed:
         o = origin.get(c.key)
         for f in c.fields:

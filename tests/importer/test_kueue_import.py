@@ -91,3 +91,110 @@ def test_a_gpu_quota_that_is_not_whole_units_is_a_finding(bad, why):
     assert "nvidia.com/gpu" in d.message or bad in d.message
     assert d.line
     assert sum(_grants(spec).values()) == 0  # nothing granted from a quota gpuplan cannot read
+
+
+# ---------------------------------------------------------------- what the round trip says changes
+#
+# gpuplan writes one ClusterQueue per tenant: a cluster's queue under another name is removed, and
+# the round trip says what its jobs get instead, each at the line of the cluster's ClusterQueue.
+# The ClusterQueue's fields and their defaults: sigs.k8s.io/kueue@v0.19.2
+# apis/kueue/v1beta2/clusterqueue_types.go (cohortName :78-91, queueingStrategy :105-107,
+# admissionChecks :173, nominalQuota/borrowingLimit/lendingLimit :310-342, preemption :517-585).
+
+
+def _changes(r, queue):
+    """The round trip's lines about the cluster's ClusterQueue ``queue``, with their input lines."""
+    rt = r.round_trip
+    head = f"ClusterQueue.kueue.x-k8s.io {queue}: "
+    return {text[len(head):]: at for text, at in zip(rt.unexplained, rt.where) if text.startswith(head)}
+
+
+def test_the_round_trip_says_one_shared_queue_becomes_one_per_tenant():
+    r, _ = _run(_single_queue_cluster())
+    lines = _changes(r, "cluster-queue")
+    [split] = [t for t in lines if t.startswith("one queue of 16 nvidia.com/gpu")]
+    assert "shared by tenants team-a, team-b, team-c" in split
+    assert "(gpuplan-team-a 6, gpuplan-team-b 5, gpuplan-team-c 5)" in split
+    assert "borrowing what the others leave idle in cohort gpuplan-imported" in split
+    assert lines[split][1]  # at the quota's line in the input
+    # the shared queue had no cohort: its tenants' queues now lend to and borrow from each other
+    [cohort] = [t for t in lines if t.startswith("spec.cohortName none -> gpuplan-imported")]
+    assert "gpuplan-team-a, gpuplan-team-b, gpuplan-team-c" in cohort
+
+
+def test_the_round_trip_lists_a_shared_queues_limits_it_cannot_keep():
+    flavor = {"name": "default-flavor", "resources": [
+        {"name": "nvidia.com/gpu", "nominalQuota": 12, "borrowingLimit": 4, "lendingLimit": "2"}]}
+    q = _queue("cluster-queue", [flavor])
+    q["spec"]["cohortName"] = "org"
+    r, spec = _run([*H100, DEFAULT_FLAVOR, q, *(_local(t, "cluster-queue") for t in TEAMS),
+                    *(_ns(t) for t in TEAMS)])
+    assert _grants(spec) == {"team-a": 4, "team-b": 4, "team-c": 4}
+    assert spec["queueing"]["cohort"] == "org"
+    # a shared queue's limits bound the three teams together; no tenant's queue can say that
+    assert not [t for t in spec["tenants"] if (t.get("queueing") or {}).get("borrowingLimit")]
+    lines = _changes(r, "cluster-queue")
+    queues = "(gpuplan-team-a, gpuplan-team-b, gpuplan-team-c)"
+    assert f"nvidia.com/gpu on pool {spec['pools'][0]['name']}: borrowingLimit 4 -> none {queues}" in lines
+    assert f"nvidia.com/gpu on pool {spec['pools'][0]['name']}: lendingLimit 2 -> none {queues}" in lines
+    assert not [t for t in lines if t.startswith("spec.cohortName")]  # the cohort is kept
+
+
+def test_the_round_trip_names_the_cpu_and_memory_quotas_kueue_stops_holding():
+    r, _ = _run(_single_queue_cluster())
+    lines = _changes(r, "cluster-queue")
+    for res, raw in (("cpu", "96"), ("memory", "512Gi")):
+        [line] = [t for t in lines if t.startswith(f"{res}: {raw} is no longer held by Kueue")]
+        assert "IgnoreUndeclared" in line and lines[line][1]
+    assert not [t for t in lines if t.startswith("nvidia.com/gpu: ")]  # the GPU quota is carried
+
+
+def test_a_gpu_resource_no_tier_hands_out_is_a_finding_and_a_difference():
+    """A flavor selecting the H100 nodes by GFD's product label (no gpuplan pool label) with a quota on
+    a MIG resource those nodes do not advertise."""
+    rf = {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "h100"},
+          "spec": {"nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}}
+    flavor = {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8"},
+                                            {"name": "nvidia.com/mig-1g.10gb", "nominalQuota": 7}]}
+    q = _queue("team-a-cq", [flavor], {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}})
+    r, spec = _run([*H100, rf, q, _local("team-a", "team-a-cq"), _ns("team-a")])
+    assert _grants(spec) == {"team-a": 8}
+    assert [d for d in r.diagnostics if d.code == "GP963" and "nvidia.com/mig-1g.10gb" in d.message]
+    lines = _changes(r, "team-a-cq")
+    [line] = [t for t in lines if t.startswith("nvidia.com/mig-1g.10gb: 7 is no longer held by Kueue")]
+    assert lines[line][1]
+
+
+def test_a_queues_limits_are_kept_and_its_other_settings_listed():
+    """team-a's queue: limits (carried into the tenant's queueing), preemption while borrowing and
+    StrictFIFO (gpuplan writes neither), an admission check, and the fields the API server defaults
+    written out as an export has them (the same as gpuplan's: not listed). team-b's queue leaves
+    preemption at Kueue's defaults (Never), gpuplan's differ."""
+    fl_a = {"name": "default-flavor", "resources": [
+        {"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": "4", "lendingLimit": 2}]}
+    a = _queue("team-a-cq", [fl_a], {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}})
+    a["spec"].update({"cohortName": "all", "queueingStrategy": "StrictFIFO", "admissionChecks": ["prov"],
+                      "stopPolicy": "None",
+                      "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
+                      "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                                     "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100}}})
+    b = _queue("team-b-cq", [{"name": "default-flavor", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}],
+               {"matchLabels": {"kubernetes.io/metadata.name": "team-b"}})
+    b["spec"]["cohortName"] = "all"
+    r, spec = _run([*H100, DEFAULT_FLAVOR, a, b, _local("team-a", "team-a-cq"), _local("team-b", "team-b-cq"),
+                    _ns("team-a"), _ns("team-b")])
+    [tier] = spec["tiers"]
+    team_a = next(t for t in spec["tenants"] if t["name"] == "team-a")
+    assert team_a["queueing"] == {"borrowingLimit": {tier["name"]: 4}, "lendingLimit": {tier["name"]: 2}}
+    assert _grants(spec) == {"team-a": 8, "team-b": 8}
+    lines = _changes(r, "team-a-cq")
+    assert set(lines) == {
+        "removed (gpuplan does not write it)",
+        "spec.queueingStrategy StrictFIFO -> BestEffortFIFO (gpuplan-team-a)",
+        "spec.preemption.borrowWithinCohort.policy LowerPriority -> Never (gpuplan-team-a)",
+        "spec.preemption.borrowWithinCohort.maxPriorityThreshold 100 -> none (gpuplan-team-a)",
+        "spec.admissionChecks removed: gpuplan does not write it"}
+    assert all(at[1] for t, at in lines.items() if t.startswith("spec."))
+    lines = _changes(r, "team-b-cq")
+    assert "spec.preemption.withinClusterQueue Never -> LowerPriority (gpuplan-team-b)" in lines
+    assert "spec.preemption.reclaimWithinCohort Never -> Any (gpuplan-team-b)" in lines
