@@ -271,7 +271,7 @@ def _rows(k: Kueue, o: Obj, spec: dict, advertisers: Any) -> list[Row]:
                             C.I_TODO, f"ClusterQueue {show(o.name)}: flavor {show(_get(fl, 'name'))} has no "
                             f"nodeLabels, and {name} is advertised by pools {', '.join(found)}; the draft puts its "
                             f"{raw} on {here}: split it between the pools' flavors", o, *at))
-                elif not name.startswith(V.GPU.split("/")[0] + "/") and not (advertisers and advertisers(name)):
+                elif not name.startswith("nvidia.com/") and not (advertisers and advertisers(name)):
                     other.append((name, str(raw), at))
                     continue
                 if qty.denominator != 1:

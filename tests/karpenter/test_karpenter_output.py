@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from gpuplan.compiler import compile_fleet
 from gpuplan.upstream.pins import crd_schema
 from gpuplan.verify.verifier import Verifier
+from tests.outputkit import fleet
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = {
@@ -519,14 +520,7 @@ def test_nodepool_limits_count_what_karpenter_counts_within_and_across_passes() 
         assert ("nvidia.com/gpu" in lim) == (adv in (None, pv.gpus_per_node)), pv.name
 
 
-_UNITS_AS_GPU = """\
-apiVersion: gpuplan.dev/v1alpha1
-kind: Fleet
-metadata: {name: t}
-spec:
-  cluster:
-    kubernetesVersion: "1.33"
-    gitops: {repoURL: "https://git.example.com/t.git"}
+_UNITS_AS_GPU = fleet("""\
     aws: {clusterName: t, nodeRole: KarpenterNodeRole-t}
   pools:
     - name: mig
@@ -537,7 +531,7 @@ spec:
       gpu: L40S
       karpenter: {instanceTypes: [g6e.12xlarge], maxGPUs: 8, amiVersion: v20260714, nodeOverlay: true}
       sharing: {mode: time-slicing, replicas: 4, renameByDefault: false}
-"""
+""")
 
 
 def test_nodeoverlay_states_nvidia_gpu_where_the_units_keep_its_name(tmp_path) -> None:
