@@ -129,7 +129,7 @@ def object_docs(rf: ResolvedFleet) -> dict[str, list[dict]]:
         from gpuplan.lower.driver import iter_artifacts
         from gpuplan.objchecks.driver import collect, targets
 
-        docs = rf.__dict__["_object_docs"] = {family: collect(iter_artifacts(rf, only=names))
+        docs = rf.__dict__["_object_docs"] = {family: collect(iter_artifacts(rf, only=names), family)
                                               for family, names in targets(rf).items()}
     return docs
 

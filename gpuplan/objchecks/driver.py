@@ -53,13 +53,19 @@ def targets(rf: "ResolvedFleet") -> dict[str, tuple[str, ...]]:
     return {f: FAMILIES[f] for f in _active(rf) if f != "gpuplan.objchecks.placement" or proves(rf)}
 
 
-def collect(artifacts: Iterable["Artifact"]) -> list[dict[str, Any]]:
+def collect(artifacts: Iterable["Artifact"], family: str | None = None) -> list[dict[str, Any]]:
     """The objects the checks read, in artifact order; the rest is dropped as it passes (node-group
-    templates, ``gpuplan.provisioning.pools.template_kinds``, are read like NodePools)."""
+    templates, ``gpuplan.provisioning.pools.template_kinds``, are read like NodePools). With
+    ``family``, each object as that family keeps it (its ``slim``, where it has one: the part of
+    the object its checks read)."""
     from gpuplan.provisioning.pools import template_kinds
 
     kinds = KINDS | template_kinds()
-    return [d for a in artifacts for d in a.documents or () if isinstance(d, dict) and d.get("kind") in kinds]
+    slim = getattr(importlib.import_module(family), "slim", None) if family else None
+    if slim is None:
+        return [d for a in artifacts for d in a.documents or () if isinstance(d, dict) and d.get("kind") in kinds]
+    kept: dict[str, Any] = {}
+    return [slim(d, kept) for a in artifacts for d in a.documents or () if isinstance(d, dict) and d.get("kind") in kinds]
 
 
 class TreeObjects:

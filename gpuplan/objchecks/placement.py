@@ -59,12 +59,13 @@ E_CLASS_CONFLICT = Code(
 )
 I_TOO_LARGE = Code(
     "GP525", "placement proof skipped: fleet too large", Severity.INFO,
-    "The placement and boundary proofs evaluate the admission policies for every tier in every namespace "
-    "shape; above 2,000,000 tier x namespace pairs validate and build skip them to stay fast "
+    "The placement and boundary proofs evaluate the admission policies for every pod a tenant could "
+    "write under every tier's class, and visit each namespace where a tier is granted or admitted; above "
+    "40,000 tiers and namespaces together validate and build skip them to stay within seconds "
     "(the policies, quotas and tenant pages are generated all the same). Prove a smaller slice of the "
     "fleet, or split it.",
-    bad="2,000 tiers x 1,000 namespaces",
-    good="200 tiers x 3,000 namespaces",
+    bad="8,000 tiers and 144,000 namespaces",
+    good="1,666 tiers and 30,000 namespaces",
 )
 E_BOUNDARY = Code(
     "GP527", "a pod outside the tier contract gets GPU capacity", Severity.ERROR,
@@ -129,23 +130,30 @@ def step_diagnostics(rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dic
     return out
 
 
+def slim(doc: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
+    """What the proofs read of an object (:func:`gpuplan.placement.simulate.slim_object`)."""
+    from gpuplan.placement.simulate import slim_object
+
+    return slim_object(doc, shared)
+
+
 def proves(rf: ResolvedFleet) -> bool:
     """Whether the proof runs (and so reads the objects): within its size limit. A fleet
     without tiers is proved too: pools that cannot be told apart (GP523) need none."""
-    from gpuplan.placement.simulate import MAX_PAIRS, pairs
+    from gpuplan.placement.simulate import MAX_PROOF_SIZE, proof_size
 
-    return pairs(rf) <= MAX_PAIRS
+    return proof_size(rf) <= MAX_PROOF_SIZE
 
 
 def check(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Iterable[Diagnostic]:
     yield from _classes(rf)
     if any(t.pool not in rf.pool_by_name for t in rf.fleet.spec.tiers):
         return  # reference errors are reported by the tenancy rules
-    from gpuplan.placement.simulate import MAX_PAIRS, pairs
+    from gpuplan.placement.simulate import MAX_PROOF_SIZE, proof_size
 
-    n = pairs(rf)
-    if n > MAX_PAIRS:
-        yield rf.diag(I_TOO_LARGE, f"placement proof skipped: {n} tier x namespace pairs (limit {MAX_PAIRS})",
+    n = proof_size(rf)
+    if n > MAX_PROOF_SIZE:
+        yield rf.diag(I_TOO_LARGE, f"placement proof skipped: {n:,} tiers and namespaces (limit {MAX_PROOF_SIZE:,})",
                       ("spec", "tiers"))
         return
     yield from _proof(rf, docs)

@@ -149,7 +149,8 @@ def _tolerations(taints) -> list[dict[str, Any]]:
 
 
 def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool = False, *,
-                   extra_classes: tuple[str, ...] = (), defined: frozenset[str] | None = None) -> Boundary:
+                   extra_classes: tuple[str, ...] = (), defined: frozenset[str] | None = None,
+                   exhaustive: bool = False) -> Boundary:
     """The proof; with ``record``, every pod's admission verdict in every namespace state
     (:class:`Case`), for a real API server to judge.
 
@@ -157,7 +158,12 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     of tiers the spec no longer has, tried like any class of no tier; ``defined``, the
     PriorityClasses the cluster holds at that step: a pod of a tier's class (or an extra
     one) that is not among them is refused at its creation by the Priority admission plugin
-    (kubernetes v1.36.3 plugin/pkg/admission/priority/admission.go:168-172, 294-299)."""
+    (kubernetes v1.36.3 plugin/pkg/admission/priority/admission.go:168-172, 294-299).
+
+    A pod's policy verdict is one per pod (no gpuplan policy reads the namespace), so the shapes
+    it is refused in are the union of its refusing policies' shapes (``Cluster.policy_masks``)
+    and only the others are visited; ``exhaustive`` asks every shape instead, the same answer
+    at pods x shapes cost (a test holds the two to the same result)."""
     from gpuplan.dra.claims import CHART_CLASSES, any_dra, claim_template_name, tier_claims
     from gpuplan.pergpu import unit_share
     from gpuplan.identity import (
@@ -166,11 +172,12 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
         quota_cap, workload_priority_class_name,
     )
     from gpuplan.placement.simulate import (
-        Cluster, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, kubelet_admits,
-        pools_from_objects, quota_denials, requests)
+        Cluster, PoolIndex, cluster_namespaces, ert_enabled, extended_resource_toleration, fits, kubelet_admits,
+        pools_from_objects, quota_denials, refused_shapes, requests, shape_bits)
     from gpuplan.queues import JOB_CONTROLLER, namespace_ceilings, namespace_grants, queue_controllers, queued_tiers
 
     pools = pools_from_objects(rf, docs)
+    index = PoolIndex(pools)
     by_pool = {p.name: p for p in pools}
     cluster = Cluster(rf, docs)
     out = Boundary()
@@ -193,7 +200,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     # the trusted namespaces: those no binding selects (the GPU Operator's, the system ones, ...)
     every = frozenset(range(len(cluster.bindings)))
     exempt = {n["metadata"]["name"] for n in states if cluster.bindings and cluster.selected(n) == every}
-    shapes: dict[str, list[dict[str, Any]]] = {}
+    shapes: dict[tuple, list[dict[str, Any]]] = {}
     for ns_obj in states:
         if ns_obj["metadata"]["name"] not in exempt:
             shapes.setdefault(cluster.shape(ns_obj), []).append(ns_obj)
@@ -446,6 +453,10 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     ert = ert_enabled(rf)
     access: dict[tuple[str, str, str], dict[str, int]] = {}
     gated = {*tiers_of, *extra_classes}
+    # the shapes each policy is bound in (None: a policy reads the namespace; or ``exhaustive``:
+    # every shape asked through Cluster.policy_denials, as a test compares)
+    masks = None if exhaustive else cluster.policy_masks(selected)
+    every_shape = (1 << len(groups)) - 1
     for words, pod, req, kueue_held in attacks:
         admitted_pod = extended_resource_toleration(pod) if ert else pod
         pc = pod["spec"].get("priorityClassName", "")
@@ -468,16 +479,19 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
         all_requests = requests(admitted_pod)
         want = gpu(all_requests)
         landing: list[str] | None = None
-        for group, sel in zip(groups, selected):
-            out.checked += 1
-            if cluster.policy_denials(admitted_pod, group[0], sel, req, verdicts):
+        out.checked += len(groups)
+        refused = refused_shapes(masks, verdicts)
+        for g in range(len(groups)) if (record or refused is None) else shape_bits(every_shape & ~refused):
+            group = groups[g]
+            if (refused >> g & 1 if refused is not None
+                    else cluster.policy_denials(admitted_pod, group[0], selected[g], req, verdicts)):
                 for ns_obj in group:
                     note(ns_obj, False)
                 continue
             if landing is None:
                 node = admitted_pod["spec"].get("nodeName")
-                landing = [p.name for p in pools if (kubelet_admits(admitted_pod, p) and p.name == node_pool[node]
-                                                      if node else fits(admitted_pod, p))]
+                landing = [p.name for p in index.candidates(admitted_pod)
+                           if (kubelet_admits(admitted_pod, p) and p.name == node_pool[node] if node else fits(admitted_pod, p))]
             for ns_obj in group:
                 ns = ns_obj["metadata"]["name"]
                 quotas = cluster.quotas.get(ns, [])

@@ -18,10 +18,10 @@ def with_placement(rf: ResolvedFleet, report: "CapacityReport", docs: list[dict[
     Not part of ``capacity``: the proofs read quotas that read the capacity."""
     from dataclasses import replace
 
-    from gpuplan.placement.simulate import MAX_PAIRS, pairs, proof
+    from gpuplan.placement.simulate import MAX_PROOF_SIZE, proof_size, proof
     from gpuplan.placement.boundary import boundary
 
-    if not rf.fleet.spec.tiers or pairs(rf) > MAX_PAIRS:
+    if not rf.fleet.spec.tiers or proof_size(rf) > MAX_PROOF_SIZE:
         return report
 
     bound = boundary(rf, docs) if any(d.get("kind") == "ValidatingAdmissionPolicy" for d in docs) else None

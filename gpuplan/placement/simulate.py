@@ -34,7 +34,8 @@ Stage: check-objects (docs/architecture.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from itertools import islice
+from typing import Any, Iterable, Iterator, Sequence
 
 from gpuplan.identity import CAPACITY_TYPE_LABEL, scope_matches
 from gpuplan.provisioning.pools import platform_labels, platform_taints, read_template
@@ -86,12 +87,68 @@ class Verdict:
         return self.admitted and self.pools == [self.expected_pool]
 
 
+class ShapeNamespaces(Sequence[str]):
+    """The namespaces of some shapes (a bit mask over the proof's shapes, each a tuple of names
+    shared by every tier), in shape order, without copying them: a tier refused in most of a
+    large fleet's namespaces holds one of these, not a tuple of thousands of names."""
+
+    __slots__ = ("_shapes", "_mask", "_len")
+
+    def __init__(self, shapes: Sequence[tuple[str, ...]], mask: int) -> None:
+        self._shapes, self._mask = shapes, mask
+        self._len: int | None = None
+
+    def __len__(self) -> int:
+        if self._len is None:
+            every = (1 << len(self._shapes)) - 1
+            if self._mask.bit_count() * 2 > len(self._shapes):  # count the few shapes left out
+                self._len = _namespace_count(self._shapes) - sum(len(self._shapes[g]) for g in shape_bits(every & ~self._mask))
+            else:
+                self._len = sum(len(self._shapes[g]) for g in shape_bits(self._mask))
+        return self._len
+
+    def __iter__(self) -> Iterator[str]:
+        for g in shape_bits(self._mask):
+            yield from self._shapes[g]
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return tuple(self)[i] if i.step or (i.start or 0) < 0 or (i.stop is not None and i.stop < 0) \
+                else tuple(islice(self, i.start or 0, i.stop))
+        if i < 0:
+            i += len(self)
+        for name in islice(self, i, None):
+            return name
+        raise IndexError(i)
+
+    def heads(self, n: int) -> Iterator[str]:
+        """At most ``n`` names of each shape (its first, in the tree's order)."""
+        for g in shape_bits(self._mask):
+            yield from self._shapes[g][:n]
+
+    def __repr__(self) -> str:
+        return f"ShapeNamespaces({len(self)} namespaces)"
+
+
+_COUNTS: dict[int, tuple[Sequence[tuple[str, ...]], int]] = {}
+
+
+def _namespace_count(shapes: Sequence[tuple[str, ...]]) -> int:
+    """How many namespaces the shapes hold together, counted once per proof's list of shapes."""
+    hit = _COUNTS.get(id(shapes))
+    if hit is None or hit[0] is not shapes:
+        if len(_COUNTS) > 64:
+            _COUNTS.clear()
+        hit = _COUNTS[id(shapes)] = (shapes, sum(len(x) for x in shapes))
+    return hit[1]
+
+
 @dataclass(frozen=True)
 class Group:
     """One tier's contract pod in namespaces of one shape and grant: the same verdict for each."""
 
     tier: str
-    namespaces: tuple[str, ...]
+    namespaces: Sequence[str]  # a tuple, or the ShapeNamespaces of the shapes a policy refuses it in
     granted: bool
     denied_by: list[str]
     pools: list[str]
@@ -109,6 +166,7 @@ class Proof:
     pools: list[PoolNodes]
     groups: list[Group]
     twins: list[tuple[str, str]]  # pools a pod cannot tell apart
+    namespaces: tuple[str, ...] = ()  # every namespace the groups name, in the tree's order
 
     @property
     def verdicts(self) -> list[Verdict]:
@@ -281,6 +339,31 @@ def fits(pod: dict[str, Any], pool: PoolNodes) -> bool:
     return not (pool.karpenter and pool.node_limit == 0)
 
 
+class PoolIndex:
+    """The pools by their node labels, so that the pools a pod's ``nodeSelector`` can match are
+    looked up, not tried one by one (:func:`fits` and :func:`kubelet_admits` check the selector
+    first: a pool without one of its labels is refused by both)."""
+
+    def __init__(self, pools: list[PoolNodes]) -> None:
+        self.pools = pools
+        self._by_label: dict[tuple[str, str], set[int]] = {}
+        for i, p in enumerate(pools):
+            for k, values in p.labels.items():
+                for v in values:
+                    self._by_label.setdefault((k, v), set()).add(i)
+
+    def candidates(self, pod: dict[str, Any]) -> list[PoolNodes]:
+        """The pools with every label of the pod's node selector, in the pools' order."""
+        sel = pod["spec"].get("nodeSelector") or {}
+        if not sel:
+            return self.pools
+        common: set[int] | None = None
+        for k, v in sel.items():
+            have = self._by_label.get((k, v), set())
+            common = set(have) if common is None else common & have
+        return [self.pools[i] for i in sorted(common or ())]
+
+
 def kubelet_admits(pod: dict[str, Any], pool: PoolNodes) -> bool:
     """Whether a node of ``pool`` runs a pod bound to it by name (``spec.nodeName``, no
     scheduler): the kubelet checks the node selector, the resources and only the NoExecute
@@ -336,6 +419,7 @@ class Cluster:
         from gpuplan.placement.cel import reads_namespace
 
         self.rf = rf
+        self._specs: dict[int, tuple[dict[str, Any], str]] = {}  # id(quota spec) -> (it, its JSON)
         self.policies: dict[str, dict[str, Any]] = {}
         self.bindings: list[dict[str, Any]] = []
         self.quotas: dict[str, list[dict[str, Any]]] = {}
@@ -377,16 +461,66 @@ class Cluster:
                 out.add(i)
         return frozenset(out)
 
-    def shape(self, ns_obj: dict[str, Any]) -> str:
+    def shape(self, ns_obj: dict[str, Any]) -> tuple:
         """What the admission of a pod can depend on in a namespace: the bindings that select
         it, its quotas' specs, and its labels only where a policy reads the namespace
-        (gpuplan's do not: they bind grants to names)."""
+        (gpuplan's do not: they bind grants to names). Each quota spec is written out once per
+        spec object (the proof's objects share equal specs: objchecks.placement.slim)."""
         import json
 
-        labels = {k: v for k, v in ns_obj["metadata"].get("labels", {}).items() if k != "kubernetes.io/metadata.name"} \
-            if self.reads_labels else {}
-        quotas = [(q["metadata"]["name"], q["spec"]) for q in self.quotas.get(ns_obj["metadata"]["name"], [])]
-        return json.dumps([labels, sorted(self.selected(ns_obj)), quotas], sort_keys=True)
+        labels = json.dumps({k: v for k, v in ns_obj["metadata"].get("labels", {}).items()
+                             if k != "kubernetes.io/metadata.name"}, sort_keys=True) if self.reads_labels else ""
+        quotas = tuple((q["metadata"]["name"], self._spec_text(q["spec"]))
+                       for q in self.quotas.get(ns_obj["metadata"]["name"], []))
+        return labels, tuple(sorted(self.selected(ns_obj))), quotas
+
+    def _spec_text(self, spec: dict[str, Any]) -> str:
+        import json
+
+        hit = self._specs.get(id(spec))
+        if hit is None or hit[0] is not spec:
+            hit = self._specs[id(spec)] = (spec, json.dumps(spec, sort_keys=True))
+        return hit[1]
+
+    def policy_masks(self, unselected: list[frozenset[int]]) -> dict[str, int] | None:
+        """Per policy, the namespace shapes its bindings select, as a bit mask (bit ``g``: the
+        shape whose bindings left out are ``unselected[g]``), so that the shapes a pod is
+        refused in are the union of its refusing policies' masks: a few integer operations per
+        pod instead of one look at every shape. None where a policy reads the namespace (its
+        verdict is not one per pod; callers then evaluate each shape)."""
+        if self._per_namespace:
+            return None
+        out = {}
+        binding = self.binding_masks(unselected)
+        for name, idx in self._bound.items():
+            m = 0
+            for i in idx:
+                m |= binding[i]
+            out[name] = m
+        return out
+
+    def binding_masks(self, unselected: list[frozenset[int]]) -> list[int]:
+        """Per binding, the shapes it selects (bit mask)."""
+        left_out = [0] * len(self.bindings)  # binding -> the shapes it does not select
+        for g, sel in enumerate(unselected):
+            for i in sel:
+                left_out[i] |= 1 << g
+        every = (1 << len(unselected)) - 1
+        return [every & ~m for m in left_out]
+
+    def refusals(self, verdicts: dict[str, list[str]], mask: int, binding: list[int]) -> list[tuple[int, list[str]]]:
+        """The shapes of ``mask`` split by what the policies say there: (shapes, the messages
+        :meth:`policy_denials` gives in each of them), for a pod of these ``verdicts``."""
+        parts = [(mask, [])]
+        for name, msgs in verdicts.items():
+            if not msgs:
+                continue
+            for m in msgs:
+                for i in self._bound[name]:
+                    line = f"ValidatingAdmissionPolicy {name}: {m}"
+                    parts = [(x, y) for part, said in parts
+                             for x, y in ((part & binding[i], [*said, line]), (part & ~binding[i], said)) if x]
+        return parts
 
     def covering(self, unselected: Iterable[frozenset[int]]) -> set[str]:
         """The policies bound in every one of these namespace selections."""
@@ -444,10 +578,34 @@ class Cluster:
     def denials(self, pod: dict[str, Any], ns_obj: dict[str, Any], request: dict[str, Any] | None = None,
                 selected: frozenset[int] | None = None, verdicts: dict[str, list[str]] | None = None,
                 req: dict[str, int] | None = None) -> list[str]:
-        """Validating policies (where their bindings select the namespace), then quota."""
+        """Validating policies (where their bindings select the namespace), then quota: the
+        API server runs ValidatingAdmissionPolicy before ResourceQuota and stops at the first
+        plugin that refuses (kubernetes v1.36.3 pkg/kubeapiserver/options/plugins.go:116-118;
+        k8s.io/apiserver v0.36.3 pkg/admission/chain.go:47-59), so a pod a policy refuses is
+        never charged or refused by quota."""
         sel = self.selected(ns_obj) if selected is None else selected
         out = self.policy_denials(pod, ns_obj, sel, request, verdicts)
-        return out + quota_denials(pod, self.quotas.get(ns_obj["metadata"]["name"], []), req)
+        return out or quota_denials(pod, self.quotas.get(ns_obj["metadata"]["name"], []), req)
+
+
+def refused_shapes(masks: dict[str, int] | None, verdicts: dict[str, list[str]]) -> int | None:
+    """The shapes (bit mask, :meth:`Cluster.policy_masks`) a pod with these per-pod ``verdicts``
+    is refused in by a policy; None without masks."""
+    if masks is None:
+        return None
+    m = 0
+    for name, msgs in verdicts.items():
+        if msgs:
+            m |= masks[name]
+    return m
+
+
+def shape_bits(mask: int) -> Iterator[int]:
+    """The shapes of a mask, in order."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
 
 
 def _matches(policy: dict[str, Any], obj: dict[str, Any], request: dict[str, Any] | None) -> bool:
@@ -530,6 +688,32 @@ def _selects(sel: dict[str, Any], ns_obj: dict[str, Any]) -> bool:
     return True
 
 
+def slim_object(doc: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
+    """What the proofs read of an object: a ResourceQuota's name, namespace, annotations (the sync
+    steps read its wave and prune options) and spec; a Namespace's name, labels and annotations;
+    other kinds whole. Equal specs and annotations are kept once (``shared``: by content, one per
+    collection): a 20,000-node fleet's 120,000 quotas have a few hundred distinct specs. The
+    rest (labels of quotas, which no admission reads) is dropped as the objects are collected,
+    so the proof of a large fleet does not hold it."""
+    import json
+
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    md = doc.get("metadata") if kind in ("ResourceQuota", "Namespace") else None
+    if not isinstance(md, dict):
+        return doc  # other kinds whole, and a hand-edited object as it is
+
+    def once(value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return shared.setdefault(json.dumps(value, sort_keys=True), value)
+    keep = ("name", "namespace", "annotations") if kind == "ResourceQuota" else ("name", "labels", "annotations")
+    out = {"apiVersion": doc.get("apiVersion"), "kind": kind,
+           "metadata": {k: (once(md[k]) if k == "annotations" else md[k]) for k in keep if k in md}}
+    if kind == "ResourceQuota":
+        out["spec"] = once(doc.get("spec"))
+    return out
+
+
 def namespace_object(doc: dict[str, Any]) -> dict[str, Any]:
     """The Namespace as the API server stores it (kubernetes.io/metadata.name added,
     NamespaceDefaultLabelName, on since 1.21)."""
@@ -538,13 +722,15 @@ def namespace_object(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "metadata": md}
 
 
-# Tier x namespace-shape pairs the proof evaluates inside validate/build: above this,
-# validate and build skip it (GP525 says so) - docs/placement.md "Limits".
-MAX_PAIRS = 2_000_000
+# The proofs' work grows with the tiers (each tier's pods, each evaluated once) and the
+# namespaces (each visited where its tier is granted or admitted), not with their product; above
+# this many tiers plus namespaces validate and build skip them (GP525 says so) - docs/placement.md
+# "Limits". The 20,000-node benchmark fleet is 31,667 (docs/performance.md).
+MAX_PROOF_SIZE = 40_000
 
 
-def pairs(rf: ResolvedFleet) -> int:
-    return len(rf.fleet.spec.tiers) * (1 + sum(len(tn.namespaces) for tn in rf.fleet.spec.tenants))
+def proof_size(rf: ResolvedFleet) -> int:
+    return len(rf.fleet.spec.tiers) + 1 + sum(len(tn.namespaces) for tn in rf.fleet.spec.tenants)
 
 
 def cluster_namespaces(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -554,23 +740,34 @@ def cluster_namespaces(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
+def prove(rf: ResolvedFleet, docs: list[dict[str, Any]], exhaustive: bool = False) -> Proof:
     """Every tier's contract pod in every namespace. Admission is simulated once per
     namespace shape (:meth:`Cluster.shape`), placement once per tier (the pod is the same
-    in every namespace), so a fleet of thousands of namespaces is proved in seconds."""
+    in every namespace), so a fleet of thousands of namespaces is proved in seconds.
+
+    The shapes a policy refuses the pod in and none of whose namespaces is granted the tier
+    are decided together (:meth:`Cluster.refusals`: one group per set of refusing bindings),
+    so the work per tier follows the namespaces it is granted or admitted in, not the fleet's
+    shapes; ``exhaustive`` evaluates every shape instead (a test holds both to the same
+    verdicts)."""
     from gpuplan.dra.claims import is_dra
     from gpuplan.identity import contract_pod
 
     pools = pools_from_objects(rf, docs)
+    index = PoolIndex(pools)
     order = {p.name: i for i, p in enumerate(karpenter_order(pools))}
     spot_pools = {p.owner for p in pools if "spot" in p.labels.get(CAPACITY_TYPE_LABEL, ())}
     cluster = Cluster(rf, docs)
     namespaces = cluster_namespaces(docs)
-    shapes: dict[str, list[dict[str, Any]]] = {}
+    shapes: dict[tuple, list[dict[str, Any]]] = {}
     for ns_obj in namespaces:
         shapes.setdefault(cluster.shape(ns_obj), []).append(ns_obj)
     groups = list(shapes.values())
     selected = [cluster.selected(g[0]) for g in groups]
+    masks = None if exhaustive else cluster.policy_masks(selected)
+    binding = cluster.binding_masks(selected)
+    every = (1 << len(groups)) - 1
+    shape_of = {ns["metadata"]["name"]: g for g, group in enumerate(groups) for ns in group}
     from gpuplan.queues import namespace_grants
 
     granted_to: dict[str, set[str]] = {}  # tier -> the namespaces granted it
@@ -587,7 +784,7 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
         del pod["metadata"]["namespace"]  # read by no policy: one evaluation for every namespace
         if ert_enabled(rf):
             pod = extended_resource_toleration(pod)
-        fitting = sorted((p for p in pools if fits(pod, p)),
+        fitting = sorted((p for p in index.candidates(pod) if fits(pod, p)),
                          key=lambda p: (p.name not in order, order.get(p.name, 0), p.name))
         landing = list(dict.fromkeys(p.owner for p in fitting))  # a pool's NodePools count as the pool
         capacity = _capacity(pod, fitting, spot_pools)
@@ -595,8 +792,17 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
         pod_verdicts = cluster.verdicts(pod, request)
         mine = granted_to.get(tier.name, frozenset())
         req = requests(pod)
-        for g, names, sel in zip(groups, group_names, selected):
-            denied = cluster.denials(pod, g[0], request, sel, pod_verdicts, req)
+        refused = refused_shapes(masks, pod_verdicts)
+        granted = 0
+        for name in mine:
+            if name in shape_of:
+                granted |= 1 << shape_of[name]
+        # the shapes with a namespace granted the tier or a namespace a policy admits it in, one
+        # by one; the rest (refused by a policy, granted nowhere: most of a large fleet's) at once
+        exact = range(len(groups)) if refused is None else shape_bits(granted | (every & ~refused))
+        for g in exact:
+            names = group_names[g]
+            denied = cluster.denials(pod, groups[g][0], request, selected[g], pod_verdicts, req)
             if mine.isdisjoint(names):  # most shapes: none of its namespaces is granted this tier
                 out.append(Group(tier.name, names, False, denied, landing, tier.pool, capacity))
                 continue
@@ -605,13 +811,17 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]]) -> Proof:
                 split.setdefault(name in mine, []).append(name)
             out += [Group(tier.name, tuple(ns), ok, denied, landing, tier.pool, capacity)
                     for ok, ns in sorted(split.items())]
+        if refused is not None:
+            for part, denied in cluster.refusals(pod_verdicts, refused & ~granted, binding):
+                out.append(Group(tier.name, ShapeNamespaces(group_names, part), False, denied, landing, tier.pool,
+                                 capacity))
     seen: dict[tuple, str] = {}
     twins = []
     for p in pools:
         other = seen.setdefault(p.identity(), p.name)
         if other != p.name:
             twins.append((other, p.name))
-    return Proof(pools, out, twins)
+    return Proof(pools, out, twins, tuple(ns["metadata"]["name"] for ns in namespaces))
 
 
 CAPACITY_ORDER = ("reserved", "spot", "on-demand")  # Karpenter's preference (nodepools.md:276)
@@ -660,33 +870,32 @@ def matrix_rows(p: Proof) -> tuple[list[str], list[list[str]]]:
     by_tier: dict[str, list[Group]] = {}
     for g in p.groups:
         by_tier.setdefault(g.tier, []).append(g)
-    order = {n: i for i, n in enumerate(_namespace_order(p))}
+    order = {n: i for i, n in enumerate(p.namespaces)}
     for tier, row in p.matrix():
         gs = by_tier[tier]
-        admitted = sorted((n for g in gs if not g.denied_by for n in g.namespaces), key=order.__getitem__)
-        refused = sorted((n for g in gs if g.denied_by for n in g.namespaces), key=order.__getitem__)
-        rows.append([tier, *(row[x] for x in owners), _some(admitted), _some(refused)])
+        rows.append([tier, *(row[x] for x in owners), _first(gs, False, order), _first(gs, True, order)])
     return head, rows
 
 
-def _namespace_order(p: Proof) -> list[str]:
-    """The namespaces in the tree's order (the first tier's groups name every one)."""
-    if not p.groups:
-        return []
-    first = p.groups[0].tier
-    seen: list[str] = []
-    for g in p.groups:
-        if g.tier == first:
-            seen += g.namespaces
-    return seen
+def _first(gs: list[Group], refused: bool, order: dict[str, int]) -> str:
+    """:func:`_some` of the namespaces the tier's pod is refused (or admitted) in, in the tree's
+    order, reading a few names of each shape: each shape's names are in that order already."""
+    from heapq import nsmallest
+
+    picked = [g for g in gs if bool(g.denied_by) == refused]
+    total = sum(len(g.namespaces) for g in picked)
+    heads = (n for g in picked for n in (g.namespaces.heads(SHOWN_NAMESPACES) if isinstance(g.namespaces, ShapeNamespaces)
+                                          else g.namespaces[:SHOWN_NAMESPACES]))
+    return _some(nsmallest(SHOWN_NAMESPACES, heads, key=order.__getitem__), total)
 
 
 SHOWN_NAMESPACES = 6
 
 
-def _some(names: list[str]) -> str:
-    """A few names and a count: a fleet of thousands of namespaces keeps one line per tier."""
+def _some(names: list[str], total: int | None = None) -> str:
+    """A few names and a count (``total``: of all, where ``names`` are the first few): a fleet
+    of thousands of namespaces keeps one line per tier."""
     if not names:
         return "-"
-    more = len(names) - SHOWN_NAMESPACES
+    more = (len(names) if total is None else total) - SHOWN_NAMESPACES
     return ", ".join(names[:SHOWN_NAMESPACES]) + (f" and {more} more" if more > 0 else "")

@@ -190,7 +190,13 @@ class StepProver:
 
 def step_breaches(rf: ResolvedFleet, old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[StepBreach]:
     """The pods a state between ``old`` and ``new`` (each a tree's objects) admits past the
-    new spec's boundary that the old tree did not admit, with the step that opens them."""
+    new spec's boundary that the old tree did not admit, with the step that opens them.
+    Both trees are read as the proof reads them (:func:`slim_object`), so that an object is
+    changed by a step only where what the proof reads of it changes."""
+    from gpuplan.placement.simulate import slim_object
+
+    shared: dict[str, Any] = {}
+    old, new = [slim_object(d, shared) for d in old], [slim_object(d, shared) for d in new]
     states = sync_states(old, new, rf.fleet.spec.cluster.gitops.engine)
     final = {_key(d): d for d in new if d.get("kind") in STEP_KINDS}
     states = [(n, s) for n, s in states if {_key(d): d for d in s} != final]

@@ -27,6 +27,7 @@ Stage: resolve (docs/architecture.md)."""
 from __future__ import annotations
 
 import importlib
+from functools import lru_cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -347,7 +348,9 @@ def operator_runs_driver(pool: Pool) -> bool:
     return bool(_call(pool, "operator_driver", pool, not platform_gpu_stack(pool)))
 
 
-def _backends() -> list[ModuleType]:
+@lru_cache(maxsize=1)
+def _backends() -> tuple[ModuleType, ...]:
+    """The back-end modules (imported once: the placement proof asks for every object it reads)."""
     out = []
     for name in NODE_GROUP_BACKENDS:
         try:
@@ -355,7 +358,7 @@ def _backends() -> list[ModuleType]:
         except ModuleNotFoundError as exc:
             if exc.name != f"gpuplan.provisioning.{name}":
                 raise
-    return out
+    return tuple(out)
 
 
 def template_kinds() -> frozenset[str]:

@@ -655,7 +655,9 @@ def _short(exc: Exception) -> str:
 # --- one expression outside a CRD (the DRA proof's DeviceClass selectors) --------------------
 
 
-@lru_cache(maxsize=4096)
+# a compiled program holds ~11 KB of the engine's memory: a 20,000-node fleet's 6,671 policy
+# expressions kept at once were 75 MiB, and its proofs visit them class by class
+@lru_cache(maxsize=1024)
 def expression(text: str, policy: bool = False) -> Any:
     """Compile one CEL expression that is not a CRD rule. Raises ValueError
     when it does not compile, or when it calls a function that is neither

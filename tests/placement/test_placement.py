@@ -299,7 +299,7 @@ def test_lost_binding_is_found(tmp_path, monkeypatch):
     assert not [d for d in _rf_text(tmp_path, TWO_TRAIN).diagnostics if d.code.startswith("GP52")]
     real = objchecks.collect
 
-    def lost(artifacts):
+    def lost(artifacts, family=None):  # unslimmed, unshared objects: the test edits them
         docs = real(artifacts)
         for d in docs:
             if d["kind"] == "NodeFeatureRule" and d["metadata"]["name"] == "gpuplan-pool-train2":
@@ -320,7 +320,7 @@ def test_refused_in_granted_namespace_is_found(tmp_path, monkeypatch):
 
     real = objchecks.collect
 
-    def ungranted(artifacts):  # the grant's binding now also selects the namespaces granted serve
+    def ungranted(artifacts, family=None):  # unslimmed, unshared objects: the test edits them  # the grant's binding now also selects the namespaces granted serve
         docs = real(artifacts)
         for d in docs:
             if d["kind"] == "ValidatingAdmissionPolicyBinding" and d["metadata"]["name"].endswith("gpuplan-serve-grant"):

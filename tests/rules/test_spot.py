@@ -51,7 +51,7 @@ def test_the_boundary_finds_an_unpinned_tier_on_spot(tmp_path, monkeypatch):
 
     real = objchecks.collect
 
-    def unpinned(artifacts):
+    def unpinned(artifacts, family=None):  # unslimmed, unshared objects: the test edits them
         docs = real(artifacts)
         for d in docs:
             if d["kind"] == "ValidatingAdmissionPolicy":
@@ -252,7 +252,7 @@ def test_the_boundary_finds_a_preemptible_class_on_the_floor(tmp_path, monkeypat
 
     real = objchecks.collect
 
-    def open_floor(artifacts):
+    def open_floor(artifacts, family=None):  # unslimmed, unshared objects: the test edits them
         docs = real(artifacts)
         for d in docs:
             if d["kind"] == "ValidatingAdmissionPolicy":
