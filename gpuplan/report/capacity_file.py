@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 PATH = "CAPACITY.md"
 
 
-def capacity_artifacts(rf: "ResolvedFleet", docs: list[dict[str, Any]]) -> Iterator[Artifact]:
-    """``docs``: the lowered objects the placement proof reads (gpuplan.compiler.object_docs)."""
+def capacity_artifacts(rf: "ResolvedFleet", docs: list[dict[str, Any]] | None) -> Iterator[Artifact]:
+    """``docs``: the lowered objects the placement proof reads (gpuplan.compiler.object_docs);
+    None once the build has let them go, the proofs' results being kept on the fleet."""
     from gpuplan.placement.report import with_placement
     from gpuplan.report.render import LARGE_TENANT_ROWS, render_markdown, tenant_markdown, tenant_row_count
 
