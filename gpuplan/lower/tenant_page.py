@@ -80,7 +80,7 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
         row["interruption"] = _interruption(rf, tier)
         row.update(node_selector=spec["nodeSelector"], tolerations=spec["tolerations"],
                    max_per_pod=tier.max_gpus_per_pod, preemption=tier.preemption,
-                   pod=dump(contract_pod(rf, tier, ns, spec)), job=dump(contract_job(rf, tier, ns, spec)))
+                   **{k: example(ns) for k, example in _examples(rf, tier, spec, specs).items()})
         if row["queued"]:
             shape = gang_shape(rf, tier)
             pods, units = shape if shape else (1, max(1, min(tier.max_gpus_per_pod or 1, fq.potential)))
@@ -99,6 +99,18 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
                        example=dump(example_job(rf, tier, ns, res, units, pods)))
         out.append(row)
     return out
+
+
+def _examples(rf: ResolvedFleet, tier, spec: dict[str, Any], cache: dict) -> dict[str, Any]:
+    """The tier's example Pod and Job as YAML, per namespace: dumped once per tier, each
+    tenant's namespace written into its place (``yamlwriter.dump_template``)."""
+    from gpuplan.render.yamlwriter import dump_template
+
+    key = ("examples", tier.name)
+    if key not in cache:
+        cache[key] = {"pod": dump_template(lambda ns: contract_pod(rf, tier, ns, spec)),
+                      "job": dump_template(lambda ns: contract_job(rf, tier, ns, spec))}
+    return cache[key]
 
 
 def _interruption(rf: ResolvedFleet, tier) -> str | None:
