@@ -372,12 +372,14 @@ def dump_documents_bytes(objs: Sequence[Any], *, header: str | None = None) -> b
         for obj in objs:
             _fast_document(obj, out)
     except _Slow:
-        return _header_bytes(header) + _libyaml_bytes(objs)
+        return _libyaml_bytes(objs, _header_bytes(header))
     return _header_bytes(header) + "".join(out).encode("ascii")
 
 
-def _libyaml_bytes(objs: Sequence[Any]) -> bytes:
+def _libyaml_bytes(objs: Sequence[Any], head: bytes = b"") -> bytes:
     sink = _Sink()
+    if head:
+        sink.parts.append(head)  # joined once with the stream (a large file is not copied again)
     dumper = _Dumper(
         sink,
         default_style=None,
