@@ -438,35 +438,44 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
     from gpuplan.lower.gitops import flux_tenancy_files
 
     tenancy = set(flux_tenancy_files(produced)) if g.engine == "flux" else set()
-    files = [
-        {"path": cell(a.path), "kustomize": "no" if not a.applied else ("delivery/tenancy" if a.path in tenancy else "yes"),
-         "description": cell(a.description or "-")}
-        for a in sorted((*produced, Produced(README, kustomize=False, description="this file", yaml=False)),
-                        key=lambda a: a.path)
-    ]
+    listed = sorted((*produced, Produced(README, kustomize=False, description="this file", yaml=False)),
+                    key=lambda a: a.path)
+
+    def kustomize(a: Produced) -> str:
+        return "no" if not a.applied else ("delivery/tenancy" if a.path in tenancy else "yes")
+
     static_files = [
         {"path": cell(a.path), "description": cell(a.description or "-")}
         for a in sorted(produced, key=lambda a: a.path)
         if a.path.startswith("pools/") and not a.applied
     ]
-    tenants = _tenant_rows(rf)
     # A large fleet's per-namespace and per-file tables would be megabytes: the
-    # README keeps counts (CAPACITY.md and tenants/<tenant>/ hold the details).
+    # README keeps counts (CAPACITY.md and tenants/<tenant>/ hold the details), and
+    # their rows are not made at all (tens of thousands of them at 20,000 nodes).
+    namespaces = sum(len(t.namespaces) for t in rf.fleet.spec.tenants)
+    tenants: list[dict[str, str]] = []
     tenants_summary = ""
-    if len(tenants) > LARGE_TABLE_ROWS:
-        tenants_summary = (f"{len(rf.fleet.spec.tenants)} tenants, {len(tenants)} namespaces: each namespace's "
+    if namespaces > LARGE_TABLE_ROWS:
+        tenants_summary = (f"{len(rf.fleet.spec.tenants)} tenants, {namespaces} namespaces: each namespace's "
                            "grants are in `tenants/<tenant>/resourcequotas.yaml`, with GPU-equivalents and cost in "
                            "CAPACITY.md (for a large fleet, `tenants/<tenant>/CAPACITY.md`).")
+    else:
+        tenants = _tenant_rows(rf)
+    files: list[dict[str, str]] = []
     file_dirs: list[dict[str, Any]] = []
-    if len(files) > LARGE_TABLE_ROWS:
+    if len(listed) > LARGE_TABLE_ROWS:
         per: dict[str, list[int]] = {}
-        for f in files:
-            d = f["path"].split("/", 1)[0] if "/" in f["path"] else "."
+        for a in listed:
+            path = cell(a.path)
+            d = path.split("/", 1)[0] if "/" in path else "."
             n = per.setdefault(d, [0, 0])
             n[0] += 1
-            n[1] += f["kustomize"] != "no"
+            n[1] += kustomize(a) != "no"
         file_dirs = [{"path": d + ("/" if d != "." else ""), "files": n, "kustomize": k}
                      for d, (n, k) in sorted(per.items())]
+    else:
+        files = [{"path": cell(a.path), "kustomize": kustomize(a), "description": cell(a.description or "-")}
+                 for a in listed]
     floor, floor_why = argocd_floor(rf)
     prerequisites = _prerequisites(rf)
     return render(
@@ -500,6 +509,7 @@ def readme(rf: ResolvedFleet, produced: Sequence[Produced]) -> str:
         tenants=tenants,
         tenants_summary=tenants_summary,
         files=files,
+        file_count=len(listed),
         file_dirs=file_dirs,
         static_files=static_files,
         **prerequisites,

@@ -40,7 +40,9 @@ def example_job(rf: ResolvedFleet, tier, namespace: str, resource: str, units: i
 
 def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
                    specs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """``specs``: each tier's contract pod spec, made once for every tenant's page."""
+    """``specs``: what every tenant's page shares, made once (each tier's contract pod spec, each
+    class's refusals). The namespaces' quotas are the tenant's own: read for this page only, so a
+    large fleet's quotas never all live at once."""
     from gpuplan.identity import priority_class_name, quota_cap
     from gpuplan.render.yamlwriter import dump
 
@@ -50,6 +52,7 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
     for ns, per in tenant.quotas.items():
         for name, units in per.items():
             granted.setdefault(name, []).append((ns, units))
+    quotas: dict[str, list[dict[str, Any]]] = {}  # namespace -> its ResourceQuotas
     out = []
     for tier in rf.fleet.spec.tiers:
         grants = granted.get(tier.name, [])
@@ -70,14 +73,14 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
         ns = next((n for n, u in grants if u > 0), tenant.namespaces[0])
         spec = specs.get(tier.name) or specs.setdefault(tier.name, contract_spec(rf, tier))
         pc = priority_class_name(tier)
-        row["enforced"] = [(n, quota_cap(_quotas(rf, tenant, n, specs), pc, res)) for n, _ in grants
+        row["enforced"] = [(n, quota_cap(_quotas(rf, tenant, n, quotas), pc, res)) for n, _ in grants
                            if n in tenant.namespaces]
-        row["dra"] = _dra_enforced(rf, tenant, tier, [n for n, _ in grants if n in tenant.namespaces], specs)
+        row["dra"] = _dra_enforced(rf, tenant, tier, [n for n, _ in grants if n in tenant.namespaces], quotas)
         row["refused"] = _refusals(rf, pc, specs)
         row["interruption"] = _interruption(rf, tier)
         row.update(node_selector=spec["nodeSelector"], tolerations=spec["tolerations"],
                    max_per_pod=tier.max_gpus_per_pod, preemption=tier.preemption,
-                   pod=dump(contract_pod(rf, tier, ns, spec)), job=dump(contract_job(rf, tier, ns, spec)))
+                   **{k: example(ns) for k, example in _examples(rf, tier, spec, specs).items()})
         if row["queued"]:
             shape = gang_shape(rf, tier)
             pods, units = shape if shape else (1, max(1, min(tier.max_gpus_per_pod or 1, fq.potential)))
@@ -96,6 +99,18 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
                        example=dump(example_job(rf, tier, ns, res, units, pods)))
         out.append(row)
     return out
+
+
+def _examples(rf: ResolvedFleet, tier, spec: dict[str, Any], cache: dict) -> dict[str, Any]:
+    """The tier's example Pod and Job as YAML, per namespace: dumped once per tier, each
+    tenant's namespace written into its place (``yamlwriter.dump_template``)."""
+    from gpuplan.render.yamlwriter import dump_template
+
+    key = ("examples", tier.name)
+    if key not in cache:
+        cache[key] = {"pod": dump_template(lambda ns: contract_pod(rf, tier, ns, spec)),
+                      "job": dump_template(lambda ns: contract_job(rf, tier, ns, spec))}
+    return cache[key]
 
 
 def _interruption(rf: ResolvedFleet, tier) -> str | None:
@@ -170,13 +185,12 @@ def _dra_enforced(rf: ResolvedFleet, tenant, tier, namespaces: list[str], cache:
 
 
 def _quotas(rf: ResolvedFleet, tenant, ns: str, cache: dict) -> list[dict[str, Any]]:
-    """The namespace's ResourceQuotas, as lower/tenancy.py writes them."""
+    """The namespace's ResourceQuotas, as lower/tenancy.py writes them (``cache``: the page's, by namespace)."""
     from gpuplan.lower.tenancy import namespace_quotas
 
-    key = ("quotas", ns)
-    if key not in cache:
-        cache[key] = namespace_quotas(rf, tenant, ns)
-    return cache[key]
+    if ns not in cache:
+        cache[ns] = namespace_quotas(rf, tenant, ns)
+    return cache[ns]
 
 
 def _refusals(rf: ResolvedFleet, pc: str, cache: dict) -> list[str]:

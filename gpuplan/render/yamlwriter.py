@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-__all__ = ["dump", "dump_documents", "dump_bytes", "dump_documents_bytes", "needs_quotes"]
+__all__ = ["dump", "dump_documents", "dump_bytes", "dump_documents_bytes", "dump_template", "needs_quotes"]
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -372,12 +372,14 @@ def dump_documents_bytes(objs: Sequence[Any], *, header: str | None = None) -> b
         for obj in objs:
             _fast_document(obj, out)
     except _Slow:
-        return _header_bytes(header) + _libyaml_bytes(objs)
+        return _libyaml_bytes(objs, _header_bytes(header))
     return _header_bytes(header) + "".join(out).encode("ascii")
 
 
-def _libyaml_bytes(objs: Sequence[Any]) -> bytes:
+def _libyaml_bytes(objs: Sequence[Any], head: bytes = b"") -> bytes:
     sink = _Sink()
+    if head:
+        sink.parts.append(head)  # joined once with the stream (a large file is not copied again)
     dumper = _Dumper(
         sink,
         default_style=None,
@@ -422,3 +424,35 @@ def dump_bytes(obj: Any, *, header: str | None = None) -> bytes:
 def dump(obj: Any, *, header: str | None = None) -> str:
     """Like :func:`dump_bytes`, as text."""
     return dump_bytes(obj, header=header).decode("utf-8")
+
+
+# What dump_template dumps in place of the varying value: a plain scalar no manifest holds
+_HOLE = "gpuplan-yamlwriter-template-value"
+
+
+def dump_template(make: Callable[[str], Any]) -> Callable[[str], str]:
+    """``lambda v: dump(make(v))`` for objects that differ only in one string: ``make(v)``
+    holds ``v`` once, as a mapping value, and nothing else of it depends on ``v`` (a tier's
+    example Pod in each tenant's namespace). ``make`` is dumped once, with a placeholder for
+    ``v``, and each ``v`` is written into its place. The text path writes a mapping value as
+    ``key: <_str_text(value)>`` wherever it stands, so that is byte-identical to the full dump
+    when the text path writes the placeholder's object, the placeholder stands in its text
+    exactly once as a whole value, and the text path writes ``v`` (plain, or single-quoted
+    when ``needs_quotes``); anything else is the full dump."""
+    out: list[str] = []
+    try:
+        _fast_document(make(_HOLE), out)
+    except _Slow:
+        out = []
+    text = "".join(out)[len("---\n"):]
+    parts = text.split(_HOLE) if text.count(_HOLE) == 1 and f": {_HOLE}\n" in text else None
+
+    def one(v: str) -> str:
+        vt = _TEXT_MEMO.get(v, _MISS) if type(v) is str else None
+        if vt is _MISS:
+            vt = _str_text(v)
+        if parts is None or vt is None:
+            return dump(make(v))
+        return parts[0] + vt + parts[1]  # type: ignore[operator]
+
+    return one

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from gpuplan.render.yamlwriter import dump, dump_bytes, dump_documents, dump_documents_bytes, needs_quotes
+from gpuplan.render.yamlwriter import dump, dump_bytes, dump_documents, dump_documents_bytes, dump_template, needs_quotes
 
 _RUAMEL = YAML(typ="safe")  # YAML 1.2 core schema
 
@@ -369,3 +369,31 @@ def test_text_path_manifest_like_objects(docs) -> None:
     assert text.encode("ascii") == _yw._libyaml_bytes(docs)
     assert list(yaml.safe_load_all(text)) == docs
     assert list(_RUAMEL.load_all(io.StringIO(text))) == docs
+
+
+def _pod(ns: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x-example", "namespace": ns},
+            "spec": {"containers": [{"name": "main", "image": "img:1"}]}}
+
+
+@pytest.mark.parametrize("s", HOSTILE + ["on", "123", "2001-01-01", "0x1f", "team-a", "é"], ids=repr)
+def test_dump_template_is_the_full_dump(s: str) -> None:
+    assert dump_template(_pod)(s) == dump(_pod(s))
+
+
+@given(st.text(max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_dump_template_is_the_full_dump_for_any_value(s: str) -> None:
+    assert dump_template(_pod)(s) == dump(_pod(s))
+
+
+@pytest.mark.parametrize("make", [
+    lambda v: {"name": f"{v}-example", "namespace": v},  # the value twice
+    lambda v: {"name": f"x-{v}"},  # inside another string
+    lambda v: {"names": [v]},  # a sequence item
+    lambda v: {v: "key"},  # a key
+    lambda v: {"a": "multi\nline", "namespace": v},  # a document only libyaml writes
+])
+@pytest.mark.parametrize("s", ["on", "123", "ns", "a: b"])
+def test_dump_template_falls_back_where_it_cannot_substitute(make, s: str) -> None:
+    assert dump_template(make)(s) == dump(make(s))
