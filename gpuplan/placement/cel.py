@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 
@@ -50,13 +51,11 @@ class _Shared:
 
 
 _UNBOUND = object()
-_SHARED: list[_Shared] = []
 
 
+@lru_cache(maxsize=1)
 def _shared() -> _Shared:
-    if not _SHARED:
-        _SHARED.append(_Shared())
-    return _SHARED[0]
+    return _Shared()
 
 
 _MEMO: dict[tuple, Any] = {}

@@ -92,17 +92,19 @@ class ShapeNamespaces(Sequence[str]):
     shared by every tier), in shape order, without copying them: a tier refused in most of a
     large fleet's namespaces holds one of these, not a tuple of thousands of names."""
 
-    __slots__ = ("_shapes", "_mask", "_len")
+    __slots__ = ("_shapes", "_mask", "_len", "_total")
 
-    def __init__(self, shapes: Sequence[tuple[str, ...]], mask: int) -> None:
+    def __init__(self, shapes: Sequence[tuple[str, ...]], mask: int, total: int) -> None:
+        """``total``: how many namespaces ``shapes`` hold together."""
         self._shapes, self._mask = shapes, mask
         self._len: int | None = None
+        self._total = total
 
     def __len__(self) -> int:
-        if self._len is None:
+        if self._len is None:  # counted over the fewer shapes: those in the mask, or those left out
             every = (1 << len(self._shapes)) - 1
-            if self._mask.bit_count() * 2 > len(self._shapes):  # count the few shapes left out
-                self._len = _namespace_count(self._shapes) - sum(len(self._shapes[g]) for g in shape_bits(every & ~self._mask))
+            if self._mask.bit_count() * 2 > len(self._shapes):
+                self._len = self._total - sum(len(self._shapes[g]) for g in shape_bits(every & ~self._mask))
             else:
                 self._len = sum(len(self._shapes[g]) for g in shape_bits(self._mask))
         return self._len
@@ -128,19 +130,6 @@ class ShapeNamespaces(Sequence[str]):
 
     def __repr__(self) -> str:
         return f"ShapeNamespaces({len(self)} namespaces)"
-
-
-_COUNTS: dict[int, tuple[Sequence[tuple[str, ...]], int]] = {}
-
-
-def _namespace_count(shapes: Sequence[tuple[str, ...]]) -> int:
-    """How many namespaces the shapes hold together, counted once per proof's list of shapes."""
-    hit = _COUNTS.get(id(shapes))
-    if hit is None or hit[0] is not shapes:
-        if len(_COUNTS) > 64:
-            _COUNTS.clear()
-        hit = _COUNTS[id(shapes)] = (shapes, sum(len(x) for x in shapes))
-    return hit[1]
 
 
 @dataclass(frozen=True)
@@ -813,7 +802,7 @@ def prove(rf: ResolvedFleet, docs: list[dict[str, Any]], exhaustive: bool = Fals
                     for ok, ns in sorted(split.items())]
         if refused is not None:
             for part, denied in cluster.refusals(pod_verdicts, refused & ~granted, binding):
-                out.append(Group(tier.name, ShapeNamespaces(group_names, part), False, denied, landing, tier.pool,
+                out.append(Group(tier.name, ShapeNamespaces(group_names, part, len(namespaces)), False, denied, landing, tier.pool,
                                  capacity))
     seen: dict[tuple, str] = {}
     twins = []
