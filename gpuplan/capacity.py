@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 # --- the report ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per tenant namespace and tier: 120,000 in a 20,000-node fleet
 class Grant:
     tenant: str
     namespace: str

@@ -252,6 +252,74 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
         return {k: v for k, v in req.items()
                 if v > 0 and (k in gpu_names or is_gpu_name(k) or k.startswith(IMPLICIT_DRA_PREFIX))}
 
+    # --- admission and fit -----------------------------------------------------------------
+    ert = ert_enabled(rf)
+    access: dict[tuple[str, str, str], dict[str, int]] = {}
+    gated_classes = {*tiers_of, *extra_classes}
+    # the shapes each policy is bound in (None: a policy reads the namespace; or ``exhaustive``:
+    # every shape asked through Cluster.policy_denials, as a test compares)
+    masks = None if exhaustive else cluster.policy_masks(selected)
+    every_shape = (1 << len(groups)) - 1
+
+    def judge(words: str, pod: dict[str, Any], req: dict[str, Any], kueue_held: bool, escape: str | None) -> None:
+        """Every namespace state's verdict on ``pod`` (``escape``: why no namespace may admit it)."""
+        admitted_pod = extended_resource_toleration(pod) if ert else pod
+        pc = pod["spec"].get("priorityClassName", "")
+
+        def note(ns_obj: dict[str, Any], admitted: bool) -> None:
+            if record:
+                out.cases.append(Case(words, pod, req, ns_obj["metadata"]["name"], admitted,
+                                      dict(ns_obj["metadata"].get("labels") or {})))
+        # refused in every namespace state: a class the cluster has no PriorityClass of (yet, or any
+        # more: the Priority admission plugin, before any policy), or a policy bound everywhere
+        unknown = defined is not None and pc in gated_classes and pc not in defined
+        verdicts = {} if unknown else cluster.verdicts(admitted_pod, req, covering)
+        if unknown or any(msgs for name, msgs in verdicts.items() if name in covering):
+            out.checked += len(groups)
+            if record:
+                for group in groups:
+                    for ns_obj in group:
+                        note(ns_obj, False)
+            return
+        all_requests = requests(admitted_pod)
+        want = gpu(all_requests)
+        landing: list[str] | None = None
+        out.checked += len(groups)
+        refused = refused_shapes(masks, verdicts)
+        for g in range(len(groups)) if (record or refused is None) else shape_bits(every_shape & ~refused):
+            group = groups[g]
+            if (refused >> g & 1 if refused is not None
+                    else cluster.policy_denials(admitted_pod, group[0], selected[g], req, verdicts)):
+                for ns_obj in group:
+                    note(ns_obj, False)
+                continue
+            if landing is None:
+                node = admitted_pod["spec"].get("nodeName")
+                landing = [p.name for p in index.candidates(admitted_pod)
+                           if (kubelet_admits(admitted_pod, p) and p.name == node_pool[node] if node else fits(admitted_pod, p))]
+            for ns_obj in group:
+                ns = ns_obj["metadata"]["name"]
+                quotas = cluster.quotas.get(ns, [])
+                if quota_denials(admitted_pod, quotas, all_requests):
+                    note(ns_obj, False)
+                    continue
+                note(ns_obj, True)
+                if escape is not None:
+                    out.breaches.append(Breach(ns, words, escape))
+                label = (pod["metadata"].get("labels") or {}).get(PRIORITY_LABEL)
+                if label and label not in own_priority.get(pc, ()):
+                    out.breaches.append(Breach(ns, words, f"takes Kueue priority {label}, not its own tier's"))
+                for esc in _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas, by_pool,
+                                    admitted_pod):
+                    out.breaches.append(Breach(ns, words, esc))
+                if want and pc in tiers_of:
+                    for pool in landing:
+                        for res in want:
+                            c = quota_cap(quotas, pc, res)
+                            if c is not None:
+                                key = (by_pool[pool].owner, pc, res)
+                                access.setdefault(key, {})[ns] = max(access.get(key, {}).get(ns, 0), c)
+
     # --- the pods ------------------------------------------------------------------------
     claim_of = {c.tier: c for c in tier_claims(rf)} if any_dra(rf) else {}
     implicit = [f"{IMPLICIT_DRA_PREFIX}{c}" for c in
@@ -272,10 +340,7 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     tenant_req = {"operation": "CREATE", "userInfo": {"username": "tenant"}}
     ctrl_req = {"operation": "CREATE", "userInfo": {"username": JOB_CONTROLLER if JOB_CONTROLLER in ctrl else
                                                     (ctrl[0] if ctrl else "tenant")}}
-    attacks: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = []  # (words, pod, request, kueue-held)
     node_pool: dict[str, str] = {}  # spec.nodeName of the shapes bound by name -> its pool
-
-    forbidden: dict[int, str] = {}  # id(pod) -> the escape of a shape no namespace may admit
     unbounded: set[str] = set()  # pools with no CPU and memory share per GPU (gpuplan.pergpu)
 
     def add(words: str, spec: dict[str, Any], req: dict[str, Any] = tenant_req, kueue_held: bool = False,
@@ -289,14 +354,13 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
         if (spec.get("schedulingGates") or []):
             out.tried[GATE_SHAPE] = out.tried.get(GATE_SHAPE, 0) + 1
         pod = _pod(spec)
-        if escape is not None:
-            forbidden[id(pod)] = escape
         if labels:
             pod["metadata"]["labels"] = labels
         tiers_ = tiers_of.get(spec.get("priorityClassName", ""), ())
         if tiers_ and pod_annotations(rf, tiers_[0]):  # annotations any tenant can write (do-not-disrupt)
             pod["metadata"]["annotations"] = pod_annotations(rf, tiers_[0])
-        attacks.append((words, pod, req, kueue_held))
+        out.pods += 1
+        judge(words, pod, req, kueue_held, escape)  # each pod is decided as it is made, and let go
 
     for pc in [*sorted(tiers_of), *sorted(set(extra_classes) - set(tiers_of)), "", SYSTEM_CLASS]:
         tiers = tiers_of.get(pc, [])
@@ -432,7 +496,6 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                 add(f"{who}: 1 {rf.tier_resource(tiers[0])} on pool {other.owner}",
                     _spec(pc, pool_place[other.owner], {rf.tier_resource(tiers[0]): 1}),
                     shape="its tier's resource on another pool")
-    out.pods = len(attacks)
     classes = [*sorted(tiers_of), *sorted(set(extra_classes) - set(tiers_of))]
     out.tried = {f"under {len(classes)} tier class{'es' if len(classes) != 1 else ''}, no class, "
                  f"{SYSTEM_CLASS} and {NODE_CRITICAL_CLASS}": out.pods,
@@ -449,71 +512,6 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                        *((f"CPU and memory per GPU on pools whose node size gpuplan does not know "
                           f"({', '.join(sorted(unbounded))}: set pools[].perGPU)",) if unbounded else ()))
 
-    # --- admission and fit -----------------------------------------------------------------
-    ert = ert_enabled(rf)
-    access: dict[tuple[str, str, str], dict[str, int]] = {}
-    gated = {*tiers_of, *extra_classes}
-    # the shapes each policy is bound in (None: a policy reads the namespace; or ``exhaustive``:
-    # every shape asked through Cluster.policy_denials, as a test compares)
-    masks = None if exhaustive else cluster.policy_masks(selected)
-    every_shape = (1 << len(groups)) - 1
-    for words, pod, req, kueue_held in attacks:
-        admitted_pod = extended_resource_toleration(pod) if ert else pod
-        pc = pod["spec"].get("priorityClassName", "")
-
-        def note(ns_obj: dict[str, Any], admitted: bool) -> None:
-            if record:
-                out.cases.append(Case(words, pod, req, ns_obj["metadata"]["name"], admitted,
-                                      dict(ns_obj["metadata"].get("labels") or {})))
-        # refused in every namespace state: a class the cluster has no PriorityClass of (yet, or any
-        # more: the Priority admission plugin, before any policy), or a policy bound everywhere
-        unknown = defined is not None and pc in gated and pc not in defined
-        verdicts = {} if unknown else cluster.verdicts(admitted_pod, req, covering)
-        if unknown or any(msgs for name, msgs in verdicts.items() if name in covering):
-            out.checked += len(groups)
-            if record:
-                for group in groups:
-                    for ns_obj in group:
-                        note(ns_obj, False)
-            continue
-        all_requests = requests(admitted_pod)
-        want = gpu(all_requests)
-        landing: list[str] | None = None
-        out.checked += len(groups)
-        refused = refused_shapes(masks, verdicts)
-        for g in range(len(groups)) if (record or refused is None) else shape_bits(every_shape & ~refused):
-            group = groups[g]
-            if (refused >> g & 1 if refused is not None
-                    else cluster.policy_denials(admitted_pod, group[0], selected[g], req, verdicts)):
-                for ns_obj in group:
-                    note(ns_obj, False)
-                continue
-            if landing is None:
-                node = admitted_pod["spec"].get("nodeName")
-                landing = [p.name for p in index.candidates(admitted_pod)
-                           if (kubelet_admits(admitted_pod, p) and p.name == node_pool[node] if node else fits(admitted_pod, p))]
-            for ns_obj in group:
-                ns = ns_obj["metadata"]["name"]
-                quotas = cluster.quotas.get(ns, [])
-                if quota_denials(admitted_pod, quotas, all_requests):
-                    note(ns_obj, False)
-                    continue
-                note(ns_obj, True)
-                if id(pod) in forbidden:
-                    out.breaches.append(Breach(ns, words, forbidden[id(pod)]))
-                label = (pod["metadata"].get("labels") or {}).get(PRIORITY_LABEL)
-                if label and label not in own_priority.get(pc, ()):
-                    out.breaches.append(Breach(ns, words, f"takes Kueue priority {label}, not its own tier's"))
-                for escape in _escapes(rf, pc, want, landing, ns, kueue_held, tiers_of, allowance, quotas, by_pool,
-                                       admitted_pod):
-                    out.breaches.append(Breach(ns, words, escape))
-                if want and pc in tiers_of:
-                    for pool in landing:
-                        for res in want:
-                            c = quota_cap(quotas, pc, res)
-                            if c is not None:
-                                key = (by_pool[pool].owner, pc, res)
-                                access.setdefault(key, {})[ns] = max(access.get(key, {}).get(ns, 0), c)
     out.breaches += _claim_breaches(rf, cluster, states, exempt, tenant_of, out.cases if record else None)
     if any_dra(rf):
         out.tried["a ResourceClaim of every GPU DeviceClass"] = len({*CHART_CLASSES, *(c.class_name for c in tier_claims(rf))})

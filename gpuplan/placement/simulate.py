@@ -679,7 +679,8 @@ def _selects(sel: dict[str, Any], ns_obj: dict[str, Any]) -> bool:
 
 def slim_object(doc: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
     """What the proofs read of an object: a ResourceQuota's name, namespace, annotations (the sync
-    steps read its wave and prune options) and spec; a Namespace's name, labels and annotations;
+    steps read its wave and prune options) and spec; a Namespace's name, labels and annotations,
+    as the API server stores it (:func:`namespace_object`);
     other kinds whole. Equal specs and annotations are kept once (``shared``: by content, one per
     collection): a 20,000-node fleet's 120,000 quotas have a few hundred distinct specs. The
     rest (labels of quotas, which no admission reads) is dropped as the objects are collected,
@@ -700,12 +701,16 @@ def slim_object(doc: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
            "metadata": {k: (once(md[k]) if k == "annotations" else md[k]) for k in keep if k in md}}
     if kind == "ResourceQuota":
         out["spec"] = once(doc.get("spec"))
-    return out
+        return out
+    return namespace_object(out)  # as stored, so each proof reads it without a copy of its own
 
 
 def namespace_object(doc: dict[str, Any]) -> dict[str, Any]:
     """The Namespace as the API server stores it (kubernetes.io/metadata.name added,
-    NamespaceDefaultLabelName, on since 1.21)."""
+    NamespaceDefaultLabelName, on since 1.21); ``doc`` itself where it already carries it."""
+    labels = doc["metadata"].get("labels") or {}
+    if isinstance(doc["metadata"].get("name"), str) and labels.get("kubernetes.io/metadata.name") == doc["metadata"]["name"]:
+        return doc
     md = dict(doc["metadata"])
     md["labels"] = {**md.get("labels", {}), "kubernetes.io/metadata.name": md["name"]}
     return {**doc, "metadata": md}
