@@ -65,6 +65,11 @@ def to_data(r: CapacityReport) -> dict[str, Any]:
             "name": t.name, "namespaces": list(t.namespaces), "gpus": t.gpus,
             "costPerMonth": t.cost_per_month, "grants": [grant(g) for g in t.grants],
         } for t in r.tenants],
+        "headroom": [{
+            "pool": h.pool, "resource": h.resource, "tiers": list(h.tiers), "nodesDown": h.nodes_down,
+            "nodesDownSet": h.nodes_down_set, "granted": h.granted, "nodes": h.nodes, "counted": h.basis,
+            "capacity": h.capacity, "capacityNodesDown": h.capacity_down, "fits": h.fits, "shortfall": h.shortfall,
+        } for h in r.headroom],
     }
 
 

@@ -133,3 +133,19 @@ def test_no_section_without_a_guaranteed_tier(run):
     r = run.resolved(text).capacity
     assert r.headroom == ()
     assert "Failure headroom" not in render_markdown(r)
+
+
+def test_json_and_html_carry_it(run):
+    import json
+
+    from gpuplan.report.html import render_html
+    from gpuplan.report.render import render_json
+
+    r = run.resolved(_open(BASE)).capacity
+    rows = {(h["pool"], h["resource"]): h for h in json.loads(render_json(r))["headroom"]}
+    assert rows[("train", "nvidia.com/gpu")] == {
+        "pool": "train", "resource": "nvidia.com/gpu", "tiers": ["training"], "nodesDown": 1, "nodesDownSet": False,
+        "granted": 8, "nodes": 2, "counted": "nodes", "capacity": 8, "capacityNodesDown": 4, "fits": False,
+        "shortfall": 4}
+    html = render_html(r)
+    assert "<h2>Failure headroom</h2>" in html and "<td>1 (default)</td>" in html
