@@ -201,3 +201,17 @@ def test_gp434_leaves_grants_above_the_whole_pool_to_gp410(run):
     text = edit(_train_only(_open(BASE)), QUOTA, "alpha-ns: {training: 9, serve: 8, notebooks: 16}")
     codes = run.codes(text)
     assert "GP410" in codes and "GP434" not in codes
+
+
+def test_gp434_not_computed_from_a_layout_that_cannot_exist(run):
+    # 3 × 3g.40gb do not fit an A100: GP202, and no headroom from the layout it refuses
+    text = edit(BASE, "layout: {1g.10gb: 7}}\n" + HEALTH, "layout: {1g.10gb: 7}}\n")  # pool train keeps its own
+    text = edit(_train_only(text), "layout: {1g.10gb: 7}", "layout: {3g.40gb: 3}")
+    text = edit(text, "profile: 1g.10gb", "profile: 3g.40gb")
+    text = edit(text, "serve: 8,", "serve: 24,")  # 2 nodes × 4 GPUs × 3 = 24: would not fit with one node down
+    codes = run.codes(text)
+    assert "GP202" in codes and "GP434" not in codes
+    ok = edit(text, "layout: {3g.40gb: 3}", "layout: {3g.40gb: 2}")
+    ok = edit(ok, "serve: 24,", "serve: 16,")  # 16 with both nodes, 8 with one down
+    d = only(run(ok), "GP434")
+    assert d.message.startswith("pool infer: guaranteed grants of tier serve (16 nvidia.com/mig-3g.40gb)")
