@@ -25,15 +25,16 @@ Stage: resolve (docs/architecture.md)."""
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from gpuplan.provisioning.pools import autoscaled, platform
 from gpuplan.spec.models import Mig
 from gpuplan.units import (
-    HOURS_PER_MONTH, capacity_explanation, max_oversubscription, pool_capacity_types, pool_resources, preemptible_pool,
-    preemptible_tier, tier_profile, unit_gpu_fraction,
+    HOURS_PER_MONTH, capacity_explanation, floor_nodes, max_oversubscription, pool_capacity_types, pool_resources,
+    pool_resources_per_node, preemptible_pool, preemptible_tier, tier_profile, unit_gpu_fraction,
 )
 
 if TYPE_CHECKING:
@@ -197,6 +198,7 @@ class CapacityReport:
     placement: Any = None  # gpuplan.placement.simulate.Proof, with tiers
     boundary: Any = None  # gpuplan.placement.boundary.Boundary, with an admission policy
     stranded: tuple[Stranded, ...] = ()
+    headroom: tuple["Headroom", ...] = ()  # failure headroom per pool resource of guaranteed tiers
 
     @property
     def physical_gpus(self) -> int:
@@ -340,7 +342,6 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
     tiers_of_pool: dict[str, list[TierReport]] = {}  # grouped once: linear in pools + tiers
     for tr in tiers:
         tiers_of_pool.setdefault(tr.pool, []).append(tr)
-    from gpuplan.units import floor_nodes
 
     pools = []
     for pv in rf.pools:
@@ -382,7 +383,7 @@ def capacity(rf: "ResolvedFleet") -> CapacityReport:
         tenants.append(TenantReport(tn.name, tuple(tn.namespaces), gs))
 
     report = CapacityReport(rf.fleet.metadata.name, tuple(pools), tuple(tiers), tuple(tenants),
-                            stranded=_stranded(rf, pools, tiers))
+                            stranded=_stranded(rf, pools, tiers), headroom=_headroom(rf, tiers_of_pool))
     if spec.queueing is not None:
         from dataclasses import replace
 
@@ -471,3 +472,92 @@ def capacity_split(report: "CapacityReport") -> list[tuple[str, tuple[str, ...],
                     None if None in guaranteed else sum(guaranteed),
                     None if None in preemptible else sum(preemptible), pr.floor_gpus))
     return out
+
+
+# --- failure headroom --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """The guaranteed grants of one pool resource against the pool with its k largest nodes down."""
+
+    pool: str
+    resource: str
+    tiers: tuple[str, ...]  # the tiers that must not be interrupted and hand it out, in spec order
+    nodes_down: int  # k: the pool's health.nodesDown, else default_nodes_down
+    nodes_down_set: bool  # k is the spec's
+    granted: int  # units those tiers grant
+    unit_gpus: float | None  # GPU-equivalent of one unit
+    nodes: int | None  # nodes counted: static, the most an autoscaled pool may have, its on-demand floor
+    basis: str  # "nodes", "max" (an autoscaled pool at its ceiling), "floor" (karpenter.guaranteedGPUs)
+    capacity: int | None  # units with every node up; None: not known
+    capacity_down: int | None  # units with the k largest nodes down; None: not known
+    per_node: int | None  # units of one node
+    severity: str = "warn"  # the pool's health.headroom
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.capacity_down is None else self.granted <= self.capacity_down
+
+    @property
+    def shortfall(self) -> int | None:
+        """Units the grants lack with k nodes down (0 when they fit; None: not known)."""
+        return None if self.capacity_down is None else max(0, self.granted - self.capacity_down)
+
+
+def capacity_with_nodes_down(per_node: Iterable[int], k: int) -> int:
+    """Units a pool has when the ``k`` nodes with the most units are down: the sum over its nodes
+    less the ``k`` largest (every node, when ``k`` is at least their number)."""
+    units = list(per_node)
+    return sum(units) - (sum(heapq.nlargest(k, units)) if k > 0 else 0)
+
+
+def default_nodes_down(holds_guaranteed: bool) -> int:
+    """``health.nodesDown`` left out: one node for a pool that holds a tier that must not be
+    interrupted (``not preemptible_tier``), none for a pool of preemptible tiers only."""
+    return 1 if holds_guaranteed else 0
+
+
+def nodes_down(pv: "PoolView", tiers: Iterable[TierReport]) -> tuple[int, bool]:
+    """(k, whether the spec sets it): the pool's ``health.nodesDown``, else
+    :func:`default_nodes_down` of whether one of ``tiers`` (the pool's) must not be interrupted."""
+    health = pv.pool.health
+    if health is not None and health.nodes_down is not None:
+        return health.nodes_down, True
+    return default_nodes_down(any(not t.preemptible for t in tiers)), False
+
+
+def _headroom(rf: "ResolvedFleet", tiers_of_pool: dict[str, list[TierReport]]) -> tuple[Headroom, ...]:
+    """Per pool (spec order) and resource (sorted): the grants of its guaranteed tiers with its
+    ``health.nodesDown`` largest nodes down. A pool's nodes are alike (one GPU model, GPUs per node
+    and layout), so every node counts its per-node units; an autoscaled pool counts at its ceiling,
+    guaranteed tiers on a pool with an on-demand floor at the floor's nodes, where they are pinned."""
+    out = []
+    for pv in rf.pools:
+        guaranteed = [tr for tr in tiers_of_pool.get(pv.name, ()) if not tr.preemptible and tr.resource]
+        if not guaranteed:
+            continue
+        health = pv.pool.health
+        k, k_set = nodes_down(pv, guaranteed)
+        floor = floor_nodes(pv)
+        nodes = floor or pv.node_count
+        basis = "floor" if floor else ("max" if autoscaled(pv.pool) else "nodes")
+        known = nodes is not None and pv.gpus_per_node is not None
+        per_node_units = pool_resources_per_node(pv) if known else {}
+        groups: dict[str, list[TierReport]] = {}
+        for tr in guaranteed:
+            groups.setdefault(tr.resource, []).append(tr)  # type: ignore[arg-type]
+        for res in sorted(groups):
+            trs = groups[res]
+            per_node = per_node_units.get(res, 0) if known else None
+            cap = down = None
+            if per_node is not None and nodes is not None:
+                cap = per_node * nodes
+                down = capacity_with_nodes_down([per_node] * nodes, k)
+            out.append(Headroom(
+                pool=pv.name, resource=res, tiers=tuple(t.name for t in trs), nodes_down=k, nodes_down_set=k_set,
+                granted=sum(t.quota for t in trs), unit_gpus=trs[0].unit_gpus, nodes=nodes if known else None,
+                basis=basis, capacity=cap, capacity_down=down, per_node=per_node,
+                severity=health.headroom if health is not None else "warn",
+            ))
+    return tuple(out)

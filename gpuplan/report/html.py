@@ -220,6 +220,16 @@ def _spot_section(r: CapacityReport) -> str:
     return f"<h2>{escape(SPOT_HEADING)}</h2><p>{escape(notice)}</p>" + "".join(_table(*t) for t in tables)
 
 
+def _headroom_section(r: CapacityReport) -> str:
+    from gpuplan.report.sections import HEADROOM_HEADING, headroom_section
+
+    headroom = headroom_section(r)
+    if headroom is None:
+        return ""
+    lead, rows = headroom
+    return f"<h2>{escape(HEADROOM_HEADING)}</h2><p>{escape(lead)}</p>" + _table(*rows)
+
+
 def _notes_section(r: CapacityReport) -> str:
     from gpuplan.report.sections import notes
 
@@ -271,6 +281,7 @@ def render_html(r: CapacityReport, *, diff: Any = None, optimise: Any = None, di
         _queue_section(r),
         _placement_section(r),
         _spot_section(r),
+        _headroom_section(r),
         _stranded_section(r),
         _mig_section(r.pools),
         _notes_section(r),

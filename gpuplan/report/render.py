@@ -12,7 +12,7 @@ import math
 from typing import Any, Callable
 
 from gpuplan.capacity import CapacityReport, LayoutUsage, PoolReport
-from gpuplan.report.sections import SPOT_HEADING, notes, spot_section
+from gpuplan.report.sections import HEADROOM_HEADING, SPOT_HEADING, headroom_section, notes, spot_section
 from gpuplan.report.tables import (
     _TENANT_HEAD, _md_table, _one_tenant_rows, _pool_rows, _summary, _tenant_rows, _text_table, _tier_rows, gpus,
     layout_text, money, stranded_rows,
@@ -65,6 +65,11 @@ def to_data(r: CapacityReport) -> dict[str, Any]:
             "name": t.name, "namespaces": list(t.namespaces), "gpus": t.gpus,
             "costPerMonth": t.cost_per_month, "grants": [grant(g) for g in t.grants],
         } for t in r.tenants],
+        "headroom": [{
+            "pool": h.pool, "resource": h.resource, "tiers": list(h.tiers), "nodesDown": h.nodes_down,
+            "nodesDownSet": h.nodes_down_set, "granted": h.granted, "nodes": h.nodes, "counted": h.basis,
+            "capacity": h.capacity, "capacityNodesDown": h.capacity_down, "fits": h.fits, "shortfall": h.shortfall,
+        } for h in r.headroom],
     }
 
 
@@ -165,6 +170,10 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
     if spot is not None:
         notice, tables = spot
         parts += [heading(2, SPOT_HEADING), notice, *(table(*t) for t in tables)]
+    headroom = headroom_section(r)
+    if headroom is not None:
+        lead, rows = headroom
+        parts += [heading(2, HEADROOM_HEADING), lead, table(*rows)]
     if r.stranded:
         parts += [heading(2, "Stranded capacity"),
                   "Paid for and grantable by no tier (no tier hands out these resources):",

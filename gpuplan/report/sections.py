@@ -1,5 +1,5 @@
 """The capacity report's sections every format carries in the same words (text, Markdown, HTML):
-the spot exposure and the notes. The formats differ only in how they set them.
+the spot exposure, the failure headroom and the notes. The formats differ only in how they set them.
 
 Stage: report (docs/architecture.md)."""
 
@@ -78,3 +78,29 @@ def _split_rows(r: CapacityReport) -> tuple[list[str], list[list[str]]]:
     return (["pool", "capacity types", "GPU-eq guaranteed (pinned off spot)", "GPU-eq preemptible",
              "on-demand floor (GPUs)"],
             [[p, ", ".join(types), gpus(g), gpus(s), str(f) if f else "—"] for p, types, g, s, f in capacity_split(r)])
+
+
+HEADROOM_HEADING = "Failure headroom"
+HEADROOM_HEAD = ["pool", "resource", "guaranteed tiers", "granted", "nodes down", "capacity", "with nodes down",
+                 "fits", "short"]
+
+
+def headroom_section(r: CapacityReport):
+    """(the lead, its table) of the failure headroom, None without a tier that must not be
+    interrupted; one source for every format."""
+    if not r.headroom:
+        return None
+    lead = ("Grants of the tiers that must not be interrupted against each pool with its `health.nodesDown` "
+            "largest nodes down (default 1 on such a pool; GP434): autoscaled pools at their most nodes, "
+            "pools with an on-demand floor at the floor's nodes; ? where the pool's size is not known.")
+    return lead, (HEADROOM_HEAD, [_headroom_row(h) for h in r.headroom])
+
+
+def _headroom_row(h) -> list[str]:
+    def known(x) -> str:
+        return "?" if x is None else str(x)
+    k = str(h.nodes_down) + ("" if h.nodes_down_set else " (default)")
+    cap = known(h.capacity) + {"max": " (max)", "floor": " (floor)"}.get(h.basis, "")
+    fits = "?" if h.fits is None else ("yes" if h.fits else "NO")
+    short = "?" if h.shortfall is None else (str(h.shortfall) if h.shortfall else "—")
+    return [h.pool, h.resource, ", ".join(h.tiers), str(h.granted), k, cap, known(h.capacity_down), fits, short]

@@ -1,4 +1,4 @@
-"""GP410-GP419: quotas against physical capacity.
+"""GP410-GP412, GP434: quotas against physical capacity.
 
 For every pool and resource the capacity is what the device plugin will
 publish (GPUs × nodes, MIG instances per layout × nodes, GPUs × replicas;
@@ -9,7 +9,9 @@ sharing mode — see ``gpuplan.capacity.max_oversubscription``). When
 tiers with different limits share one pool resource, the strictest applies:
 a tier that allows no oversubscription is only safe when the total fits.
 The arithmetic is the capacity report's (``gpuplan plan``), so the report and
-the rules never disagree.
+the rules never disagree. GP434 holds the quotas of the tiers that must not be
+interrupted to the pool with its ``health.nodesDown`` largest nodes down (the
+report's "Failure headroom", ``gpuplan.capacity.Headroom``).
 
 Stage: check (docs/architecture.md)."""
 
@@ -17,9 +19,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from gpuplan.capacity import Headroom
 from gpuplan.codes import Code
 from gpuplan.diagnostics import Diagnostic, Severity
-from gpuplan.resolve import ResolvedFleet
+from gpuplan.resolve import PoolView, ResolvedFleet
 from gpuplan.rules.cascade import POOL_INPUTS
 
 E_OVERSUBSCRIBED = Code(
@@ -51,7 +54,20 @@ I_UNOFFERED = Code(
     good="tiers:\n  - {name: batch, pool: spare}",
 )
 
-CODES = (E_OVERSUBSCRIBED, E_NO_CAPACITY, I_UNOFFERED)
+W_NO_HEADROOM = Code(
+    "GP434", "guaranteed grants that need every node up", Severity.WARNING,
+    "The quotas of a pool's tiers that must not be interrupted (not preemptible: inference, training and gangs "
+    "by default) fit the pool only while all its nodes are up: with its `health.nodesDown` largest nodes down "
+    "(default 1 on such a pool) they promise more than the rest advertise, and one failed GPU node leaves "
+    "granted pods Pending. Autoscaled pools count at their most nodes, tiers on a pool with an on-demand floor "
+    "(`karpenter.guaranteedGPUs`) at the floor's nodes; grants above the whole pool are GP410's. The severity is "
+    "the pool's `health.headroom` (`warn` or `error`); `health: {nodesDown: 0}` accepts the risk.",
+    bad="pools:\n  - {name: train, gpusPerNode: 8, nodes: [a, b]}\n"
+        "tenants:\n  - {name: ml, namespaces: [ml], quotas: {ml: {training: 16}}}   # 8 with one node down",
+    good="pools:\n  - {name: train, gpusPerNode: 8, nodes: [a, b, c]}   # 16 with one node down",
+)
+
+CODES = (E_OVERSUBSCRIBED, E_NO_CAPACITY, I_UNOFFERED, W_NO_HEADROOM)
 
 # capacity is what the pool's layout and GPU model advertise (gpuplan.rules.cascade)
 CONSUMES = {c.code: POOL_INPUTS for c in CODES}
@@ -123,6 +139,49 @@ def check(rf: ResolvedFleet) -> Iterable[Diagnostic]:
                       pv.path + ("name",),
                       hint=f"add a tier with `pool: {st.pool}`" if not any(r.pool == st.pool for r in report.tiers)
                       else "add a tier for this resource, or change the pool's layout")
+
+    yield from _headroom(rf)
+
+
+def _headroom(rf: ResolvedFleet) -> Iterable[Diagnostic]:
+    """GP434: per pool resource, the guaranteed grants that fit the whole pool but not the pool
+    with its k largest nodes down (unknown capacity: nothing to say)."""
+    for h in rf.capacity.headroom:
+        if h.fits is not False or h.capacity is None or h.granted > h.capacity:
+            continue
+        pv = rf.pool_by_name[h.pool]
+        tiers = ("tier " if len(h.tiers) == 1 else "tiers ") + ", ".join(h.tiers)
+        nodes = f"{h.nodes_down} largest node{'s' if h.nodes_down != 1 else ''}"
+        holder = "its on-demand floor" if h.basis == "floor" else "the pool"
+        at = pv.path + (("health", "nodesDown") if h.nodes_down_set else ("name",))
+        yield rf.diag(W_NO_HEADROOM,
+                      f"pool {h.pool}: guaranteed grants of {tiers} ({_amount(h.granted, h.resource)}) need every "
+                      f"node up: with the {nodes} down {holder} has {h.capacity_down}",
+                      at, severity=Severity.ERROR if h.severity == "error" else Severity.WARNING,
+                      hint=f"{_more_nodes(pv, h)}, lower the grants by {h.shortfall}, or set "
+                           f"`health: {{nodesDown: 0}}` on pool {h.pool} to accept the risk")
+
+
+def _amount(units: int, resource: str) -> str:
+    return f"{units} GPUs" if resource == "nvidia.com/gpu" else f"{units} {resource}"
+
+
+def _more_nodes(pv: PoolView, h: Headroom) -> str:
+    """How to raise the pool's nodes by what the shortfall needs, in the pool's own field."""
+    from gpuplan.provisioning.pools import autoscaled, ceiling_gpus
+
+    extra = -(-(h.shortfall or 0) // h.per_node) if h.per_node else 1
+    pool = pv.pool
+    gpn = pv.gpus_per_node or 0
+    node_s = f"{extra} node{'s' if extra != 1 else ''}"
+    if h.basis == "floor" and pool.karpenter is not None and pool.karpenter.guaranteed_gpus is not None:
+        return (f"raise the on-demand floor by {node_s} (`guaranteedGPUs: {pool.karpenter.guaranteed_gpus + extra * gpn}`"
+                ", and `maxGPUs` above it)")
+    if autoscaled(pool):
+        ceiling = ceiling_gpus(pool)
+        if ceiling is not None:
+            return f"raise the pool's ceiling by {node_s} (`maxGPUs: {ceiling + extra * gpn}`)"
+    return f"add {node_s} to the pool's `nodes`"
 
 
 def _largest_grant_path(rf: ResolvedFleet, tiers: set[str]) -> tuple | None:

@@ -929,6 +929,24 @@ class Rollout(Model):
     )
 
 
+class PoolHealth(Model):
+    """What the pool's grants must survive when its nodes fail (docs/capacity.md "Failure headroom")."""
+
+    nodes_down: NodeCount | None = Field(
+        default=None,
+        description="How many of the pool's nodes may be down at once: the quotas of its tiers that must not be "
+        "interrupted (not preemptible) must still fit with that many of its largest nodes gone (GP434). "
+        "Default: 1 on a pool that holds such a tier, 0 otherwise; `0` accepts that a failed node leaves "
+        "those grants short.",
+        examples=[1, 0],
+    )
+    headroom: Literal["warn", "error"] = Field(
+        default="warn",
+        description="Severity of GP434, grants that do not fit with `nodesDown` nodes down: `warn` (default) or "
+        "`error`.",
+    )
+
+
 class Pool(Model):
     """Nodes with one GPU model and the same sharing and topology settings."""
 
@@ -990,6 +1008,11 @@ class Pool(Model):
         default=None,
         description="Static pools: how many nodes take a MIG layout or sharing change at a time (default: one "
         "node per step).",
+    )
+    health: PoolHealth | None = Field(
+        default=None,
+        description="Node failures the pool's grants must survive: the failure headroom of the capacity report "
+        "and GP434.",
     )
     os: str | None = Field(
         default=None, pattern=r"^[a-z]+[0-9]+(\.[0-9]+)?$",

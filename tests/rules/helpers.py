@@ -3,6 +3,7 @@ written to tmp_path and checked with the real pipeline (check_fleet)."""
 
 from __future__ import annotations
 
+# ``health: {nodesDown: 0}``: the train and infer pools are granted in full (GP434 otherwise)
 BASE = """\
 apiVersion: gpuplan.dev/v1alpha1
 kind: Fleet
@@ -18,12 +19,16 @@ spec:
       gpusPerNode: 4
       nodes: [n1, n2]
       sharing: {mode: exclusive}
+      health:
+        nodesDown: 0
       pricePerGPUHour: 2.0
     - name: infer
       gpu: A100-SXM4-80GB
       gpusPerNode: 4
       nodes: [n3]
       sharing: {mode: mig, strategy: mixed, layout: {1g.10gb: 7}}
+      health:
+        nodesDown: 0
       pricePerGPUHour: 2.0
     - name: dev
       gpu: A100-SXM4-80GB

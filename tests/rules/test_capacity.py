@@ -129,3 +129,89 @@ def test_gp204_hint_is_yaml_that_fixes_the_layout(tmp_path):
     for proposal in proposals:
         p.write_text(bad.replace("        layout: {3g.40gb: 2, 2g.20gb: 1}\n", f"        {proposal}\n"))
         assert "GP204" not in {x.code for x in check_fleet(p).diagnostics}, proposal
+
+
+# --- GP434: failure headroom ---------------------------------------------------------------
+
+HEALTH = "      health:\n        nodesDown: 0\n"
+
+
+def _open(text: str) -> str:
+    """BASE without the settings that accept the risk on pools train and infer."""
+    return text.replace(HEALTH, "")
+
+
+def _train_only(text: str) -> str:
+    """Pool infer with room for its grants, so that GP434 can only concern pool train."""
+    return edit(text, "      nodes: [n3]\n", "      nodes: [n3, n6]\n")
+
+
+def test_gp434_warns_at_the_pool_without_nodes_down(run):
+    text = _train_only(_open(BASE))
+    d = only(run(text), "GP434")
+    assert d.severity.value == "warning"
+    assert d.message == ("pool train: guaranteed grants of tier training (8 GPUs) need every node up: with the "
+                         "1 largest node down the pool has 4")
+    assert (d.line, d.col) == position(text, "- name: train", len("- name: "))
+    assert d.hint == ("add 1 node to the pool's `nodes`, lower the grants by 4, or set `health: {nodesDown: 0}` "
+                      "on pool train to accept the risk")
+
+
+def test_gp434_at_nodes_down_when_set_and_error_by_headroom(run):
+    text = edit(_train_only(_open(BASE)), "nodes: [n1, n2]\n",
+                "nodes: [n1, n2, n7]\n      health: {nodesDown: 2, headroom: error}\n")
+    d = only(run(text), "GP434")
+    assert d.severity.value == "error"
+    assert d.message.endswith("with the 2 largest nodes down the pool has 4")
+    assert (d.line, d.col) == position(text, "nodesDown: 2", len("nodesDown: "))
+    # headroom alone: the severity, at the pool's line
+    text = edit(_train_only(_open(BASE)), "nodes: [n1, n2]\n", "nodes: [n1, n2]\n      health: {headroom: error}\n")
+    d = only(run(text), "GP434")
+    assert d.is_error and (d.line, d.col) == position(text, "- name: train", len("- name: "))
+
+
+def test_gp434_lists_the_tiers_of_one_resource_and_units(run):
+    text = edit(_open(BASE), "    - {name: notebooks,",
+                "    - {name: serve-b, pool: infer, profile: 1g.10gb, workload: inference}\n    - {name: notebooks,")
+    text = edit(text, "serve: 8,", "serve: 8, serve-b: 4,")
+    diags = [d for d in run(text) if d.code == "GP434"]
+    msgs = sorted(d.message for d in diags)
+    assert msgs[0] == ("pool infer: guaranteed grants of tiers serve, serve-b (12 nvidia.com/mig-1g.10gb) need every "
+                       "node up: with the 1 largest node down the pool has 0")
+
+
+def test_gp434_autoscaled_hint_names_max_gpus(run):
+    text = edit(_train_only(_open(BASE)), "      gpusPerNode: 4\n      nodes: [n1, n2]\n",
+                "      karpenter: {instanceTypes: [p4de.24xlarge], maxGPUs: 16}\n")
+    text = edit(text, "training: 8,", "training: 16,")
+    d = only(run(text), "GP434")
+    assert d.message.endswith("with the 1 largest node down the pool has 8")
+    assert d.hint.startswith("raise the pool's ceiling by 1 node (`maxGPUs: 24`), lower the grants by 8")
+
+
+def test_gp434_quiet_where_it_fits_or_the_risk_is_accepted(run):
+    assert "GP434" not in run.codes(BASE)  # nodesDown: 0 on the pools granted in full
+    three = edit(_train_only(_open(BASE)), "nodes: [n1, n2]", "nodes: [n1, n2, n7]")
+    assert "GP434" not in run.codes(three)  # 12 GPUs, 8 with one down: the 8 granted fit
+    # preemptible tiers hold no headroom: batch fills pool train, notebooks pool dev's one node
+    assert "GP434" not in run.codes(edit(_train_only(_open(BASE)), "workload: training,", "workload: batch,"))
+
+
+def test_gp434_leaves_grants_above_the_whole_pool_to_gp410(run):
+    text = edit(_train_only(_open(BASE)), QUOTA, "alpha-ns: {training: 9, serve: 8, notebooks: 16}")
+    codes = run.codes(text)
+    assert "GP410" in codes and "GP434" not in codes
+
+
+def test_gp434_not_computed_from_a_layout_that_cannot_exist(run):
+    # 3 × 3g.40gb do not fit an A100: GP202, and no headroom from the layout it refuses
+    text = edit(BASE, "layout: {1g.10gb: 7}}\n" + HEALTH, "layout: {1g.10gb: 7}}\n")  # pool train keeps its own
+    text = edit(_train_only(text), "layout: {1g.10gb: 7}", "layout: {3g.40gb: 3}")
+    text = edit(text, "profile: 1g.10gb", "profile: 3g.40gb")
+    text = edit(text, "serve: 8,", "serve: 24,")  # 2 nodes × 4 GPUs × 3 = 24: would not fit with one node down
+    codes = run.codes(text)
+    assert "GP202" in codes and "GP434" not in codes
+    ok = edit(text, "layout: {3g.40gb: 3}", "layout: {3g.40gb: 2}")
+    ok = edit(ok, "serve: 24,", "serve: 16,")  # 16 with both nodes, 8 with one down
+    d = only(run(ok), "GP434")
+    assert d.message.startswith("pool infer: guaranteed grants of tier serve (16 nvidia.com/mig-3g.40gb)")
