@@ -97,6 +97,7 @@ CODE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.monitoring",
     "gpuplan.rules.dra",
     "gpuplan.rules.queueing",
+    "gpuplan.queueing.volcano.rules",
     "gpuplan.rules.admission",
     "gpuplan.rules.versions",
     "gpuplan.rules.provisioning",

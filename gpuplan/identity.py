@@ -174,6 +174,10 @@ def kueue_app_name(rf: ResolvedFleet) -> str:
     return f"gpuplan-{rf.fleet.metadata.name}-kueue"
 
 
+def volcano_app_name(rf: ResolvedFleet) -> str:
+    return f"gpuplan-{rf.fleet.metadata.name}-volcano"
+
+
 # --- Taints --------------------------------------------------------------------------------
 
 
@@ -980,6 +984,12 @@ def pool_node_labels(rf: ResolvedFleet, pv: PoolView) -> dict[str, str]:
         out[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
     if driver_upgrade_held(rf, pv):
         out[DRIVER_UPGRADE_SKIP_LABEL] = "true"
+    q = rf.fleet.spec.queueing
+    if q is not None and q.engine == "volcano":
+        from gpuplan.queueing.volcano.names import NODE_GROUP_LABEL
+
+        # the pool's Volcano node group: its leaf queues' pods run only here (queueing.volcano.queues)
+        out[NODE_GROUP_LABEL] = pv.name
     for key in sorted(pv.pool.labels):
         if key not in out:
             out[key] = pv.pool.labels[key]
@@ -1056,7 +1066,7 @@ def contract_pod_spec(rf: ResolvedFleet, tier, resource: str, units: int) -> dic
         selector[CAPACITY_TYPE_LABEL] = pin
         if floor_nodes(pv):  # and may use the pool's on-demand floor
             taints = [*taints, guaranteed_taint(tier.pool)]
-    return {
+    out = {
         "priorityClassName": priority_class_name(tier),
         # the pool binding; with Kueue it also picks the tier's flavor (flavor nodeLabels)
         "nodeSelector": selector,
@@ -1065,6 +1075,14 @@ def contract_pod_spec(rf: ResolvedFleet, tier, resource: str, units: int) -> dic
         "containers": [{"name": "main", "image": EXAMPLE_IMAGE, "command": ["nvidia-smi"],
                         "resources": {"requests": dict(qty), "limits": dict(qty)}}],
     }
+    q = rf.fleet.spec.queueing
+    if q is not None and q.engine == "volcano":
+        from gpuplan.queues import queued_tiers
+        from gpuplan.queueing.volcano.names import SCHEDULER
+
+        if tier.name in queued_tiers(rf):  # a queued tier's pods go through the Volcano scheduler
+            out["schedulerName"] = SCHEDULER
+    return out
 
 
 def contract_units(tier) -> int:
@@ -1235,7 +1253,9 @@ def exempt_namespaces(rf: ResolvedFleet) -> dict[str, str]:
         out[DRA_NAMESPACE] = "the DRA driver's namespace"
     if spec.monitoring is not None and spec.monitoring.namespace:
         out[spec.monitoring.namespace] = "the monitoring namespace (monitoring.namespace)"
-    if spec.queueing is not None:
+    if spec.queueing is not None and spec.queueing.engine == "volcano":
+        out[spec.queueing.volcano.namespace] = "Volcano's namespace (queueing.volcano.namespace)"
+    elif spec.queueing is not None:
         out[spec.queueing.kueue.namespace] = "Kueue's namespace (queueing.kueue.namespace)"
     out[g.namespace or ("argocd" if g.engine == "argocd" else "flux-system")] = \
         f"the {'Argo CD' if g.engine == 'argocd' else 'Flux'} namespace"

@@ -28,7 +28,7 @@ Stage: resolve (docs/architecture.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuplan.provisioning.pools import static_nodes
 
@@ -140,6 +140,7 @@ class QueueLedger:
     queues: tuple[QueuePlan, ...]
     flavors: tuple[FlavorLedger, ...]
     split: tuple[tuple[str, tuple[str, ...]], ...] = ()  # pools with a flavor per capacity type (flavor_types)
+    engine: str = "kueue"  # queueing.engine: whose queues these numbers are written into
 
     def flavor_types(self, pool: str) -> tuple[str | None, ...]:
         return dict(self.split).get(pool, (None,))
@@ -198,7 +199,7 @@ class QueueLedger:
 
 
 def queued_tiers(rf: "ResolvedFleet") -> tuple[str, ...]:
-    """Tiers whose quota Kueue manages, in spec order."""
+    """Tiers whose quota the queueing engine manages, in spec order."""
     q = rf.fleet.spec.queueing
     if q is None:
         return ()
@@ -207,6 +208,12 @@ def queued_tiers(rf: "ResolvedFleet") -> tuple[str, ...]:
         chosen = set(q.tiers)
         return tuple(t.name for t in tiers if t.name in chosen)
     return tuple(t.name for t in tiers if t.workload in QUEUED_WORKLOADS or t.gang is not None)
+
+
+def kueue_on(rf: "ResolvedFleet") -> bool:
+    """The fleet queues with Kueue (``queueing.engine: kueue``, the default)."""
+    q = rf.fleet.spec.queueing
+    return q is not None and q.engine == "kueue"
 
 
 def cohort_name(rf: "ResolvedFleet") -> str:
@@ -250,7 +257,7 @@ def tas_pools(rf: "ResolvedFleet") -> frozenset[str]:
     does not set those labels, so a topology-aware flavor there would never admit a job (and no
     pod would ask Karpenter for a node)."""
     q = rf.fleet.spec.queueing
-    if q is None or not q.topology_levels:
+    if q is None or not q.topology_levels or not kueue_on(rf):
         return frozenset()
     return frozenset(p.name for p in rf.fleet.spec.pools if static_nodes(p))
 
@@ -379,7 +386,7 @@ def build_ledger(rf: "ResolvedFleet", report: "CapacityReport") -> QueueLedger:
         ))
     children = tuple(dict.fromkeys(qp.cohort for qp in queues if qp.cohort != root))
     return QueueLedger(root, children, queued, tuple(pairs), tuple(queues), tuple(flavors),
-                       tuple((pool, types) for pool, types in split.items()))
+                       tuple((pool, types) for pool, types in split.items()), spec.queueing.engine)
 
 
 def queued_namespaces(ledger: "QueueLedger", tenant: "Tenant") -> list[str]:
@@ -434,18 +441,23 @@ def gang_shape(rf: "ResolvedFleet", tier: "Tier") -> tuple[int, int] | None:
     return tier.gang.nodes_per_job, per_pod
 
 
-def queue_rows(ledger: QueueLedger) -> tuple[list[str], list[list[str]]]:
+def queue_rows(ledger: QueueLedger, leaf: Any = None) -> tuple[list[str], list[list[str]]]:
     """The capacity report's queue table: each ClusterQueue's quota next to the tiers' quota
-    (the ResourceQuotas' units), then per flavor the cohort's total against the pool."""
-    head = ["queue", "flavor", "resource", "nominal", "lends", "borrow limit", "max admitted", "capacity"]
+    (the ResourceQuotas' units), then per flavor the cohort's total against the pool. ``leaf``:
+    (tenant, pool) -> the queue that holds the quota, where the engine's queues are per pool
+    (Volcano's leaves), whose flavor column is then the pool."""
+    head = ["queue", "flavor" if leaf is None else "pool", "resource", "nominal", "lends", "borrow limit",
+            "max admitted", "capacity"]
     rows = []
     for qp in ledger.queues:
         for q in qp.quotas:
-            rows.append([qp.name, q.flavor, q.resource, str(q.nominal), str(q.lendable),
+            rows.append([qp.name if leaf is None else leaf(qp.tenant, q.pool), q.flavor if leaf is None else q.pool,
+                         q.resource, str(q.nominal), str(q.lendable),
                          "—" if q.borrowing_limit is None else str(q.borrowing_limit), str(q.potential), ""])
     for f in ledger.flavors:
         limit = "" if f.max_oversubscription == 1.0 else f" × {f.max_oversubscription:g}"
-        rows.append([f"cohort {ledger.cohort}", f.flavor, f.resource, str(f.nominal), "", "", "",
+        rows.append([f"cohort {ledger.cohort}" if leaf is None else "root", f.flavor if leaf is None else f.pool,
+                     f.resource, str(f.nominal), "", "", "",
                      f"{f.capacity}{limit}"])
     return head, rows
 
@@ -453,6 +465,7 @@ def queue_rows(ledger: QueueLedger) -> tuple[list[str], list[list[str]]]:
 def queues_data(ledger: QueueLedger) -> dict:
     """The ledger for `gpuplan plan --format json`."""
     return {
+        "engine": ledger.engine,
         "cohort": ledger.cohort,
         "queuedTiers": list(ledger.queued_tiers),
         "clusterQueues": [{

@@ -27,15 +27,17 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("gpuplan", "gpuplan.artifacts", "gpuplan.diagnostics", "gpuplan.codes", "gpuplan.exitcodes", "gpuplan.internal",
                     "gpuplan.k8sversions", "gpuplan.k8s_features_dra", "gpuplan.upstream", "gpuplan.upstream.crdread", "gpuplan.catalog",
                     "gpuplan.cloud", "gpuplan.cloud.karpenter_requirements", "gpuplan.mig", "gpuplan.render", "gpuplan.probe._nvml_compat",
-                    "gpuplan.verify.cel", "gpuplan.k8snames", "gpuplan.k8squantity", "gpuplan.nodefacts")),
+                    "gpuplan.verify.cel", "gpuplan.k8snames", "gpuplan.k8squantity", "gpuplan.nodefacts",
+                    "gpuplan.queueing")),
     ("load", ("gpuplan.spec.loader", "gpuplan.verify.manifests")),
     ("model", ("gpuplan.spec", "gpuplan.probe.inventory", "gpuplan.probe.codes", "gpuplan.probe.reader",
                "gpuplan.probe.paths", "gpuplan.probe.facts", "gpuplan.mig.migparted")),
     ("resolve", ("gpuplan.resolve", "gpuplan.units", "gpuplan.pergpu", "gpuplan.queues", "gpuplan.capacity", "gpuplan.identity",
-                 "gpuplan.dra", "gpuplan.provisioning")),
-    ("check", ("gpuplan.rules",)),
-    ("lower", ("gpuplan.lower",)),
-    ("check-objects", ("gpuplan.placement", "gpuplan.verify", "gpuplan.objchecks")),
+                 "gpuplan.dra", "gpuplan.provisioning", "gpuplan.queueing.volcano.queues")),
+    ("check", ("gpuplan.rules", "gpuplan.queueing.volcano.rules")),
+    ("lower", ("gpuplan.lower", "gpuplan.queueing.volcano.lower", "gpuplan.queueing.volcano.admission",
+               "gpuplan.queueing.volcano.pages")),
+    ("check-objects", ("gpuplan.placement", "gpuplan.verify", "gpuplan.objchecks", "gpuplan.queueing.volcano.boundary")),
     ("write", ("gpuplan.output",)),
     ("report", ("gpuplan.report", "gpuplan.drift", "gpuplan.probe")),
     ("driver", ("gpuplan.compiler", "gpuplan.kept", "gpuplan.reporters", "gpuplan.pr_report", "gpuplan.cli", "gpuplan.__main__",
@@ -45,7 +47,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "gpuplan.importer.nap_read", "gpuplan.importer.kueue_compare")),
 )
 # The pipeline's driver may import lowering targets; nothing else outside lower/ may.
-MAY_IMPORT_LOWER = ("gpuplan.lower", "gpuplan.compiler", "gpuplan.kept", "gpuplan.codes", "gpuplan.cli")
+MAY_IMPORT_LOWER = ("gpuplan.lower", "gpuplan.compiler", "gpuplan.kept", "gpuplan.codes", "gpuplan.cli",
+                    "gpuplan.queueing.volcano.lower", "gpuplan.queueing.volcano.admission")
 
 
 def _modules() -> dict[str, Path]:

@@ -47,6 +47,7 @@ from gpuplan.dra.claims import IMPLICIT_DRA_PREFIX
 from gpuplan.identity import exempt_namespaces as identity_exempt
 from gpuplan.identity import POOL_LABEL, POOL_TAINT_KEY, PRIORITY_LABEL, QUEUE_LABEL, content_name
 from gpuplan.lower.common import metadata, obj
+from gpuplan.queues import kueue_on
 from gpuplan.resolve import ResolvedFleet
 
 API = "admissionregistration.k8s.io/v1"
@@ -123,7 +124,7 @@ def workloads(rf: ResolvedFleet) -> dict[str, tuple[str, str, str]]:
     """The kinds whose pod specs the policies read, this fleet's Kueue integrations included."""
     q = rf.fleet.spec.queueing
     out = dict(WORKLOADS)
-    for i in (q.integrations if q is not None else ()):
+    for i in (q.integrations if q is not None and kueue_on(rf) else ()):
         if i in INTEGRATION_WORKLOADS:
             kind, rule = INTEGRATION_WORKLOADS[i]
             out[kind] = rule
@@ -435,7 +436,7 @@ def changed(rf: ResolvedFleet) -> dict[str, str]:
     # Kueue re-reads a running Job's priority label (kueue v0.19.2 reconciler.go:1215
     # UpdateWorkloadPriority): a change of it is re-checked too
     label = (f" || {priority_label('object')} != {priority_label('oldObject')} || ({grows(rf)})"
-             if rf.fleet.spec.queueing is not None else "")
+             if kueue_on(rf) else "")
     return {"name": "changed", "expression": (
         "request.operation != 'UPDATE' || !has(oldObject.spec) || "
         f"(object.kind == 'Pod' ? object.spec != oldObject.spec : "
@@ -499,7 +500,7 @@ def _priority_validations(rf: ResolvedFleet) -> list[dict[str, str]]:
     queued tier, or none (Kueue then takes the pods' PriorityClass: reconciler.go:1716-1719).
     A Job of one tier labelled with another's would take that tier's queue priority, preempt
     by it and block reclaim; Kueue lets a running Job change the label (validation.go:219-232)."""
-    if rf.fleet.spec.queueing is None:
+    if not kueue_on(rf):
         return []
     own = workload_priorities(rf)
     label = priority_label("object")
@@ -663,7 +664,8 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
             "message": f"pods of PriorityClass {pc} may request at most {t.max_gpus_per_pod} "
                        f"{res} (tier {t.name} maxGPUsPerPod; sidecars count)",
             "reason": "Invalid"})
-    if any(t.name in set(queued_tiers(rf)) for t in tiers):
+    if kueue_on(rf) and any(t.name in set(queued_tiers(rf)) for t in tiers):
+        # with Volcano, gpuplan.queueing.volcano.admission holds a queued tier's pods to its scheduler
         out += _queued_validations(rf, pc)
         out += _topology_validations(rf, pc, tiers)
     return out

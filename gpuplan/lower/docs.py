@@ -128,7 +128,7 @@ def _tenant_rows(rf: ResolvedFleet) -> list[dict[str, str]]:
 ARGOCD_FEATURES = (
     ("v3.0", "the tracking-id annotation", lambda rf: True),
     ("v3.1", "the Kueue chart's OCI Helm source (`oci://registry.k8s.io/kueue/charts`)",
-     lambda rf: rf.fleet.spec.queueing is not None),
+     lambda rf: rf.fleet.spec.queueing is not None and rf.fleet.spec.queueing.engine == "kueue"),
 )
 
 

@@ -41,6 +41,8 @@ TARGET_MODULES: tuple[str, ...] = (
     "gpuplan.lower.monitoring",  # only with spec.monitoring
     "gpuplan.lower.dra",  # DRA pools only
     "gpuplan.lower.kueue",  # only with spec.queueing; before gitops (Flux lists its HelmRelease)
+    "gpuplan.queueing.volcano.lower",  # only with queueing.engine volcano; before gitops, like Kueue
+    "gpuplan.queueing.volcano.admission",  # its admission policies (read by the placement proof)
     "gpuplan.lower.tenant_page",  # tenant pages without Kueue (kueue writes them otherwise)
     "gpuplan.lower.gitops",  # needs everything above
     "capacity report",  # CAPACITY.md: a slot the driver fills (the report reads the object checks' proof)

@@ -155,6 +155,7 @@ _TREE_CLUSTER_KINDS = {
     "DeviceClass": "resource.k8s.io",
     "ClusterQueue": "kueue.x-k8s.io", "Cohort": "kueue.x-k8s.io", "ResourceFlavor": "kueue.x-k8s.io",
     "Topology": "kueue.x-k8s.io", "WorkloadPriorityClass": "kueue.x-k8s.io",
+    "Queue": "scheduling.volcano.sh",
     "ValidatingAdmissionPolicy": "admissionregistration.k8s.io",
     "ValidatingAdmissionPolicyBinding": "admissionregistration.k8s.io",
 }
@@ -176,6 +177,15 @@ CHART_CLUSTER_KINDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("resource.k8s.io", "DeviceClass"),
         ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        *_RBAC,
+    ),
+    # volcano-sh/volcano@v1.15.1 installer/helm/chart/volcano/templates/ (and its jobflow
+    # subchart): CRDs, RBAC and the admission webhooks (its ValidatingAdmissionPolicies,
+    # custom.vap_enable, are off by default)
+    "volcano": (
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
         *_RBAC,
     ),
     # kubernetes-sigs/kueue charts/kueue/templates/: CRDs, RBAC, webhooks and the

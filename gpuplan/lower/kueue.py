@@ -38,7 +38,7 @@ from gpuplan.identity import (LOCAL_QUEUE, POOL_LABEL, TENANT_LABEL, TIER_LABEL,
                               workload_priority_class_name)
 from gpuplan.lower.gitops import FLUX_HELM_API, FLUX_SOURCE_API, argo_chart_application, gitops_namespace
 from gpuplan.lower.common import ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_OPERATOR_DIR, engine, object_annotations
-from gpuplan.queues import QueueLedger, cohort_name, queue_ledger, queued_namespaces, queued_tiers
+from gpuplan.queues import QueueLedger, cohort_name, kueue_on, queue_ledger, queued_namespaces, queued_tiers
 from gpuplan.resolve import ResolvedFleet
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -293,7 +293,7 @@ def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
 
 def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]:
     ledger = queue_ledger(rf)
-    if ledger is None:
+    if ledger is None or not kueue_on(rf):
         return
     from gpuplan.lower.tenant_page import tenant_pages
 

@@ -46,6 +46,10 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
     from gpuplan.identity import priority_class_name, quota_cap
     from gpuplan.render.yamlwriter import dump
 
+    from gpuplan.queueing.volcano.queues import volcano_plan
+
+    q = rf.fleet.spec.queueing
+    engine = q.engine if q is not None else "kueue"
     qp = ledger.queue(tenant.name) if ledger is not None else None
     queued = set(ledger.queued_tiers) if ledger is not None else set()
     granted: dict[str, list[tuple[str, int]]] = {}  # tier -> (namespace, units), in the spec's order
@@ -91,12 +95,22 @@ def _tier_sections(rf: ResolvedFleet, ledger: QueueLedger, tenant,
                 row.update(gang_min=sizes[0], gang_max=sizes[1], gang_admits=admits)
                 pods = admits
             shared = [f"`{n}`" for n in fq.tiers if n != tier.name]
-            row["shared_note"] = (f" Kueue counts the flavor, not the tier: this quota is shared with "
+            row["shared_note"] = (f" {'Volcano counts the pool' if engine == 'volcano' else 'Kueue counts the flavor'}, "
+                                  f"not the tier: this quota is shared with "
                                   f"tier{'s' if len(shared) > 1 else ''} {', '.join(shared)}, and any of them can "
                                   "use all of it." if shared else "")
             row.update(nominal=fq.nominal, flavor=flavor_name(tier.pool, ctype), borrowing_limit=fq.borrowing_limit,
-                       lending_limit=fq.lending_limit, potential=fq.potential, gang_pods=pods, gang_units=units,
-                       example=dump(example_job(rf, tier, ns, res, units, pods)))
+                       lending_limit=fq.lending_limit, potential=fq.potential, gang_pods=pods, gang_units=units)
+            if engine == "volcano":
+                from gpuplan.queueing.volcano import pages
+                from gpuplan.render.yamlwriter import dump_documents
+
+                plan = specs.get("volcano-plan") or specs.setdefault("volcano-plan", volcano_plan(rf))
+                row.update(volcano=pages.page_facts(plan, tenant.name, tier),
+                           example=dump(pages.example_job(rf, tier, ns, res, units, pods, tenant.name)),
+                           podgroup=dump_documents(pages.example_podgroup(rf, tier, ns, pods, tenant.name)))
+            else:
+                row["example"] = dump(example_job(rf, tier, ns, res, units, pods))
         out.append(row)
     return out
 
@@ -203,6 +217,10 @@ def _refusals(rf: ResolvedFleet, pc: str, cache: dict) -> list[str]:
     if key not in cache:
         tiers = admission.class_tiers(rf).get(pc, [])
         cache[key] = [v["message"] for v in admission.class_validations(rf, pc, tiers)] if tiers else []
+        from gpuplan.queueing.volcano import admission as volcano_admission
+
+        if volcano_admission.enabled(rf) and pc in volcano_admission.queued_classes(rf):
+            cache[key].append(volcano_admission.scheduler_validation(pc)["message"])
     return cache[key]
 
 
@@ -234,6 +252,7 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> Iterator[Artifact]
 
 def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> Iterator[Artifact]:
     from gpuplan.identity import CAPACITY_TYPE_LABEL, LOCAL_QUEUE, PRIORITY_LABEL, QUEUE_LABEL
+    from gpuplan.queueing.volcano.queues import cohort_queue_name
     from gpuplan.render.text import render
 
     q = rf.fleet.spec.queueing
@@ -242,9 +261,13 @@ def tenant_pages(rf: ResolvedFleet, ledger: QueueLedger | None) -> Iterator[Arti
     for tn in rf.fleet.spec.tenants:
         qp = ledger.queue(tn.name) if ledger is not None else None
         sections = _tier_sections(rf, ledger, tn, specs)
+        volcano = q is not None and q.engine == "volcano"
         text = render(
             "tenant.md.j2", fleet=rf.fleet.metadata.name, tenant=tn.name, namespaces=list(tn.namespaces),
-            queue=qp.name if qp else None, cohort=qp.cohort if qp else None, weight=qp.weight if qp else 0,
+            engine=q.engine if q is not None else None,
+            queue=qp.name if qp else None,
+            cohort=(qp.cohort if not volcano else (None if qp.cohort == ledger.cohort else cohort_queue_name(qp.cohort)))
+            if qp else None, weight=qp.weight if qp else 0,
             fair_sharing=bool(q and q.fair_sharing), local_queue=LOCAL_QUEUE, queue_label=QUEUE_LABEL,
             queue_namespaces=queued_namespaces(ledger, tn) if qp else [],
             priority_label=PRIORITY_LABEL, tiers=sections,

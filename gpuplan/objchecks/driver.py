@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 # family -> the lowering targets whose objects it reads
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "gpuplan.objchecks.placement": ("gpuplan.lower.tenancy", "gpuplan.lower.admission",
+    "gpuplan.objchecks.placement": ("gpuplan.lower.tenancy", "gpuplan.lower.admission", "gpuplan.queueing.volcano.admission",
                                     "gpuplan.lower.node_labels", "gpuplan.lower.karpenter",
                                     # node groups (missing back-ends are skipped by iter_artifacts)
                                     "gpuplan.lower.provision_gke", "gpuplan.lower.provision_aks",

@@ -14,7 +14,8 @@ pods a tenant or a stranger could create and the namespaces they could create th
   ``maxGPUsPerPod`` in the containers, and in a sidecar; no GPU at all (with and
   without ``NVIDIA_VISIBLE_DEVICES``) on its pool, on every other pool, and with a keyless
   ``Exists`` toleration; for a queued tier's class, created by a tenant directly, by the
-  controller of a Kueue-managed workload, and held by Kueue's gate;
+  controller of a Kueue-managed workload, and held by Kueue's gate (with Volcano: created by a
+  tenant for the default scheduler, and for Volcano's);
 - ResourceClaims of every GPU DeviceClass (DRA fleets).
 
 Each goes through the API server's admission as gpuplan models it (ExtendedResourceToleration,
@@ -22,7 +23,7 @@ the policies by their bindings, ResourceQuota) and, where admitted, through node
 *breach* is an admitted pod that can use GPU capacity outside its namespace's grants:
 on a pool other than its tier's, a resource its tier does not hand out, uncharged by any
 quota, above what the namespace was granted (a queued tier's borrow ceiling counts only
-for Kueue-held workloads), above ``maxGPUsPerPod``, or any GPU node for a pod that is no
+for workloads its queueing engine holds), above ``maxGPUsPerPod``, or any GPU node for a pod that is no
 tier's. Admission is evaluated once per pod and namespace shape; the CEL once per pod.
 
 Stage: check-objects (docs/architecture.md)."""
@@ -100,7 +101,9 @@ def _container(res: dict[str, int], env: bool = False, name: str = "main") -> di
 
 
 def _spec(pc: str, placement: tuple[str | None, list[dict[str, Any]]], res: dict[str, int], *,
-          sidecar: dict[str, int] | None = None, env: bool = False, gated: bool = False) -> dict[str, Any]:
+          sidecar: dict[str, int] | None = None, env: bool = False, held: str | None = None) -> dict[str, Any]:
+    """A pod spec; ``held``: how a queueing engine holds the pod - ``"kueue"`` (Kueue's scheduling
+    gate) or ``"volcano"`` (the Volcano scheduler's)."""
     selector, tols = placement
     s: dict[str, Any] = {"containers": [_container(res, env)]}
     if pc:
@@ -111,10 +114,14 @@ def _spec(pc: str, placement: tuple[str | None, list[dict[str, Any]]], res: dict
         s["tolerations"] = tols
     if sidecar:
         s["initContainers"] = [{**_container(sidecar, name="sidecar"), "restartPolicy": "Always"}]
-    if gated:
+    if held == "kueue":
         from gpuplan.queues import KUEUE_GATE
 
         s["schedulingGates"] = [{"name": KUEUE_GATE}]
+    elif held == "volcano":
+        from gpuplan.queueing.volcano.names import SCHEDULER
+
+        s["schedulerName"] = SCHEDULER
     return s
 
 
@@ -335,8 +342,9 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
     # a pool's on-demand floor (identity.floor_nodes): its NodePool's taints, the floor taint included
     floor_place = {p.owner: (p.owner, _tolerations(p.taints)) for p in pools if p.owner != p.name}
     ctrl = queue_controllers(rf)
-    pod_gate = rf.fleet.spec.queueing is not None and any(
-        i in rf.fleet.spec.queueing.integrations for i in ("pod", "deployment", "statefulset"))
+    q = rf.fleet.spec.queueing
+    volcano = q is not None and q.engine == "volcano"
+    pod_gate = q is not None and not volcano and any(i in q.integrations for i in ("pod", "deployment", "statefulset"))
     tenant_req = {"operation": "CREATE", "userInfo": {"username": "tenant"}}
     ctrl_req = {"operation": "CREATE", "userInfo": {"username": JOB_CONTROLLER if JOB_CONTROLLER in ctrl else
                                                     (ctrl[0] if ctrl else "tenant")}}
@@ -353,6 +361,8 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
             out.tried[CONTROLLER_SHAPE] = out.tried.get(CONTROLLER_SHAPE, 0) + 1
         if (spec.get("schedulingGates") or []):
             out.tried[GATE_SHAPE] = out.tried.get(GATE_SHAPE, 0) + 1
+        if spec.get("schedulerName") == "volcano":
+            out.tried[VOLCANO_SHAPE] = out.tried.get(VOLCANO_SHAPE, 0) + 1
         pod = _pod(spec)
         if labels:
             pod["metadata"]["labels"] = labels
@@ -375,42 +385,45 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
             add(f"{who}: 1 {rf.tier_resource(tiers[0])} tolerating the on-demand floor of pool {tiers[0].pool}",
                 _spec(pc, floor_place[tiers[0].pool], {rf.tier_resource(tiers[0]): 1}), shape="a preemptible tier's pod on the on-demand floor")
         places = own or [keyless]
-        reqs: list[tuple[str, dict[str, Any], bool, dict[str, str] | None, bool]] = [("", tenant_req, False, None, False)]
-        if any(t.name in queued for t in tiers):
-            reqs.append((f" created by {ctrl_req['userInfo']['username']}", ctrl_req, True, None, False))
+        reqs: list[tuple[str, dict[str, Any], bool, dict[str, str] | None, str | None]] = [
+            ("", tenant_req, False, None, None)]
+        if any(t.name in queued for t in tiers) and volcano:
+            reqs.append((" scheduled by Volcano", tenant_req, True, None, "volcano"))
+        elif any(t.name in queued for t in tiers):
+            reqs.append((f" created by {ctrl_req['userInfo']['username']}", ctrl_req, True, None, None))
             if pod_gate:
-                reqs.append((" held by Kueue's gate", tenant_req, True, {QUEUE_LABEL: "default"}, True))
-        if any(t.name in queued for t in tiers):
+                reqs.append((" held by Kueue's gate", tenant_req, True, {QUEUE_LABEL: "default"}, "kueue"))
+        if any(t.name in queued for t in tiers) and not volcano:
             # Kueue takes a workload's priority from its label (kueue v0.19.2 reconciler.go:1716-1719):
             # the class's pods labelled with the WorkloadPriorityClass of the queued tier ranked highest
             # that is not theirs (or any name, where every queued tier is theirs)
             others = sorted((t for t in rf.fleet.spec.tiers if t.name in queued and t not in tiers),
                             key=lambda t: -t.priority)
             foreign = workload_priority_class_name(others[0]) if others else f"{pc}-borrowed"
-            rw, req, kh, labels, gated = reqs[-1]
+            rw, req, kh, labels, hold = reqs[-1]
             add(f"{who}{rw}: 1 {rf.tier_resource(tiers[0])}, {PRIORITY_LABEL}: {foreign}",
-                _spec(pc, places[0], {rf.tier_resource(tiers[0]): 1}, gated=gated), req, kh,
+                _spec(pc, places[0], {rf.tier_resource(tiers[0]): 1}, held=hold), req, kh,
                 {**(labels or {QUEUE_LABEL: "default"}), PRIORITY_LABEL: foreign}, shape="another queued tier's Kueue priority label")
-        for rw, req, kh, labels, gated in reqs:
+        for rw, req, kh, labels, hold in reqs:
             for place in places:
                 for res in resources:
-                    add(f"{who}{rw}: 1 {res}", _spec(pc, place, {res: 1}, gated=gated), req, kh, labels,
+                    add(f"{who}{rw}: 1 {res}", _spec(pc, place, {res: 1}, held=hold), req, kh, labels,
                         shape="one unit of every GPU resource and implicit DRA name")
                 if tiers:  # a request of 0 units: charged nothing, placed by the class on its pool
                     r = rf.tier_resource(tiers[0])
-                    add(f"{who}{rw}: 0 {r}", _spec(pc, place, {r: 0}, gated=gated), req, kh, labels,
+                    add(f"{who}{rw}: 0 {r}", _spec(pc, place, {r: 0}, held=hold), req, kh, labels,
                         shape="zero units of its tier's resource")
                     add(f"{who}{rw}: 1 {r} and 1 {dropped} (a name this tree does not advertise)",
-                        _spec(pc, place, {r: 1, dropped: 1}, gated=gated), req, kh, labels,
+                        _spec(pc, place, {r: 1, dropped: 1}, held=hold), req, kh, labels,
                         shape="a GPU name the tree does not advertise")
                 for t in tiers:
                     if t.max_gpus_per_pod is not None:
                         r = rf.tier_resource(t)
                         n = t.max_gpus_per_pod
-                        add(f"{who}{rw}: {n + 1} {r}", _spec(pc, place, {r: n + 1}, gated=gated), req, kh, labels,
+                        add(f"{who}{rw}: {n + 1} {r}", _spec(pc, place, {r: n + 1}, held=hold), req, kh, labels,
                             shape="more than maxGPUsPerPod, in containers and in a sidecar")
                         add(f"{who}{rw}: {n} {r} and 1 in a sidecar",
-                            _spec(pc, place, {r: n}, sidecar={r: 1}, gated=gated), req, kh, labels,
+                            _spec(pc, place, {r: n}, sidecar={r: 1}, held=hold), req, kh, labels,
                             shape="more than maxGPUsPerPod, in containers and in a sidecar")
         for place in [*(pool_place.values() if not tiers else places), keyless]:
             where = f"pool {place[0]}" if place[0] else "any node (keyless Exists)"
@@ -481,10 +494,10 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
             # controller of its workload would create it where the tier is queued
             need = _pool_fabric(rf, tiers, own[0][0])
             if need:
-                rw, req, kh, labels, gated = reqs[1] if len(reqs) > 1 else reqs[0]
+                rw, req, kh, labels, hold = reqs[1] if len(reqs) > 1 else reqs[0]
                 r = rf.tier_resource(t)
                 left = ", ".join(f"{k}: {v}" for k, v in sorted(need.items()))
-                add(f"{who}{rw}: 1 {r} without {left}", _spec(pc, own[0], {r: 1}, gated=gated), req, kh, labels,
+                add(f"{who}{rw}: 1 {r} without {left}", _spec(pc, own[0], {r: 1}, held=hold), req, kh, labels,
                     shape=FABRIC_SHAPE, fabric=False,
                     escape=f"leaves out {left}: its multi-node job's traffic between nodes falls back to TCP sockets")
         if tiers:
@@ -513,6 +526,16 @@ def prove_boundary(rf: ResolvedFleet, docs: list[dict[str, Any]], record: bool =
                           f"({', '.join(sorted(unbounded))}: set pools[].perGPU)",) if unbounded else ()))
 
     out.breaches += _claim_breaches(rf, cluster, states, exempt, tenant_of, out.cases if record else None)
+    if volcano:
+        from gpuplan.queueing.volcano.boundary import SHAPE, podgroup_breaches
+
+        from gpuplan.placement.cel import TENANT_REQUEST
+
+        pg_cases: list | None = [] if record else None
+        found, tried = podgroup_breaches(rf, cluster, states, set(exempt), tenant_of, pg_cases)
+        out.breaches += [Breach(*b) for b in found]
+        out.cases += [Case(w, obj, TENANT_REQUEST, ns, ok, labels) for w, obj, ns, ok, labels in pg_cases or ()]
+        out.tried[SHAPE] = tried
     if any_dra(rf):
         out.tried["a ResourceClaim of every GPU DeviceClass"] = len({*CHART_CLASSES, *(c.class_name for c in tier_claims(rf))})
         out.tried["ResourceClaims of a tier's DeviceClass not named for it, of every device, above maxGPUsPerPod"] = \
@@ -698,6 +721,7 @@ def coverage(b: Boundary) -> list[str]:
 SHOWN = 6  # exempt namespaces named in the headline
 CONTROLLER_SHAPE = "a queued tier's pod created by its Kueue-managed controller"
 GATE_SHAPE = "a pod held by Kueue's scheduling gate"
+VOLCANO_SHAPE = "a queued tier's pod scheduled by Volcano"
 DRA_TEMPLATE_SHAPE = "a DRA tier's pod naming another tier's claim template, or two of its own"
 PER_GPU_SHAPE = "its tier's pod at and just over its pool's CPU and memory share per GPU"
 FABRIC_SHAPE = "a gang tier's pod without its pool's fabric (vpc.amazonaws.com/efa)"

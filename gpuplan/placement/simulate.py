@@ -424,7 +424,10 @@ class Cluster:
         self._by_name: list[frozenset[str] | None] = [_name_exclusions(b) for b in self.bindings]
         self._reads_ns = {n: reads_namespace(p) for n, p in self.policies.items()}
         self._class_of = {n: _class_condition(p) for n, p in self.policies.items()}
-        self.reads_labels = any(self._reads_ns.values())
+        # a policy that reads the namespace but takes no pod (Volcano's PodGroup queues) leaves the
+        # pods' verdicts the same in namespaces that differ only in labels
+        pod = {"apiVersion": "v1", "kind": "Pod"}
+        self.reads_labels = any(r and _matches(self.policies[n], pod, None) for n, r in self._reads_ns.items())
         self._per_namespace = [n for n, r in self._reads_ns.items() if r]
         self._bound: dict[str, list[int]] = {n: [] for n in self.policies}
         for i, b in enumerate(self.bindings):

@@ -195,9 +195,9 @@ def _mig_section(pools: tuple[PoolReport, ...]) -> str:
 def _queue_section(r: CapacityReport) -> str:
     if r.queues is None:
         return ""
-    from gpuplan.queues import queue_rows
+    from gpuplan.report.sections import queue_table
 
-    return "<h2>Queues (Kueue)</h2>" + _table(*queue_rows(r.queues))
+    return f"<h2>Queues ({r.queues.engine.title()})</h2>" + _table(*queue_table(r.queues))
 
 
 def _placement_section(r: CapacityReport) -> str:

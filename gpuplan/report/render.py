@@ -151,9 +151,9 @@ def _sections(r: CapacityReport, table: Callable, heading: Callable, code: Calla
     parts = [heading(1, f"Capacity: {esc(r.fleet)}"), _summary(r), heading(2, "Pools"), table(*_pool_rows(r)),
              heading(2, "Tiers"), table(*_tier_rows(r)), heading(2, "Tenants"), tenants]
     if r.queues is not None:
-        from gpuplan.queues import queue_rows
+        from gpuplan.report.sections import queue_table
 
-        parts += [heading(2, "Queues (Kueue)"), table(*queue_rows(r.queues))]
+        parts += [heading(2, f"Queues ({r.queues.engine.title()})"), table(*queue_table(r.queues))]
     if r.placement is not None:
         from gpuplan.placement.simulate import matrix_rows
 

@@ -104,3 +104,15 @@ def _headroom_row(h) -> list[str]:
     fits = "?" if h.fits is None else ("yes" if h.fits else "NO")
     short = "?" if h.shortfall is None else (str(h.shortfall) if h.shortfall else "—")
     return [h.pool, h.resource, ", ".join(h.tiers), str(h.granted), k, cap, known(h.capacity_down), fits, short]
+
+
+def queue_table(ledger):
+    """The queue table of the engine the ledger is written into: Kueue's ClusterQueues by flavor,
+    or Volcano's leaf queues by pool (gpuplan.queueing.volcano.queues)."""
+    from gpuplan.queues import queue_rows
+
+    if ledger.engine == "volcano":
+        from gpuplan.queueing.volcano.queues import leaf_name
+
+        return queue_rows(ledger, leaf_name)
+    return queue_rows(ledger)

@@ -150,7 +150,8 @@ def check(rf: ResolvedFleet) -> Iterator[Diagnostic]:
     yield from _gangs(rf)
     yield from _limits(rf)
     yield from _mixed(rf)
-    yield from _kueue_limits(rf)
+    if spec.queueing.engine == "kueue":
+        yield from _kueue_limits(rf)
 
 
 # kueue.x-k8s.io/v1beta2 ClusterQueue: spec.resourceGroups maxItems, and per group

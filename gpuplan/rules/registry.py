@@ -37,6 +37,7 @@ RULE_MODULES: tuple[str, ...] = (
     "gpuplan.rules.monitoring",
     "gpuplan.rules.dra",
     "gpuplan.rules.queueing",
+    "gpuplan.queueing.volcano.rules",  # queueing.engine volcano
     "gpuplan.rules.admission",
     "gpuplan.rules.versions",
     "gpuplan.rules.provisioning",  # node groups against their back-end's machine table

@@ -176,7 +176,7 @@ def _trust(rf: ResolvedFleet) -> Iterator[Diagnostic]:
                           ("spec", "tenants", i, "podSecurity"),
                           hint="drop podSecurity (baseline), unless the tenant is trusted like a node agent")
     q = rf.fleet.spec.queueing
-    for k, user in enumerate(q.controllers or () if q is not None else ()):
+    for k, user in enumerate(q.controllers or () if q is not None and q.engine == "kueue" else ()):
         parts = user.split(":")
         owner = tenant_ns.get(parts[2]) if len(parts) == 4 and parts[:2] == ["system", "serviceaccount"] \
             else None

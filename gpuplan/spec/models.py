@@ -1275,10 +1275,32 @@ class GangAdmission(Model):
     )
 
 
-class Queueing(Model):
-    """Kueue: job queueing over the tiers' quotas."""
+class VolcanoInstall(Model):
+    """The Volcano Helm chart gpuplan delivers (volcano-sh/volcano `installer/helm/chart/volcano`)."""
 
-    kueue: KueueInstall = Field(default_factory=KueueInstall, description="The Kueue installation.")
+    chart_version: str = Field(
+        default="1.15.1", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+        description="Version of the chart `volcano` from https://volcano-sh.github.io/helm-charts (the APIs are "
+        "`scheduling.volcano.sh/v1beta1` and `batch.volcano.sh/v1alpha1`).",
+    )
+    namespace: Name = Field(default="volcano-system", description="Namespace of the Volcano scheduler, controllers "
+                            "and admission webhook.")
+
+
+QUEUE_ENGINES = ("kueue", "volcano")
+
+
+class Queueing(Model):
+    """Job queueing over the tiers' quotas, by one engine: Kueue (docs/kueue.md) or Volcano (docs/volcano.md)."""
+
+    engine: Literal[QUEUE_ENGINES] = Field(  # type: ignore[valid-type]
+        default="kueue",
+        description="The queueing engine: `kueue` (ClusterQueues over flavors, jobs held until admitted) or "
+        "`volcano` (the Volcano scheduler, a hierarchical Queue per tenant and pool). One fleet, one engine.",
+    )
+    kueue: KueueInstall = Field(default_factory=KueueInstall, description="The Kueue installation (engine `kueue`).")
+    volcano: VolcanoInstall = Field(default_factory=VolcanoInstall,
+                                    description="The Volcano installation (engine `volcano`).")
     tiers: list[Name] | None = Field(
         default=None,
         description="Tiers whose quota Kueue manages; default: tiers with `workload: training` or `batch`, and "
@@ -1327,8 +1349,9 @@ class FleetSpec(Model):
     )
     queueing: Queueing | None = Field(
         default=None,
-        description="Kueue over the quotas: flavors per pool, a ClusterQueue per tenant, borrowing, fair "
-        "sharing and gang admission (docs/kueue.md).",
+        description="A queueing engine over the quotas - Kueue (flavors per pool, a ClusterQueue per tenant) or "
+        "Volcano (a Queue per tenant and pool) -: borrowing, fair sharing and gang admission (docs/kueue.md, "
+        "docs/volcano.md).",
     )
 
 

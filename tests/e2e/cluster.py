@@ -46,9 +46,9 @@ def tenant_page_objects(tree: Path) -> list[tuple[str, dict[str, Any]]]:
     for page in sorted((tree / "tenants").glob("*/README.md")):
         text = page.read_text(encoding="utf-8")
         for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
-            d = yaml.safe_load(block)
-            if isinstance(d, dict) and d.get("kind") in ("Pod", "Job"):
-                out.append((page.relative_to(tree).as_posix(), d))
+            for d in yaml.safe_load_all(block):  # a Volcano PodGroup comes with its first pod
+                if isinstance(d, dict) and (d.get("apiVersion"), d.get("kind")) in (("v1", "Pod"), ("batch/v1", "Job")):
+                    out.append((page.relative_to(tree).as_posix(), d))
     return out
 
 

@@ -91,7 +91,11 @@ def test_tenant_pages_open_with_the_contract(spec, tree, checked):
             tier = rf.tier_by_name[name]
             row = next(ln for ln in block if ln.startswith(f"| [{name}](#tier-{name}) |"))
             assert f"`{rf.tier_resource(tier)}`" in row and f"`{priority_class_name(tier)}` ({tier.priority})" in row
-            if name in queued and "## Queue" in text:
+            if name in queued and "## Queue" in text and rf.fleet.spec.queueing.engine == "volcano":
+                from gpuplan.queueing.volcano.queues import leaf_name
+
+                assert f"a Volcano Job in queue `{leaf_name(tn.name, tier.pool)}`" in row
+            elif name in queued and "## Queue" in text:
                 assert f"`{QUEUE_LABEL}: {LOCAL_QUEUE}`" in row
             else:
                 assert f"`priorityClassName: {priority_class_name(tier)}`" in row
