@@ -22,9 +22,11 @@ and writes, for the kinds in ``TARGETS`` only (what gpuplan emits or reads):
 The Prometheus Operator schemas (``crds/monitoring.coreos.com``, from a
 prometheus-operator checkout through ``python -m gpuplan.upstream.refresh_monitoring``)
 Kueue's (``crds/kueue.x-k8s.io``, ``python -m gpuplan.upstream.refresh_kueue``)
-and the GPU Operator's NVIDIADriver (``python -m gpuplan.upstream.refresh_nvidia``)
+the GPU Operator's NVIDIADriver (``python -m gpuplan.upstream.refresh_nvidia``)
+and Volcano's Queue, PodGroup and Job (``python -m gpuplan.upstream.refresh_volcano``)
 are left as they are; this script lists them, with their CEL rules and the sources
-in ``SOURCES-monitoring.md`` / ``SOURCES-kueue.md`` / ``SOURCES-nvidia.md``, in
+in ``SOURCES-monitoring.md`` / ``SOURCES-kueue.md`` / ``SOURCES-nvidia.md`` /
+``SOURCES-volcano.md`` (and the other ``SOURCES-*.md`` of :data:`_OWN_TABLES`), in
 ``sources.json`` and ``SOURCES.md``.
 
 ``--check`` writes nothing and exits 1 when any shipped file differs from what

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.conftest import REPO
+from tests.conftest import REPO, replaced
 
 from gpuplan.upstream import pins, refresh_charts, refresh_volcano
 from gpuplan.verify.verifier import verify_paths
@@ -143,15 +143,6 @@ def test_verify_accepts_valid_volcano_objects(tmp_path):
     assert (r.stats.crd_objects, r.stats.not_verified) == (3, 0)
 
 
-def _bad(obj: dict, path: tuple, value) -> dict:
-    out = copy.deepcopy(obj)
-    cur = out
-    for k in path[:-1]:
-        cur = cur[k]
-    cur[path[-1]] = value
-    return out
-
-
 @pytest.mark.parametrize("obj,path,value,where", [
     (QUEUE, ("spec", "weight"), 0, "spec.weight"),  # minimum 1
     (QUEUE, ("spec", "weight"), 65536, "spec.weight"),  # maximum 65535
@@ -167,7 +158,7 @@ def _bad(obj: dict, path: tuple, value) -> dict:
      "spec.tasks[0].template.spec.containers[0].gpus"),  # the pod template is schema-checked too
 ], ids=lambda x: x if isinstance(x, str) else None)
 def test_verify_rejects_a_bad_volcano_object(tmp_path, obj, path, value, where):
-    r = _verify(tmp_path, _bad(obj, path, value))
+    r = _verify(tmp_path, replaced(obj, path, value))
     assert not r.ok
     assert [(d.code, d.path) for d in r.diagnostics if d.is_error] == [("GP835", where)]
 
