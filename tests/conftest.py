@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
@@ -55,6 +56,16 @@ def finishes(fn, *, within: float = HANG):
     if err:
         raise err[0]
     return out[0]
+
+
+def replaced(data: dict, path: tuple, value: object) -> dict:
+    """A deep copy of ``data`` with the value at ``path`` (keys and list indexes) set to ``value``."""
+    d = copy.deepcopy(data)
+    at = d
+    for k in path[:-1]:
+        at = at[k]
+    at[path[-1]] = value
+    return d
 
 
 @pytest.fixture

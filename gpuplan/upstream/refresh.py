@@ -22,9 +22,11 @@ and writes, for the kinds in ``TARGETS`` only (what gpuplan emits or reads):
 The Prometheus Operator schemas (``crds/monitoring.coreos.com``, from a
 prometheus-operator checkout through ``python -m gpuplan.upstream.refresh_monitoring``)
 Kueue's (``crds/kueue.x-k8s.io``, ``python -m gpuplan.upstream.refresh_kueue``)
-and the GPU Operator's NVIDIADriver (``python -m gpuplan.upstream.refresh_nvidia``)
+the GPU Operator's NVIDIADriver (``python -m gpuplan.upstream.refresh_nvidia``)
+and Volcano's Queue, PodGroup and Job (``python -m gpuplan.upstream.refresh_volcano``)
 are left as they are; this script lists them, with their CEL rules and the sources
-in ``SOURCES-monitoring.md`` / ``SOURCES-kueue.md`` / ``SOURCES-nvidia.md``, in
+in ``SOURCES-monitoring.md`` / ``SOURCES-kueue.md`` / ``SOURCES-nvidia.md`` /
+``SOURCES-volcano.md`` (and the other ``SOURCES-*.md`` of :data:`_OWN_TABLES`), in
 ``sources.json`` and ``SOURCES.md``.
 
 ``--check`` writes nothing and exits 1 when any shipped file differs from what
@@ -199,7 +201,7 @@ def deprecation(warning: str | None) -> dict[str, Any]:
 # schemas pinned by refresh scripts of their own, each with a table in this row format
 _OWN_TABLES = (("SOURCES-monitoring.md", "refresh_monitoring"), ("SOURCES-nvidia.md", "refresh_nvidia"),
                ("SOURCES-capi.md", "refresh_capi"), ("SOURCES-aks.md", "refresh_aks"),
-               ("SOURCES-gke.md", "refresh_gke"))
+               ("SOURCES-gke.md", "refresh_gke"), ("SOURCES-volcano.md", "refresh_volcano"))
 
 
 def monitoring_entries(files: dict[Path, str]) -> list[dict]:
@@ -221,8 +223,7 @@ def _own_entries(files: dict[Path, str], src: Path, script: str) -> list[dict]:
         if not m:
             continue
         schema = json.loads((HERE / m["file"]).read_text(encoding="utf-8"))
-        group, _, version = m["api"].rpartition("/")
-        cel = f"cel/{m['kind'].lower()}-{group.split('.')[0]}-{version}.cel.json"
+        cel = own_cel_file(m["api"], m["kind"])
         rules = inline_rules(schema)
         files[HERE / cel] = dump(rules)
         out.append({
@@ -232,6 +233,13 @@ def _own_entries(files: dict[Path, str], src: Path, script: str) -> list[dict]:
             **deprecation(m["deprecation"]),
         })
     return out
+
+
+def own_cel_file(api_version: str, kind: str) -> str:
+    """The ``cel/`` file of a schema listed in one of :data:`_OWN_TABLES` (``scheduling.volcano.sh/v1beta1``
+    ``Queue`` -> ``cel/queue-scheduling-v1beta1.cel.json``)."""
+    group, _, version = api_version.rpartition("/")
+    return f"cel/{kind.lower()}-{group.split('.')[0]}-{version}.cel.json"
 
 
 _KUEUE_ROW = re.compile(r"^\| (?P<file>crds/kueue[^|]+?) \| (?P<how>[^|]+?) \| (?P<path>[^|]+?) \|"

@@ -3,6 +3,7 @@
     python -m gpuplan.upstream.refresh_charts kueue GIT_DIR
     python -m gpuplan.upstream.refresh_charts gpu-operator GIT_DIR
     python -m gpuplan.upstream.refresh_charts dra-driver-nvidia-gpu GIT_DIR
+    python -m gpuplan.upstream.refresh_charts volcano GIT_DIR
 
 ``GIT_DIR``: a clone (or bare mirror) of the chart's repository that has the tag in
 :data:`CHARTS`. The chart's templates are read at that tag (``git show``): every
@@ -11,8 +12,9 @@ blocks around it. A condition over ``.Values`` (``.Values.a.b``, ``not``, ``and`
 kept as ``when`` and evaluated by the check against the chart's defaults (kept as
 ``defaults``) and the values gpuplan writes; anything else (``.Capabilities``,
 ``empty``, ``has``) is kept as text in ``unparsed`` and assumed true. Subcharts
-are read with their dependency ``condition``, their values under their name.
-``crds/`` files are CustomResourceDefinitions. Where ``helm`` is on ``PATH`` the
+are read with their dependency ``condition`` (or always, without one), their values under their
+name. ``crds/`` files are CustomResourceDefinitions; a template line that brings in a chart file
+through ``.Files.Get`` (Volcano's CRDs and admission policies) is read as that file's documents. Where ``helm`` is on ``PATH`` the
 result can be compared with ``helm template`` (docs/charts.md). Output:
 ``charts/<chart>-<version>.json``.
 
@@ -39,6 +41,13 @@ CHARTS: dict[str, dict[str, Any]] = {
     "gpu-operator": {"repository": "NVIDIA/gpu-operator", "tag": "v26.7.0", "version": "v26.7.0",
                      "path": "deployments/gpu-operator",
                      "subcharts": {"node-feature-discovery": "nfd.enabled"}},
+    # Chart.yaml version 1.15.1 (appVersion 1.15.1), published unchanged in the Helm repository users
+    # install it from: https://volcano-sh.github.io/helm-charts, chart `volcano` (README.md "Install via
+    # helm" at the tag; the repository's index.yaml lists volcano 1.15.1 for appVersion 1.15.1). Its
+    # templates bring the CRDs and admission policies in through .Files.Get (crd/bases/, policy/);
+    # the jobflow subchart is a dependency without a condition, always rendered
+    "volcano": {"repository": "volcano-sh/volcano", "tag": "v1.15.1", "version": "1.15.1",
+                "path": "installer/helm/chart/volcano", "subcharts": {"jobflow": None}},
     # no release tag carries chart 0.5.0 yet: the commit the GPU Operator v26.7.0 image pin matches
     "dra-driver-nvidia-gpu": {"repository": "kubernetes-sigs/dra-driver-nvidia-gpu",
                               "tag": "95932046683719c43b6a0dd9613c2e5aad5d6703", "version": "0.5.0",
@@ -144,10 +153,38 @@ def _lookup(values: dict[str, Any], path: str) -> Any:
     return cur
 
 
+# a template line bringing in a file of the chart: ``{{ .Files.Get "policy/x.yaml" }}``, or the CRD
+# templates' ``{{- tpl ($.Files.Get (printf "crd/%s/x.yaml" (include "crd_version" .))) . }}``
+_FILES_GET = re.compile(r'\.Files\.Get\s+(?:"([^"]+)"|\(printf\s+"([^"]+)"\s+\(include\s+"crd_version"\s+\.\)\))')
+# Volcano's "crd_version" helper (templates/_helpers.tpl): "bases" (the apiextensions.k8s.io/v1 CRDs)
+# where the cluster serves apiextensions.k8s.io/v1, as every Kubernetes version gpuplan supports does
+CRD_VERSION = "bases"
+
+
+def inline_files(git_dir: str, tag: str, path: str, text: str) -> str:
+    """A template with each line that brings in a chart file (:data:`_FILES_GET`) replaced by the
+    file's documents, kept under the conditions around that line."""
+    out = []
+    for line in text.splitlines():
+        m = _FILES_GET.search(line)
+        if m is None:
+            out.append(line)
+            continue
+        rel = m.group(1) or m.group(2).replace("%s", CRD_VERSION)
+        # what follows the include on the same line (a block opened there) still applies
+        rest = line[m.end():].split("}}", 1)[1] if "}}" in line[m.end():] else ""
+        out += ["---", *_git(git_dir, "show", f"{tag}:{path}/{rel}").splitlines(), "---"]
+        if rest.strip():
+            out.append(rest)
+    return "\n".join(out) + "\n"
+
+
 def read_chart(git_dir: str, tag: str, path: str, prefix: str = "", extra_when: list | None = None,
                parent_values: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     files = _git(git_dir, "ls-tree", "-r", "--name-only", tag, path).split()
-    values = yaml.safe_load(_git(git_dir, "show", f"{tag}:{path}/values.yaml")) or {}
+    # a chart without values.yaml (Volcano's jobflow subchart) has no defaults
+    values = (yaml.safe_load(_git(git_dir, "show", f"{tag}:{path}/values.yaml")) or {}
+              if f"{path}/values.yaml" in files else {})
     objects: list[dict[str, Any]] = []
     defaults: dict[str, Any] = {}
     for f in sorted(files):
@@ -161,7 +198,7 @@ def read_chart(git_dir: str, tag: str, path: str, prefix: str = "", extra_when: 
             continue
         if not rel.startswith("templates/"):
             continue
-        for d in scan_template(_git(git_dir, "show", f"{tag}:{f}")):
+        for d in scan_template(inline_files(git_dir, tag, path, _git(git_dir, "show", f"{tag}:{f}"))):
             kind = d["kind"]
             group = _group(d.get("apiVersion", "v1"))
             cluster = kind not in NAMESPACED
@@ -190,10 +227,10 @@ def refresh(chart: str, git_dir: str) -> Path:
     objects, defaults = read_chart(git_dir, c["tag"], c["path"])
     values = defaults.pop("__values__")
     for sub, cond in c["subcharts"].items():
-        cp, _ = cond.rsplit(".", 1)[0], None
-        defaults[cond] = _lookup(values, cond)
+        if cond is not None:  # None: a dependency without a condition, always rendered
+            defaults[cond] = _lookup(values, cond)
         o, d = read_chart(git_dir, c["tag"], f"{c['path']}/charts/{sub}", prefix=f"{sub}.",
-                          extra_when=[[cond, True]], parent_values=values)
+                          extra_when=[[cond, True]] if cond is not None else [], parent_values=values)
         objects += o
         defaults.update(d)
     data = {

@@ -120,7 +120,12 @@ def merge_into(sources: list[dict[str, str]], rows: list[dict[str, str]]) -> lis
 
 
 def write_table(path: Path, intro: list[str], rows: list[dict[str, str]]) -> None:
-    """A SOURCES-*.md: the intro lines, then one row per pinned schema (the row format
+    """A SOURCES-*.md: :func:`table_text` written to ``path``."""
+    path.write_text(table_text(intro, rows), encoding="utf-8")
+
+
+def table_text(intro: list[str], rows: list[dict[str, str]]) -> str:
+    """The text of a SOURCES-*.md: the intro lines, then one row per pinned schema (the row format
     ``gpuplan.upstream.refresh`` reads back); ``-`` where a version is not deprecated."""
     lines = [
         *intro,
@@ -134,7 +139,7 @@ def write_table(path: Path, intro: list[str], rows: list[dict[str, str]]) -> Non
             raise SystemExit(f"{r['file']}: a deprecation warning with '|' does not fit the table: {warning!r}")
         lines.append(f"| {r['file']} | {r['apiVersion']} {r['kind']} | {r['repository']} | {r['tag']} | "
                      f"{r['commit']} | {r['path']} | {warning} |")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
 
 
 def write_sources(rows: list[dict[str, str]]) -> None:

@@ -276,6 +276,8 @@ STATUS_SUBRESOURCE = frozenset({
     ("source.toolkit.fluxcd.io", "HelmRepository"), ("source.toolkit.fluxcd.io", "OCIRepository"),
     ("kueue.x-k8s.io", "ClusterQueue"), ("kueue.x-k8s.io", "LocalQueue"), ("kueue.x-k8s.io", "Cohort"),
     ("monitoring.coreos.com", "ServiceMonitor"), ("monitoring.coreos.com", "PrometheusRule"),
+    # Volcano v1.15.1: Queue and Job have one; PodGroup declares `subresources: {}` (its status is validated)
+    ("scheduling.volcano.sh", "Queue"), ("batch.volcano.sh", "Job"),
 })
 
 

@@ -180,7 +180,9 @@ def package_crds(path: Path = PINS) -> list[dict]:
     """The CRDs whose pinned release no served Go module carries (``fromPackage`` in crds.json,
     each with the reason): built from gpuplan's own pinned copy of that release's schema
     (gpuplan/upstream/crds, refreshed from the tag by ``python -m gpuplan.upstream.refresh``),
-    CEL rules included, descriptions left out as the package stores them."""
+    CEL rules included, descriptions left out as the package stores them. A version with a
+    ``status`` gets the status subresource unless the entry's ``subresources`` says otherwise
+    (Volcano's PodGroup: ``subresources: {}`` upstream)."""
     repo = HERE.parents[1]
     out = []
     for x in pins(path).get("fromPackage", []):
@@ -195,7 +197,7 @@ def package_crds(path: Path = PINS) -> list[dict]:
                 "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
                 "versions": [{"name": x["version"], "served": True, "storage": True,
                               "schema": {"openAPIV3Schema": schema},
-                              **({"subresources": {"status": {}}} if "status" in props else {})}],
+                              "subresources": x.get("subresources", {"status": {}} if "status" in props else {})}],
             },
         })
     return out

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from gpuplan.exitcodes import ExitCode
 from gpuplan.importer.pipeline import import_objects
 from gpuplan.importer.read import Obj, read_inputs
+from tests.conftest import replaced
 from tests.importer.snapshot import REPO, dump, snapshot
 
 BIG = object()  # 10**5000 written as an integer in the YAML/JSON text
@@ -64,15 +65,6 @@ def _mutations(objs: list[Obj]) -> list[tuple[int, tuple, object]]:
                 seen.add(key)
                 paths.append((i, p))
     return [(i, p, VALUES[(n + j) % len(VALUES)]) for n, (i, p) in enumerate(paths) for j in range(PER_PATH)]
-
-
-def _replace(data: dict, path: tuple, value: object) -> dict:
-    d = copy.deepcopy(data)
-    at = d
-    for k in path[:-1]:
-        at = at[k]
-    at[path[-1]] = value
-    return d
 
 
 @pytest.fixture
@@ -125,7 +117,7 @@ def test_every_field_of_the_wrong_type_is_a_diagnostic(name, memoised):
         if value is BIG:
             continue  # in the text: test_huge_integer_in_the_text
         o = objs[i]
-        mutated = objs[:i] + [Obj(_replace(o.data, path, value), o.file, o.manifest, o.path)] + objs[i + 1:]
+        mutated = objs[:i] + [Obj(replaced(o.data, path, value), o.file, o.manifest, o.path)] + objs[i + 1:]
         runs += 1
         try:
             import_objects(mutated)
@@ -151,7 +143,7 @@ def test_huge_integer_in_the_text(name, tmp_path):
     runner = CliRunner()
     for (group, kind), (index, path) in sorted(by_kind.items()):
         doc = copy.deepcopy(items)
-        doc[index] = _replace(doc[index], path, "@@BIG@@")
+        doc[index] = replaced(doc[index], path, "@@BIG@@")
         text = json.dumps({"apiVersion": "v1", "kind": "List", "items": doc}).replace('"@@BIG@@"', "1" + "0" * 5000)
         for fmt, body in (("json", text), ("yaml", "# kubectl -o yaml\n" + text)):
             f = tmp_path / f"cluster.{fmt}"
@@ -175,7 +167,7 @@ def test_cli_exit_codes_on_mutated_exports(name, tmp_path):
     f = tmp_path / "cluster.json"
     for i, path, value in sample:
         doc = copy.deepcopy(items)
-        doc[i] = _replace(doc[i], path, value)
+        doc[i] = replaced(doc[i], path, value)
         f.write_bytes(dump({"apiVersion": "v1", "kind": "List", "items": doc}))
         res = runner.invoke(cli, ["import", str(f)])
         assert res.exception is None or isinstance(res.exception, SystemExit), (path, value, res.exception)
