@@ -49,6 +49,7 @@ RELEASE_NS = "<release>"
 SPEC_PATHS: dict[str, tuple[Any, ...]] = {
     "gpu-operator": ("spec", "cluster", "gpuOperator", "chartVersion"),
     "kueue": ("spec", "queueing", "kueue", "chartVersion"),
+    "volcano": ("spec", "queueing", "volcano", "chartVersion"),
     "dra-driver-nvidia-gpu": ("spec", "cluster", "allocation", "draDriverVersion"),
 }
 GITOPS_PATH = ("spec", "cluster", "gitops")
