@@ -36,7 +36,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
                  "gpuplan.dra", "gpuplan.provisioning", "gpuplan.queueing.volcano.queues")),
     ("check", ("gpuplan.rules", "gpuplan.queueing.volcano.rules")),
     ("lower", ("gpuplan.lower", "gpuplan.queueing.volcano.lower", "gpuplan.queueing.volcano.admission",
-               "gpuplan.queueing.volcano.pages")),
+               "gpuplan.queueing.volcano.pages", "gpuplan.queueing.volcano.podrules")),
     ("check-objects", ("gpuplan.placement", "gpuplan.verify", "gpuplan.objchecks", "gpuplan.queueing.volcano.boundary")),
     ("write", ("gpuplan.output",)),
     ("report", ("gpuplan.report", "gpuplan.drift", "gpuplan.probe")),

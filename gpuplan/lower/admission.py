@@ -664,10 +664,14 @@ def class_validations(rf: ResolvedFleet, pc: str, tiers: list) -> list[dict[str,
             "message": f"pods of PriorityClass {pc} may request at most {t.max_gpus_per_pod} "
                        f"{res} (tier {t.name} maxGPUsPerPod; sidecars count)",
             "reason": "Invalid"})
-    if kueue_on(rf) and any(t.name in set(queued_tiers(rf)) for t in tiers):
-        # with Volcano, gpuplan.queueing.volcano.admission holds a queued tier's pods to its scheduler
-        out += _queued_validations(rf, pc)
-        out += _topology_validations(rf, pc, tiers)
+    if any(t.name in set(queued_tiers(rf)) for t in tiers):
+        if kueue_on(rf):
+            out += _queued_validations(rf, pc)
+            out += _topology_validations(rf, pc, tiers)
+        elif rf.fleet.spec.queueing.engine == "volcano":  # type: ignore[union-attr]
+            from gpuplan.queueing.volcano.podrules import queued_validations
+
+            out += queued_validations(pc)
     return out
 
 

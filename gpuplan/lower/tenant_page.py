@@ -217,10 +217,6 @@ def _refusals(rf: ResolvedFleet, pc: str, cache: dict) -> list[str]:
     if key not in cache:
         tiers = admission.class_tiers(rf).get(pc, [])
         cache[key] = [v["message"] for v in admission.class_validations(rf, pc, tiers)] if tiers else []
-        from gpuplan.queueing.volcano import admission as volcano_admission
-
-        if volcano_admission.enabled(rf) and pc in volcano_admission.queued_classes(rf):
-            cache[key].append(volcano_admission.scheduler_validation(pc)["message"])
     return cache[key]
 
 

@@ -38,6 +38,11 @@ STATIC_MIG = edit(BASE, "layout: {1g.10gb: 7}", "layout: {3g.40gb: 2}").replace(
 KARPENTER_MIG = edit(AWS, "layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}", "layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 1}")
 
 # id -> (before, after)
+VOLCANO_LAB = (REPO / "examples" / "volcano.yaml").read_text(encoding="utf-8")
+KUEUE_LAB = VOLCANO_LAB.replace("  queueing:\n    engine: volcano\n    volcano:\n      chartVersion: 1.15.1\n",
+                                "  queueing: {}\n")
+assert KUEUE_LAB != VOLCANO_LAB
+
 SCENARIOS: dict[str, tuple[str, str]] = {
     "add-tenant": (BASE, TWO),
     "remove-tenant": (TWO, BASE),
@@ -57,6 +62,9 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     # the examples' migration pair: pool infer-a100 moves from the device plugin to DRA
     "migration-before-dra-to-dra": ((REPO / "examples" / "migration" / "before-dra.yaml").read_text(encoding="utf-8"),
                                     (REPO / "examples" / "dra.yaml").read_text(encoding="utf-8")),
+    # the queueing engine changes: Kueue's rules for the queued tiers give way to Volcano's in one update
+    "kueue-to-volcano": (KUEUE_LAB, VOLCANO_LAB),
+    "volcano-to-kueue": (VOLCANO_LAB, KUEUE_LAB),
 }
 
 

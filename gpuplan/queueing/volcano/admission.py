@@ -1,11 +1,7 @@
 """Admission with Volcano: a queued tier's capacity is reachable only through the Volcano
-scheduler, and only through its tenant's own leaf queues (docs/volcano.md "The boundary").
+scheduler (:mod:`gpuplan.queueing.volcano.podrules`, in each queued class's own policy), and only
+through its tenant's own leaf queues (docs/volcano.md "The boundary"):
 
-- per queued PriorityClass, a policy (bound like the class's own rules, every namespace but the
-  exempt ones): every pod spec of the class names ``schedulerName: volcano``. A pod for the
-  default scheduler would be placed outside every Queue's accounting; a pod is always created
-  through the API server, so the rule on Pods is the one that holds (workload templates are
-  held to it too, for an early error);
 - one policy on ``PodGroup`` (``scheduling.volcano.sh``) and Volcano ``Job`` (``batch.volcano.sh``):
   in a namespace of tenant T (label ``gpuplan.dev/tenant``) the queue is one of T's leaves,
   ``gpuplan-T.<pool>``; elsewhere it is no gpuplan queue. Volcano charges a pod to its PodGroup's
@@ -23,11 +19,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuplan.artifacts import Artifact, Produced
-from gpuplan.identity import TENANT_LABEL, priority_class_name
+from gpuplan.identity import TENANT_LABEL
 from gpuplan.lower import admission
-from gpuplan.queueing.volcano.names import SCHEDULER
 from gpuplan.queueing.volcano.queues import volcano_plan
-from gpuplan.queues import queued_tiers
 from gpuplan.resolve import ResolvedFleet
 
 PATH = "cluster/admission-volcano.yaml"
@@ -37,21 +31,6 @@ QUEUE_RULES = [
     {"apiGroups": ["batch.volcano.sh"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
      "resources": ["jobs"]},
 ]
-
-
-def queued_classes(rf: ResolvedFleet) -> list[str]:
-    queued = set(queued_tiers(rf))
-    return sorted({priority_class_name(t) for t in rf.fleet.spec.tiers if t.name in queued
-                   and rf.tier_resource(t) is not None and t.pool in rf.pool_by_name})
-
-
-def scheduler_validation(pc: str) -> dict[str, str]:
-    lit = admission._lit
-    mine = f"variables.specs.filter(s, has(s.priorityClassName) && s.priorityClassName == {lit(pc)})"
-    return {"expression": f"{mine}.all(s, has(s.schedulerName) && s.schedulerName == {lit(SCHEDULER)})",
-            "message": f"pods of queued PriorityClass {pc} are scheduled by Volcano (schedulerName: {SCHEDULER}), "
-                       "in a PodGroup of one of their tenant's queues",
-            "reason": "Forbidden"}
 
 
 def queue_validation() -> dict[str, str]:
@@ -67,19 +46,10 @@ def queue_validation() -> dict[str, str]:
 
 
 def objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
-    exempt = admission.exempt_namespaces(rf)
-    out: list[dict[str, Any]] = []
-    for pc in queued_classes(rf):
-        p = admission._policy(rf, admission.class_policy_name(rf, pc, "-volcano"), {
-            "matchConditions": [admission.changed(rf), {"name": "tier-class", "expression": admission.class_condition(rf, pc)}],
-            "variables": [admission._specs(rf)],
-            "validations": [scheduler_validation(pc)],
-        })
-        out += [p, admission._binding(rf, p, exempt)]
     p = admission._policy(rf, admission.class_policy_name(rf, "volcano-queues"), {
         "validations": [queue_validation()],
     }, rules=QUEUE_RULES)
-    return out + [p, admission._binding(rf, p, exempt)]
+    return [p, admission._binding(rf, p, admission.exempt_namespaces(rf))]
 
 
 def enabled(rf: ResolvedFleet) -> bool:
@@ -90,5 +60,5 @@ def lower(rf: ResolvedFleet, produced: Sequence[Produced]) -> list[Artifact]:
     if not enabled(rf):
         return []
     return [Artifact(PATH, documents=tuple(objects(rf)),
-                     description="ValidatingAdmissionPolicies of Volcano: queued tiers' pods go through its "
-                                 "scheduler, PodGroups name their tenant's queues")]
+                     description="ValidatingAdmissionPolicy of Volcano: PodGroups and Volcano Jobs name their "
+                                 "tenant's queues")]
