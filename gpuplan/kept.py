@@ -603,13 +603,15 @@ def template_labels(docs: list[dict], pool: str, pool_label: str) -> list[dict]:
 
 
 ADMISSION_POLICY_PATH = "cluster/admission-policy.yaml"  # gpuplan.lower.admission.PATH
+VOLCANO_POLICY_PATH = "cluster/admission-volcano.yaml"  # gpuplan.queueing.volcano.admission.PATH
 TENANT_STEP_FILES = ("namespaces.yaml", "resourcequotas.yaml")
 
 
 def _step_files() -> tuple[str, ...]:
     from gpuplan.identity import FLUX_CLASSES_DIR, PRIORITY_CLASSES_PATH
 
-    return ADMISSION_POLICY_PATH, PRIORITY_CLASSES_PATH, f"{FLUX_CLASSES_DIR}/priorityclasses.yaml"
+    return (ADMISSION_POLICY_PATH, VOLCANO_POLICY_PATH, PRIORITY_CLASSES_PATH,
+            f"{FLUX_CLASSES_DIR}/priorityclasses.yaml")
 
 
 def is_step_path(path: str) -> bool:

@@ -98,7 +98,13 @@ def _prunable(d: dict[str, Any]) -> bool:
 
 def sync_states(old: Iterable[dict[str, Any]], new: Iterable[dict[str, Any]], engine: str
                 ) -> list[tuple[str, list[dict[str, Any]]]]:
-    """(step, the objects of :data:`STEP_KINDS` held after it), for each step that changes them."""
+    """(step, the objects of :data:`STEP_KINDS` held after it), for each step that changes them.
+    The prune waves are swapped over every object the sync prunes, of any kind given (as
+    gitops-engine swaps its prune tasks): a tree's Volcano Queues pruned at waves 1-3 move the
+    prune of a policy at wave -2 to wave 3."""
+    old, new = list(old), list(new)
+    kept = {_key(d) for d in new}
+    every_gone = [d for d in old if _key(d) not in kept and _prunable(d)]
     was = {_key(d): d for d in old if d.get("kind") in STEP_KINDS}
     now = {_key(d): d for d in new if d.get("kind") in STEP_KINDS}
     changed = [d for k, d in now.items() if was.get(k) != d]
@@ -114,7 +120,7 @@ def sync_states(old: Iterable[dict[str, Any]], new: Iterable[dict[str, Any]], en
         applies: dict[int, list[dict[str, Any]]] = {}
         for d in changed:
             applies.setdefault(sync_wave(d), []).append(d)
-        swap = prune_waves(sync_wave(d) for d in gone)
+        swap = prune_waves(sync_wave(d) for d in every_gone)
         prunes: dict[int, list[dict[str, Any]]] = {}
         for d in gone:
             prunes.setdefault(swap[sync_wave(d)], []).append(d)

@@ -41,7 +41,8 @@ KARPENTER_MIG = edit(AWS, "layout: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}", "layou
 VOLCANO_LAB = (REPO / "examples" / "volcano.yaml").read_text(encoding="utf-8")
 KUEUE_LAB = VOLCANO_LAB.replace("  queueing:\n    engine: volcano\n    volcano:\n      chartVersion: 1.15.1\n",
                                 "  queueing: {}\n")
-assert KUEUE_LAB != VOLCANO_LAB
+UNQUEUED_LAB = VOLCANO_LAB.replace("  queueing:\n    engine: volcano\n    volcano:\n      chartVersion: 1.15.1\n", "")
+assert KUEUE_LAB != VOLCANO_LAB != UNQUEUED_LAB
 
 SCENARIOS: dict[str, tuple[str, str]] = {
     "add-tenant": (BASE, TWO),
@@ -65,6 +66,8 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     # the queueing engine changes: Kueue's rules for the queued tiers give way to Volcano's in one update
     "kueue-to-volcano": (KUEUE_LAB, VOLCANO_LAB),
     "volcano-to-kueue": (VOLCANO_LAB, KUEUE_LAB),
+    # Volcano's PodGroup policy binds before any queue exists (a PodGroup admitted earlier would stay)
+    "unqueued-to-volcano": (UNQUEUED_LAB, VOLCANO_LAB),
 }
 
 

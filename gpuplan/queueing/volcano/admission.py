@@ -45,11 +45,24 @@ def queue_validation() -> dict[str, str]:
             "reason": "Forbidden"}
 
 
+# The policy and its binding sync with the Namespaces, the first wave: a PodGroup admitted before
+# the binding holds stays admitted, and once its queue exists Volcano charges its pods there. The
+# binding selects namespaces by name and the policy reads their labels at admission, so neither
+# waits for anything (the chart's CRD only makes PodGroups possible; nothing checks them then).
+WAVE = "-2"
+
+
 def objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
+    from gpuplan.lower.common import ARGO_WAVE
+
     p = admission._policy(rf, admission.class_policy_name(rf, "volcano-queues"), {
         "validations": [queue_validation()],
     }, rules=QUEUE_RULES)
-    return [p, admission._binding(rf, p, admission.exempt_namespaces(rf))]
+    out = [p, admission._binding(rf, p, admission.exempt_namespaces(rf))]
+    for d in out:
+        if ARGO_WAVE in d["metadata"].get("annotations", {}):
+            d["metadata"]["annotations"][ARGO_WAVE] = WAVE
+    return out
 
 
 def enabled(rf: ResolvedFleet) -> bool:
