@@ -85,7 +85,8 @@ class _TreeFiles(Mapping[str, bytes]):
 def verify_cluster(ctx: click.Context, fleet: str, live: tuple[str, ...], fmt: str, strict: bool,
                    verbose: bool, tree: str) -> None:
     """Compare the cluster with FLEET after a sync: per pool, nodes missing labels or taints,
-    advertised GPU resources, MIG config state; ResourceQuotas against the tree.
+    advertised GPU resources, MIG config state; ResourceQuotas against the tree; with
+    queueing.engine volcano, the Volcano Queues (`queues.scheduling.volcano.sh` in the input).
 
     Reads recorded `kubectl get -o json` output, so it needs no cluster credentials:
 
