@@ -132,3 +132,21 @@ def test_a_queue_field_of_the_wrong_type_refuses_the_input(rf):
     with pytest.raises(LiveInputError) as e:
         parse_live([("live.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": copy.deepcopy(items)}))])
     assert e.value.diags[0].code == "GP882" and "spec.capability" in e.value.diags[0].message
+
+
+def test_the_command_exits_6_on_a_drifted_queue(tmp_path):
+    from tests.conftest import run_gpuplan
+
+    items = _queues()
+    _by_name(items, "gpuplan-research.burst-h100")["spec"]["capability"]["nvidia.com/gpu"] = "16"  # planned 8
+    live = tmp_path / "queues.json"
+    live.write_text(json.dumps({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "QueueList", "items": items}))
+    r = run_gpuplan("verify-cluster", str(REPO / "examples/volcano.yaml"), "--live", str(live),
+                    "--tree", str(tmp_path / "no-tree"), "--format", "json")
+    assert r.returncode == 6, r.stderr
+    got = [(d["code"], d["path"]) for d in json.loads(r.stdout)["diagnostics"]]
+    assert got == [("GP889", "spec.tenants[2]")]
+    live.write_text(json.dumps({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "QueueList",
+                                "items": _queues()}))
+    assert run_gpuplan("verify-cluster", str(REPO / "examples/volcano.yaml"), "--live", str(live),
+                       "--tree", str(tmp_path / "no-tree")).returncode == 0
