@@ -147,8 +147,9 @@ def planned_quotas(rf: ResolvedFleet) -> list[dict]:
 
 
 # what verify-cluster checks besides nodes and quotas
-PLANNED_ADMISSION_AND_QUEUES = (("gpuplan.lower.admission", "gpuplan.lower.kueue"), frozenset({
-    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Topology", "ResourceFlavor"}))
+PLANNED_ADMISSION_AND_QUEUES = (("gpuplan.lower.admission", "gpuplan.lower.kueue", "gpuplan.queueing.volcano.lower"),
+                                frozenset({"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Topology",
+                                           "ResourceFlavor", "Queue"}))
 
 
 def placement_docs(rf: ResolvedFleet) -> list[dict]:

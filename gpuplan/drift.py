@@ -1,4 +1,4 @@
-"""GP870-GP879: does the cluster look like the plan? (`gpuplan verify-cluster`)
+"""GP870-GP889: does the cluster look like the plan? (`gpuplan verify-cluster`)
 
 Reads what ``kubectl get nodes,resourcequotas -A -o json`` prints (a ``List``,
 or a ``NodeList``/``ResourceQuotaList``) and compares it with the resolved
@@ -191,7 +191,19 @@ I_RETIRE_RESOURCE = Code(
     bad="# quotas keep requests.nvidia.com/mig-1g.10gb: \"0\"; no node's capacity lists nvidia.com/mig-1g.10gb",
     good="gpuplan build fleet.yaml --retire-resource nvidia.com/mig-1g.10gb",
 )
-CODES = (E_POLICY_MISSING, E_POLICY_UNBOUND, E_TOPOLOGY_LABEL, E_LIVE_INPUT, E_NODE_MISSING, E_NODE_LABEL, E_NODE_TAINT, E_CAPACITY, E_MIG_STATE,
+E_QUEUE = Code(
+    "GP889", "Volcano Queue not as planned", Severity.ERROR,
+    "A Volcano Queue gpuplan writes (`volcano/queues.yaml`: a tenant's `gpuplan-<tenant>`, its leaf "
+    "`gpuplan-<tenant>.<pool>`, a cohort's `gpuplan.<cohort>`) is not in the cluster, or its `capability`, "
+    "`deserved`, `guarantee.resource`, `parent` or `affinity.nodeGroupAffinity` differs from the plan: Volcano's "
+    "capacity plugin then holds the tenant's jobs to other numbers than its grants (a missing leaf takes no "
+    "PodGroup at all; a leaf on another node group runs its pods on another pool), or the tree is not synced. "
+    "A resource name the capability leaves out is not limited at all (volcano-sh/volcano v1.15.1 "
+    "pkg/scheduler/api/resource_info.go:949-985), so an absent name counts as a difference.",
+    bad="# live gpuplan-nlp.train-h100: capability nvidia.com/gpu '32'; planned '24'",
+    good="# argocd app sync (or flux reconcile) the generated tree: live and planned agree",
+)
+CODES = (E_QUEUE, E_POLICY_MISSING, E_POLICY_UNBOUND, E_TOPOLOGY_LABEL, E_LIVE_INPUT, E_NODE_MISSING, E_NODE_LABEL, E_NODE_TAINT, E_CAPACITY, E_MIG_STATE,
          E_QUOTA_MISSING, E_QUOTA_DIFFERS, W_UNPLANNED_NODE, W_UNPLANNED_RESOURCE,
          E_DUPLICATE_KEY, E_NUMBER, E_WRONG_TYPE, I_RETIRE_CONFIG, I_RETIRE_NAMESPACE, I_RETIRE_RESOURCE)
 
@@ -446,6 +458,24 @@ class _Checker:
             if actions is not None and not (isinstance(actions, list) and all(isinstance(a, str) for a in actions)):
                 self.bad(f"{path}.spec.validationActions", "a list of strings", actions)
 
+    def queue(self, item: dict, path: str) -> None:
+        spec = self.obj(item, "spec", path)
+        if spec is None:
+            return
+        at = f"{path}.spec"
+        for key in ("capability", "deserved"):
+            self.string_map(spec, key, at, (str, int))
+        guarantee = self.obj(spec, "guarantee", at)
+        if guarantee is not None:
+            self.string_map(guarantee, "resource", f"{at}.guarantee", (str, int))
+        self.opt_str(spec, "parent", at)
+        affinity = self.obj(spec, "affinity", at)
+        groups = self.obj(affinity, "nodeGroupAffinity", f"{at}.affinity") if affinity is not None else None
+        required = groups.get("requiredDuringSchedulingIgnoredDuringExecution") if groups is not None else None
+        if required is not None and not (isinstance(required, list) and all(isinstance(g, str) for g in required)):
+            self.bad(f"{at}.affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+                     "a list of strings", required)
+
     def quota(self, item: dict, path: str) -> None:
         spec = self.obj(item, "spec", path)
         if spec is not None:
@@ -460,7 +490,9 @@ class Live:
     policies: dict[str, dict[str, Any]] = field(default_factory=dict)
     bindings: dict[str, dict[str, Any]] = field(default_factory=dict)
     namespaces: set[str] = field(default_factory=set)
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)  # Volcano Queues by name
     saw_namespaces: bool = False
+    saw_queues: bool = False
     saw_nodes: bool = False
     saw_quotas: bool = False
     saw_admission: bool = False
@@ -558,6 +590,8 @@ def _parse_one(live: Live, name: str, text: str | bytes) -> None:
             check.quota(item, path)
         elif kind == "ValidatingAdmissionPolicyBinding":
             check.binding(item, path)
+        elif kind == "Queue" and _group(item) == VOLCANO_GROUP:
+            check.queue(item, path)
         accepted.append((kind, item))
     if check.errors:
         more = []
@@ -582,6 +616,9 @@ def _parse_one(live: Live, name: str, text: str | bytes) -> None:
         elif kind == "Namespace":
             live.saw_namespaces = True
             live.namespaces.add(meta["name"])
+        elif kind == "Queue" and _group(item) == VOLCANO_GROUP:
+            live.saw_queues = True
+            live.queues[meta["name"]] = item
     if list_kind in ("ValidatingAdmissionPolicyList", "ValidatingAdmissionPolicyBindingList"):
         live.saw_admission = True
     if list_kind == "NodeList":
@@ -590,6 +627,16 @@ def _parse_one(live: Live, name: str, text: str | bytes) -> None:
         live.saw_quotas = True
     if list_kind == "NamespaceList":
         live.saw_namespaces = True
+    if list_kind == "QueueList" and _group(data) == VOLCANO_GROUP:
+        live.saw_queues = True
+
+
+VOLCANO_GROUP = "scheduling.volcano.sh"  # gpuplan.queueing.volcano.lower.API's group
+
+
+def _group(item: dict) -> str | None:
+    api = item.get("apiVersion")
+    return api.rpartition("/")[0] if isinstance(api, str) else None
 
 
 _QUANTITY = re.compile(r"([0-9]{1,30})(k|M|G|Ki|Mi)?\Z")
@@ -816,6 +863,8 @@ def verify(rf: ResolvedFleet, live: Live, quotas: list[dict[str, Any]],
         diags.add(*_check_admission(rf, live, planned))
     if live.saw_nodes:
         diags.add(*_check_topology(rf, live, planned))
+    if live.saw_queues:
+        diags.add(*_check_queues(rf, live, planned))
     diags.add(*_retirable(rf, live))
     return Verified(diags.done(), results)
 
@@ -910,4 +959,59 @@ def _check_topology(rf: ResolvedFleet, live: Live, planned: Iterable[dict[str, A
                                    f"lacks the topology label{'s' if len(missing) > 1 else ''} "
                                    f"{', '.join(missing)}: Kueue admits nothing to its GPUs", at, key=True,
                                    hint="label the node for every topology level (or its NodePool template)"))
+    return out
+
+
+def _queue_view(spec: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a Queue's spec the plan decides, as numbers: capability, deserved,
+    guarantee.resource (name -> units), parent, the required node groups."""
+    def units(m: Any) -> dict[str, Any]:
+        return {k: _int(v) if _int(v) is not None else v for k, v in (m or {}).items()} if isinstance(m, dict) else {}
+
+    affinity = ((spec.get("affinity") or {}).get("nodeGroupAffinity") or {}) if isinstance(spec.get("affinity"), dict) \
+        else {}
+    return {"capability": units(spec.get("capability")), "deserved": units(spec.get("deserved")),
+            "guarantee": units((spec.get("guarantee") or {}).get("resource") if isinstance(spec.get("guarantee"), dict)
+                               else None),
+            "parent": spec.get("parent") or None,
+            "nodeGroupAffinity": sorted(affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or [])}
+
+
+def _check_queues(rf: ResolvedFleet, live: Live, planned: Iterable[dict[str, Any]]) -> list[Diagnostic]:
+    """The Volcano Queues of the plan against the live ones (GP889): each missing, and each field
+    of capability, deserved, guarantee, parent and node-group affinity that differs. Only with Queues
+    in the input (``kubectl get queues.scheduling.volcano.sh -o json``)."""
+    from gpuplan.identity import TENANT_LABEL
+
+    tenant_index = {t.name: i for i, t in enumerate(rf.fleet.spec.tenants)}
+    out = []
+    for obj in planned:
+        if obj.get("kind") != "Queue" or _group(obj) != VOLCANO_GROUP:
+            continue
+        name = obj["metadata"]["name"]
+        tenant = (obj["metadata"].get("labels") or {}).get(TENANT_LABEL)
+        at = ("spec", "tenants", tenant_index[tenant]) if tenant in tenant_index else ("spec", "queueing")
+        got = live.queues.get(name)
+        want = _queue_view(obj["spec"])
+        if got is None:
+            what = "a leaf: the PodGroups that name it are not scheduled" if want["nodeGroupAffinity"] else \
+                "the parent of planned queues: Volcano's webhook refuses them"
+            out.append(rf.diag(E_QUEUE, f"Volcano Queue {name} is not in the cluster ({what})", at, key=True,
+                               hint="sync the generated tree (volcano/queues.yaml)"))
+            continue
+        have = _queue_view(got.get("spec") or {})
+        for key in ("capability", "deserved", "guarantee"):
+            w, h = want[key], have[key]
+            diff = ", ".join(f"{show(r)}: {show(h.get(r, 'absent'))} (planned {w.get(r, 'absent')})"
+                             for r in sorted(set(w) | set(h)) if w.get(r) != h.get(r))
+            if diff:
+                out.append(rf.diag(E_QUEUE, f"Volcano Queue {name} {key} differs: {diff}", at, key=True,
+                                   hint="sync the generated tree (volcano/queues.yaml); an edit by hand is undone"))
+        for key in ("parent", "nodeGroupAffinity"):
+            if want[key] != have[key]:
+                def text(v: Any) -> str:
+                    return (", ".join(map(str, v)) if isinstance(v, list) else str(v)) if v else "none"
+
+                out.append(rf.diag(E_QUEUE, f"Volcano Queue {name} {key} {show(text(have[key]))}, planned "
+                                   f"{text(want[key])}", at, key=True, hint="sync the generated tree (volcano/queues.yaml)"))
     return out

@@ -44,7 +44,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "gpuplan.importer", "gpuplan.importer.gfd", "gpuplan.importer.sharing_read", "gpuplan.importer.platforms",
                 "gpuplan.importer.standalone", "gpuplan.importer.draft", "gpuplan.importer.nodegroups",
                 "gpuplan.importer.gke_read", "gpuplan.importer.aks_read", "gpuplan.importer.capi_read",
-                "gpuplan.importer.nap_read", "gpuplan.importer.kueue_compare")),
+                "gpuplan.importer.nap_read", "gpuplan.importer.kueue_compare", "gpuplan.importer.volcano_read")),
 )
 # The pipeline's driver may import lowering targets; nothing else outside lower/ may.
 MAY_IMPORT_LOWER = ("gpuplan.lower", "gpuplan.compiler", "gpuplan.kept", "gpuplan.codes", "gpuplan.cli",

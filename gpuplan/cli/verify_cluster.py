@@ -71,7 +71,8 @@ class _TreeFiles(Mapping[str, bytes]):
 @click.command("verify-cluster")
 @click.argument("fleet", type=click.Path(readable=False))  # the loader refuses a directory (GP013)
 @click.option("--live", "live", multiple=True, required=True, metavar="FILE",
-              help="JSON from `kubectl get nodes,resourcequotas,validatingadmissionpolicies,validatingadmissionpolicybindings -A -o json`; `-` reads stdin. Repeatable; "
+              help="JSON from `kubectl get nodes,resourcequotas,validatingadmissionpolicies,validatingadmissionpolicybindings -A -o json` "
+              "(with queueing.engine volcano, also `queues.scheduling.volcano.sh`); `-` reads stdin. Repeatable; "
               "regular files and stdin only, 64 MiB in all.")
 @click.option("--tree", "tree", default="generated", show_default=True, metavar="DIR",
               help="The generated tree the cluster syncs: the old config names it keeps for Karpenter nodes "
@@ -85,7 +86,8 @@ class _TreeFiles(Mapping[str, bytes]):
 def verify_cluster(ctx: click.Context, fleet: str, live: tuple[str, ...], fmt: str, strict: bool,
                    verbose: bool, tree: str) -> None:
     """Compare the cluster with FLEET after a sync: per pool, nodes missing labels or taints,
-    advertised GPU resources, MIG config state; ResourceQuotas against the tree.
+    advertised GPU resources, MIG config state; ResourceQuotas against the tree; with
+    queueing.engine volcano, the Volcano Queues (`queues.scheduling.volcano.sh` in the input).
 
     Reads recorded `kubectl get -o json` output, so it needs no cluster credentials:
 

@@ -154,6 +154,17 @@ W_NOT_TRUSTED = Code(
     bad="ConfigMap aaa-tenant/time-slicing-config   # the operator runs in gpu-operator",
     good="ConfigMap gpu-operator/time-slicing-config",
 )
+W_VOLCANO_UNREAD = Code(
+    "GP969", "Volcano Queue not imported", Severity.WARNING,
+    "A Volcano Queue (`scheduling.volcano.sh/v1beta1`) cannot be mapped onto spec.queueing: it takes the jobs of no "
+    "imported tenant (no `gpuplan.dev/tenant` label, no tenant of its name, no PodGroup of the input names it), its "
+    "`affinity.nodeGroupAffinity` names no imported pool's node group, it holds a resource no pool advertises "
+    "(cpu, memory: gpuplan's queues cover the tiers' GPU resources only, so Volcano would no longer limit it) or an "
+    "amount that is not a whole number of units, or it sets a field gpuplan does not write (`weight`, `priority`, "
+    "`reclaimable: false`, anti-affinity). That part is left out; the round trip shows what changes.",
+    bad="Queue team-a: affinity.nodeGroupAffinity.required...: [big-gpus]   # no pool's nodes carry that node group",
+    good="Queue team-a: affinity.nodeGroupAffinity.required...: [train-h100]",
+)
 
 W_DRIFT = Code(
     "GP966", "Karpenter would replace nodes", Severity.WARNING,
@@ -195,4 +206,4 @@ W_STANDALONE = Code(
 
 CODES = (W_GPU_FAULT, W_SHARING_UNREAD, I_NOT_GPU, E_NOTHING, W_BAD_NAME, W_UNKNOWN_GPU, E_MIG_IMPOSSIBLE, W_QUOTA_OVER, W_UNUSED_CONFIG, W_MISSING_CONFIG,
          W_POOL_DISAGREES, I_TODO, W_UNEXPLAINED, E_EXISTS, E_DRAFT_INVALID, W_UNREAD,
-         W_KUEUE_UNREAD, W_DRA_UNREAD, W_NOT_TRUSTED, W_DRIFT, W_CONSOLIDATION, W_DELIVERY, W_STANDALONE)
+         W_KUEUE_UNREAD, W_DRA_UNREAD, W_VOLCANO_UNREAD, W_NOT_TRUSTED, W_DRIFT, W_CONSOLIDATION, W_DELIVERY, W_STANDALONE)

@@ -92,6 +92,14 @@ KUEUE_CONFIGMAP = "kueue-manager-config"
 KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
 KUEUE_VALUES_PATH = "kueue/values.yaml"
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # the lowest Topology level gpuplan always adds
+# Volcano (docs/volcano.md; gpuplan.queueing.volcano.lower, a lowering target the importer does not import)
+VOLCANO_GROUP = "scheduling.volcano.sh"  # Queue, PodGroup (v1beta1)
+VOLCANO_CHART = "volcano"  # https://volcano-sh.github.io/helm-charts
+VOLCANO_NAMESPACE = "volcano-system"  # gpuplan.spec.models.VolcanoInstall.namespace default
+VOLCANO_VALUES_PATH = "volcano/values.yaml"
+# the queues Volcano's controller makes itself (volcano-sh/volcano v1.15.1: `root`, the capacity
+# plugin's hierarchy root, and `default`, where a PodGroup naming no queue goes); gpuplan writes neither
+VOLCANO_OWN_QUEUES = ("root", "default")
 # DRA (docs/dra.md; gpuplan.lower.dra)
 DRA_CHART = "dra-driver-nvidia-gpu"
 DRA_NAMESPACE = "dra-driver-nvidia-gpu"

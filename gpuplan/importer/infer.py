@@ -971,6 +971,10 @@ def tiers_and_tenants(objs: list[Obj], pools: list[dict], draft: Draft, kq: Any 
                     tiers[tn]["profile"] = prof
 
         assign(kq, tiers, ns_tiers, draft)
+        if kq.engine == "volcano":
+            from gpuplan.importer.volcano_read import ceilings
+
+            ceilings(kq)  # the leaves' capabilities, as the build writes them into the quotas
         queued = set(kq.queued_tiers)
 
     # tenants and their grants
@@ -1180,6 +1184,26 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     nss = {o.name: o for o in objs if o.kind == "Namespace" and not o.api_group}
     kq = K.scan(objs, pools, nss, lambda ns: tenant_name(ns, nss.get(ns)),
                 lambda res: [p["name"] for p in pools if res in pool_resources(p)])
+    from gpuplan.importer import volcano_read as VR
+    from gpuplan.queueing.volcano.names import NODE_GROUP_LABEL
+
+    vq = VR.scan(objs, pools, nss, lambda ns: tenant_name(ns, nss.get(ns)),
+                 lambda res: [p["name"] for p in pools if res in pool_resources(p)])
+    if vq is not None and kq is not None:
+        # one fleet, one queueing engine (docs/volcano.md): Kueue's ClusterQueues are read
+        first = next(o for o in objs if o.api_group == V.VOLCANO_GROUP and o.kind == "Queue"
+                     and o.name not in V.VOLCANO_OWN_QUEUES)
+        draft.diagnostics.append(_diag(C.W_VOLCANO_UNREAD, "the input holds Kueue ClusterQueues and Volcano Queues: "
+                                       "a fleet has one queueing engine; the draft reads Kueue's, the Volcano Queues "
+                                       "are not imported", first, "spec"))
+    elif vq is not None:
+        kq = vq
+        for p in pools:  # the pool's node group is gpuplan's own label under engine volcano (identity.pool_node_labels)
+            if (p.get("labels") or {}).get(NODE_GROUP_LABEL) == p["name"]:
+                del p["labels"][NODE_GROUP_LABEL]
+                if not p["labels"]:
+                    del p["labels"]
+                    p["_notes"].pop("labels", None)
     if kq is not None:
         draft.diagnostics += kq.diagnostics
     tiers, tenants = tiers_and_tenants(objs, pools, draft, kq)
@@ -1210,6 +1234,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
     op_chart = K.find_chart(objs, D.OPERATOR_CHART, draft.diagnostics)
     gitops = K.gitops_from([op_chart, kq.chart if kq is not None else None, dra_chart],
                            {"operator": V.GPU_OPERATOR_VALUES_PATH, "kueue": V.KUEUE_VALUES_PATH,
+                            "volcano": V.VOLCANO_VALUES_PATH,
                             "driver": V.DRA_VALUES_PATH})
     git = D.git_sources(objs, K.engine_namespace(objs, "Application"))
     if gitops is not None:
@@ -1294,7 +1319,7 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
             if isinstance(val, dict) and val != disc and all(isinstance(v, str) for v in val.values()):
                 aws[key] = dict(sorted(val.items()))
         cluster["aws"] = aws
-    if kq is None and any(o.api_group == V.KUEUE_GROUP for o in objs):
+    if (kq is None or kq.engine != "kueue") and any(o.api_group == V.KUEUE_GROUP for o in objs):
         draft.header.append("TODO: Kueue objects were found but no ClusterQueue: spec.queueing is not imported "
                             "(docs/kueue.md)")
     _allocation(pools, tiers, objs, dra_chart, cluster, draft)
@@ -1333,7 +1358,8 @@ def infer(objs: list[Obj], *, name: str | None = None) -> Draft:
         draft.note(("spec", "tiers", i, "name"), None, "workload (training, inference, ...) is not visible in the "
                    "cluster: set it, it chooses Karpenter disruption settings")
     if kq is not None:
-        queueing, qnotes = K.queueing_spec(kq, fleet_name, draft)
+        queueing, qnotes = K.queueing_spec(kq, fleet_name, draft) if kq.engine == "kueue" else \
+            VR.queueing_spec(kq, draft)
         spec["spec"]["queueing"] = queueing
         for sub, (source, todo) in qnotes.items():
             draft.note(("spec", "queueing") + sub, source, todo)

@@ -192,6 +192,10 @@ class Kueue:
     # ClusterQueue -> each quota row as read: (pool, or None where it is not imported; resource; the
     # nominalQuota as written; its path in the ClusterQueue), for the round trip (importer.kueue_compare)
     read: dict[str, list[tuple[str | None, str, Any, tuple]]] = field(default_factory=dict)
+    # the queueing engine whose objects these are: "kueue", or "volcano" (gpuplan.importer.volcano_read
+    # fills the same record from Volcano Queues); Volcano: tenant -> (pool, resource) -> capability
+    engine: str = "kueue"
+    capabilities: dict[str, dict[tuple[str, str], int]] = field(default_factory=dict)
 
     def tenant_of(self, ns: str) -> Queue | None:
         return next((q for q in self.queues if ns in q.namespaces), None)
@@ -380,6 +384,14 @@ def scan(objs: list[Obj], pools: list[dict], namespaces: dict[str, Obj], tenant_
     return k
 
 
+def _kind(k: Kueue) -> str:
+    return "ClusterQueue" if k.engine == "kueue" else "Volcano Queue"
+
+
+def _unread(k: Kueue) -> Any:
+    return C.W_KUEUE_UNREAD if k.engine == "kueue" else C.W_VOLCANO_UNREAD
+
+
 def assign(k: Kueue, tiers: dict[str, dict], ns_tiers: Any, draft: Any) -> None:
     """Queued tiers, their grants (ClusterQueue nominal quota split over the
     tenant's namespaces labelled for each tier), the tenants' limits and the
@@ -415,7 +427,7 @@ def assign(k: Kueue, tiers: dict[str, dict], ns_tiers: Any, draft: Any) -> None:
                 mine = [tn for tn in here if (tn in k.pinned) == (r.capacity != "spot")]
                 here = mine or here
             if not here:
-                draft.diagnostics.append(_diag(C.W_KUEUE_UNREAD, f"ClusterQueue {q.obj.name}: no tier hands out "
+                draft.diagnostics.append(_diag(_unread(k), f"{_kind(k)} {q.obj.name}: no tier hands out "
                                                f"{r.resource} on pool {r.pool}; that quota is not imported", q.obj,
                                                "spec", "resourceGroups"))
                 continue
@@ -424,7 +436,7 @@ def assign(k: Kueue, tiers: dict[str, dict], ns_tiers: Any, draft: Any) -> None:
                 cands = [(q.namespaces[0], here[0])] if q.namespaces else []
             if len(cands) > 1:
                 draft.diagnostics.append(_diag(
-                    C.I_TODO, f"ClusterQueue {q.obj.name}: {r.nominal} {r.resource} on pool {r.pool} are shared by "
+                    C.I_TODO, f"{_kind(k)} {q.obj.name}: {r.nominal} {r.resource} on pool {r.pool} are shared by "
                     f"{', '.join(f'{ns}/{tn}' for ns, tn in cands)}; the draft splits them evenly", q.obj,
                     "spec", "resourceGroups"))
             for i, (ns, tn) in enumerate(cands):
@@ -530,4 +542,4 @@ def tenant_queueing(k: Kueue, tenant: str) -> tuple[dict | None, str | None]:
     granted = any(tn in k.queued_tiers for ns in q.namespaces for tn in k.grants.get(ns, {}))
     if not out and granted:
         return None, None
-    return out, f"from ClusterQueue {q.obj.name}"
+    return out, f"from {_kind(k)} {q.obj.name}"

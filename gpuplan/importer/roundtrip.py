@@ -52,14 +52,15 @@ CONVENTIONS: dict[str, str] = {
     "api-version": "gpuplan writes the AKSNodeClass as karpenter.azure.com/v1beta1; the cluster's deprecated "
                    "v1alpha2 is the same stored object (the CRD has no conversion webhook)",
     "own-objects": "gpuplan adds the objects it owns beside these (GPU Operator values, NodeFeatureRules, "
-                   "admission policy, delivery, monitoring, Kueue)",
+                   "admission policy, delivery, monitoring, Kueue, Volcano)",
 }
 
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Topology")
 DRA_KINDS = ("DeviceClass", "ResourceClaimTemplate")
+VOLCANO_KINDS = ("Queue",)
 COMPARED_KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool", "EC2NodeClass",
                   "AKSNodeClass") \
-    + KUEUE_KINDS + DRA_KINDS
+    + KUEUE_KINDS + DRA_KINDS + VOLCANO_KINDS
 # Requirements Karpenter's AWS provider sets as labels on every node from its instance type
 # (aws/karpenter-provider-aws@v1.14.1 pkg/apis/v1/labels.go:160-163: instance-gpu-name, -count, -memory;
 # kubernetes.io/arch and os from the instance type): a NodeClaim's labels then stay compatible
@@ -286,10 +287,14 @@ def round_trip(draft: Draft, text: str, display: str) -> RoundTrip:
             add(o, d)
     if op_ns_obj is not None:
         add(op_ns_obj)
-    # Kueue and DRA objects as they are: gpuplan names and writes them as the cluster has them
-    groups = {**{k: V.KUEUE_GROUP for k in KUEUE_KINDS}, **{k: "resource.k8s.io" for k in DRA_KINDS}}
+    # Kueue, Volcano and DRA objects as they are: gpuplan names and writes them as the cluster has
+    # them (Volcano's own root and default queues aside: its controller makes them, gpuplan writes neither)
+    groups = {**{k: V.KUEUE_GROUP for k in KUEUE_KINDS}, **{k: "resource.k8s.io" for k in DRA_KINDS},
+              **{k: V.VOLCANO_GROUP for k in VOLCANO_KINDS}}
     extra_ns = set()
     for o in sorted(draft.scope.get("objects", ()), key=lambda o: (o.kind, o.namespace, o.name)):
+        if o.api_group == V.VOLCANO_GROUP and o.name in V.VOLCANO_OWN_QUEUES:
+            continue
         if groups.get(o.kind) == o.api_group and o.name:
             add(o)
         elif o.kind == "Namespace" and not o.api_group and o.name == V.DRA_NAMESPACE:

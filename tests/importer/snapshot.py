@@ -27,7 +27,9 @@ KINDS = ("ConfigMap", "PriorityClass", "Namespace", "ResourceQuota", "NodePool",
          # kubectl get resourceflavors,clusterqueues,cohorts,localqueues,workloadpriorityclasses,topologies -A
          "ResourceFlavor", "ClusterQueue", "Cohort", "LocalQueue", "WorkloadPriorityClass", "Topology",
          # kubectl get deviceclasses,resourceclaimtemplates -A; kubectl get applications -n argocd
-         "DeviceClass", "ResourceClaimTemplate", "Application")
+         "DeviceClass", "ResourceClaimTemplate", "Application",
+         # kubectl get queues.scheduling.volcano.sh,podgroups -A
+         "Queue", "PodGroup")
 
 
 def _server(obj: dict, i: int) -> dict:

@@ -17,7 +17,7 @@ from tests.importer.snapshot import REPO, dump, snapshot
 
 EXAMPLES = [("fleet.yaml", REPO / "generated"), ("aws-burst.yaml", REPO / "tests/golden/aws-burst"),
             ("flux-onprem.yaml", REPO / "tests/golden/flux-onprem"), ("kueue.yaml", REPO / "tests/golden/kueue"),
-            ("dra.yaml", REPO / "tests/golden/dra")]
+            ("dra.yaml", REPO / "tests/golden/dra"), ("volcano.yaml", REPO / "tests/golden/volcano")]
 
 
 def _per_pair(spec: dict) -> dict:
@@ -64,6 +64,12 @@ def test_example_cluster_round_trips(example, tree):
     if "queueing" not in want:
         assert {t["name"]: t.get("quotas") for t in draft["tenants"]} == \
             {t["name"]: t.get("quotas") for t in want["tenants"]}
+    elif want["queueing"].get("engine") == "volcano":  # a leaf's deserved per pool is what the cluster shows
+        assert _per_pair(draft) == _per_pair(want)
+        assert draft["queueing"]["engine"] == "volcano"
+        assert draft["queueing"]["volcano"]["chartVersion"] == want["queueing"]["volcano"]["chartVersion"]
+        assert {t["name"]: t.get("queueing") for t in draft["tenants"]} == \
+            {t["name"]: t.get("queueing") for t in want["tenants"]}
     else:  # Kueue: a ClusterQueue's nominal quota per flavor is what the cluster shows
         assert _per_pair(draft) == _per_pair(want)
         for k in ("fairSharing", "gangAdmission", "integrations", "topologyLevels"):
@@ -85,6 +91,10 @@ def test_example_cluster_round_trips(example, tree):
         # the Kueue objects themselves were compared, not only counted as gpuplan's own
         assert not {"ClusterQueue", "ResourceFlavor", "LocalQueue"} & set(r.round_trip.added_kinds)
         assert [d.code for d in r.diagnostics if d.code == "GP958" and "ClusterQueue gpuplan-vision" in d.message]
+    if example == "volcano.yaml":
+        # the Queues were compared with those the draft builds, not counted as gpuplan's own
+        assert "Queue" not in r.round_trip.added_kinds
+        assert not any("volcano.sh/nodegroup-name" in (p.get("labels") or {}) for p in draft["pools"])
     if example == "dra.yaml":
         assert not {"DeviceClass", "ResourceClaimTemplate"} & set(r.round_trip.added_kinds)
 
