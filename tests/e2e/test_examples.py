@@ -164,6 +164,44 @@ def test_tenant_pages_pods_and_jobs_run_on_their_own_pools(example):
     assert not problems, "\n".join(problems)
 
 
+def test_tenant_pages_volcano_objects_are_admitted_and_other_queues_refused(example):
+    """With Volcano, each page's Volcano Job, PodGroup and its first pod pass the API server as the
+    tenant writes them (the pinned CRDs and the policies), in the page's namespace; the same PodGroup
+    in another tenant's leaf is refused. Every other engine's pages show none of them."""
+    import re
+
+    import yaml
+
+    found = []
+    for page in sorted((example.tree / "tenants").glob("*/README.md")):
+        for block in re.findall(r"```yaml\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
+            for o in yaml.safe_load_all(block):
+                if o.get("apiVersion", "").split("/")[0] in ("scheduling.volcano.sh", "batch.volcano.sh") or (
+                        o.get("kind") == "Pod" and o["spec"].get("schedulerName") == "volcano"):
+                    found.append((page.parent.name, o))
+    q = example.rf.fleet.spec.queueing
+    if q is None or q.engine != "volcano":
+        assert not found
+        return
+    assert {o["kind"] for _, o in found} == {"Job", "PodGroup", "Pod"}
+    d = example.deployed
+    tenants = sorted({t for t, _ in found})
+    for tenant, o in found:
+        o = copy.deepcopy(o)
+        ns = o["metadata"]["namespace"]
+        d.wait_default_service_account(ns)
+        d.wait_quotas()
+        if "generateName" in o["metadata"]:
+            o["metadata"]["name"] = o["metadata"].pop("generateName") + "page"
+        code, body = example.cp.create(o, dry_run=True, impersonate="tenant", groups=("system:authenticated",))
+        assert code == 201, (tenant, o["kind"], ns, code, body.get("message"))
+        if o["kind"] == "PodGroup":
+            other = next(t for t in tenants if t != tenant)
+            o["spec"]["queue"] = f"gpuplan-{other}." + o["spec"]["queue"].split(".", 1)[1]
+            code, body = example.cp.create(o, dry_run=True, impersonate="tenant", groups=("system:authenticated",))
+            assert code == 403, (tenant, o["spec"]["queue"], code, body.get("message"))
+
+
 def test_a_pod_over_its_namespace_grant_is_refused(example):
     rf = example.rf
     d = example.deployed

@@ -155,3 +155,26 @@ def test_every_queue_passes_volcanos_own_webhook_rules(rf, tree):
     for q in plan.queues:
         if q.parent != ROOT:
             assert wave[q.parent] < wave[q.name], q.name
+
+
+def test_the_tenant_pages_volcano_objects_fit_volcanos_schemas(tree):
+    """Each page's Volcano Job and PodGroup, as a tenant copies it, against Volcano v1.15.1's CRDs
+    (the pinned strict schemas: an unknown or misspelt field is an error there)."""
+    import re
+
+    from gpuplan.verify.schemas import crd_validator, prepare, schema_errors
+
+    seen = set()
+    for path, text in tree.items():
+        if not re.fullmatch(r"tenants/[^/]+/README\.md", path):
+            continue
+        for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
+            for obj in yaml.safe_load_all(block):
+                group, _, version = obj["apiVersion"].rpartition("/")
+                if group not in ("scheduling.volcano.sh", "batch.volcano.sh"):
+                    continue
+                v = crd_validator(group, obj["kind"], version)
+                assert v is not None, obj["kind"]
+                assert list(schema_errors(v, prepare(group, obj["kind"], v.schema, obj))) == [], (path, obj["kind"])
+                seen.add(obj["kind"])
+    assert seen == {"Job", "PodGroup"}
