@@ -1,15 +1,17 @@
 """The test control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 KWOK built from the Go module proxy (``tests/cluster/go.mod``) and run as processes on
-127.0.0.1, with no container runtime. The Kueue manager and Karpenter's KWOK provider are
-started on demand by the tests that need them.
+127.0.0.1, with no container runtime. The Kueue manager, Karpenter's KWOK provider and NVIDIA's
+KAI Scheduler (its own module, ``tests/cluster/kai/go.mod``) are started on demand by the tests
+that need them.
 
     python tests/cluster/controlplane.py build          # or scripts/control-plane build
     python tests/cluster/controlplane.py up DIR [--admission-plugins A,B]
     python tests/cluster/controlplane.py down DIR
 
-``build`` compiles every component into a cache directory keyed by the pinned versions
-(``$GPUPLAN_CONTROL_PLANE_CACHE``, else ``$XDG_CACHE_HOME/gpuplan/control-plane``, else
-``~/.cache/gpuplan/control-plane``), never into the repository; a finished build is reused.
+``build`` compiles every component (then the KAI Scheduler's, unless ``--no-kai``) into a cache
+directory keyed by the pinned versions (``$GPUPLAN_CONTROL_PLANE_CACHE``, else
+``$XDG_CACHE_HOME/gpuplan/control-plane``, else ``~/.cache/gpuplan/control-plane``), never into
+the repository; a finished build is reused.
 ``up`` starts the processes, installs the pinned upstream CRDs (``crds.json``, read from the
 Go module cache), writes ``DIR/kubeconfig``, puts ``kubectl`` beside it and prints
 ``kubeconfig: DIR/kubeconfig`` once the API server is ready; ``down`` stops every process
@@ -62,6 +64,20 @@ COMPONENTS: dict[str, tuple[str, list[str]]] = {
 }
 CORE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
+# NVIDIA's KAI Scheduler (github.com/NVIDIA/KAI-scheduler v0.20.1), built from a module of its own
+# (kai/go.mod): KAI requires k8s.io/kubernetes v1.34.1 and its staging modules at v0.34, which one
+# module graph with the Kubernetes 1.36 components above would raise to v0.36. Its binaries have their
+# own cache directory and key (kai/go.mod, kai/go.sum, these packages, the Go version), so a KAI
+# change never rebuilds the core and the core tests never wait for KAI. Started on demand by
+# tests/e2e/kai.py. name -> (Go package, ldflags)
+KAI_MODULE_DIR = HERE / "kai"
+KAI_VERSION = "v0.20.1"
+KAI_COMPONENTS: dict[str, tuple[str, list[str]]] = {
+    "kai-scheduler": ("github.com/NVIDIA/KAI-scheduler/cmd/scheduler", []),
+    "kai-binder": ("github.com/NVIDIA/KAI-scheduler/cmd/binder", []),
+    "kai-podgrouper": ("github.com/NVIDIA/KAI-scheduler/cmd/podgrouper", []),
+}
+
 ADMIN_TOKEN = "gpuplan-test-admin"
 # the scheduler acts as itself, as on a real cluster (kubeadm's scheduler.conf: user system:kube-scheduler,
 # bound by the API server's bootstrap RBAC, kubernetes v1.36.3
@@ -108,6 +124,26 @@ def bin_dir() -> Path:
     return cache_root() / build_key() / "bin"
 
 
+def kai_build_key() -> str:
+    """The KAI group's key: kai/go.mod, kai/go.sum, KAI_COMPONENTS and the Go version."""
+    h = hashlib.sha256()
+    for p in (KAI_MODULE_DIR / "go.mod", KAI_MODULE_DIR / "go.sum"):
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    h.update(json.dumps(KAI_COMPONENTS, sort_keys=True).encode())
+    out = subprocess.run([go_binary(), "env", "GOVERSION"], capture_output=True, text=True, check=True).stdout
+    h.update(out.strip().encode())
+    return h.hexdigest()[:16]
+
+
+def kai_bin_dir() -> Path:
+    return cache_root() / f"kai-{kai_build_key()}" / "bin"
+
+
+def kai_built() -> Path | None:
+    d = kai_bin_dir()
+    return d if all((d / c).is_file() for c in KAI_COMPONENTS) else None
+
+
 # KWOK's own stages (sigs.k8s.io/kwok kustomize/stage/): nodes initialised and kept Ready with
 # heartbeats, pods created, Running and Ready, Job pods completed, deleted pods removed
 KWOK_STAGES = (
@@ -128,37 +164,43 @@ def built() -> Path | None:
     return d if all((d / c).is_file() for c in (*COMPONENTS, STAGES_FILE)) else None
 
 
-def module_dir(module: str, env: dict[str, str] | None = None) -> Path:
-    """Where the Go module cache holds ``module`` at the version go.mod pins."""
-    r = subprocess.run([go_binary(), "list", "-m", "-f", "{{.Dir}}", module], cwd=HERE, capture_output=True,
+def module_dir(module: str, env: dict[str, str] | None = None, cwd: Path = HERE) -> Path:
+    """Where the Go module cache holds ``module`` at the version go.mod (of ``cwd``) pins."""
+    r = subprocess.run([go_binary(), "list", "-m", "-f", "{{.Dir}}", module], cwd=cwd, capture_output=True,
                        text=True, env=env or {**os.environ, "GOFLAGS": "-mod=mod"})
     if r.returncode != 0 or not r.stdout.strip():
         raise ControlPlaneError(f"cannot find {module} in the Go module cache: {r.stderr.strip()}")
     return Path(r.stdout.strip())
 
 
-def build(components: tuple[str, ...] = tuple(COMPONENTS), log=print) -> Path:
-    """Build each component (a progress line each) into the cache; reuse finished ones."""
+def _go_build(d: Path, module: Path, components: dict[str, tuple[str, list[str]]], names: tuple[str, ...],
+              log) -> None:
     go = go_binary()
-    d = bin_dir()
     d.mkdir(parents=True, exist_ok=True)
     # the module graph exactly as go.mod and go.sum pin it; no VCS stamp (the module is not a release)
     env = {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false"}
-    total = time.monotonic()
-    for i, name in enumerate(components, 1):
+    for i, name in enumerate(names, 1):
         target = d / name
         if target.is_file():
-            log(f"[{i}/{len(components)}] {name}: cached")
+            log(f"[{i}/{len(names)}] {name}: cached")
             continue
-        pkg, ldflags = COMPONENTS[name]
+        pkg, ldflags = components[name]
         start = time.monotonic()
         tmp = d / f".{name}.tmp"
         cmd = [go, "build", "-trimpath", "-o", str(tmp), "-ldflags", " ".join(["-s", "-w", *ldflags]), pkg]
-        r = subprocess.run(cmd, cwd=HERE, env=env, capture_output=True, text=True)
+        r = subprocess.run(cmd, cwd=module, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             raise ControlPlaneError(f"building {name} ({pkg}) failed:\n{r.stderr[-4000:]}")
         tmp.replace(target)
-        log(f"[{i}/{len(components)}] {name}: built in {time.monotonic() - start:.0f} s")
+        log(f"[{i}/{len(names)}] {name}: built in {time.monotonic() - start:.0f} s")
+
+
+def build(components: tuple[str, ...] = tuple(COMPONENTS), log=print) -> Path:
+    """Build each component (a progress line each) into the cache; reuse finished ones."""
+    d = bin_dir()
+    env = {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false"}
+    total = time.monotonic()
+    _go_build(d, HERE, COMPONENTS, components, log)
     if not (d / STAGES_FILE).is_file():
         kwok = module_dir("sigs.k8s.io/kwok", env)
         text = "".join((kwok / f).read_text() if (kwok / f).read_text().startswith("---") else
@@ -166,6 +208,15 @@ def build(components: tuple[str, ...] = tuple(COMPONENTS), log=print) -> Path:
         (d / f".{STAGES_FILE}.tmp").write_text(text)
         (d / f".{STAGES_FILE}.tmp").replace(d / STAGES_FILE)
     log(f"control plane binaries in {d} ({time.monotonic() - total:.0f} s)")
+    return d
+
+
+def build_kai(log=print) -> Path:
+    """Build the KAI Scheduler's components from kai/go.mod into their own cache directory."""
+    d = kai_bin_dir()
+    total = time.monotonic()
+    _go_build(d, KAI_MODULE_DIR, KAI_COMPONENTS, tuple(KAI_COMPONENTS), log)
+    log(f"KAI Scheduler {KAI_VERSION} binaries in {d} ({time.monotonic() - total:.0f} s)")
     return d
 
 
@@ -252,9 +303,10 @@ class ControlPlane:
     def server(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
-    def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
+    def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None, exe: Path | None = None) -> None:
+        """Start ``exe`` (default: the component ``name`` among the built binaries) as ``name``."""
         log = open(self.dir / f"{name}.log", "ab")
-        p = subprocess.Popen([str(self.bin / name), *args], stdout=log, stderr=subprocess.STDOUT,
+        p = subprocess.Popen([str(exe or self.bin / name), *args], stdout=log, stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL, cwd=self.dir, env={**os.environ, **(env or {})},
                              start_new_session=True)
         log.close()
@@ -560,8 +612,11 @@ def pinned_crds() -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="control-plane", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("build", help="build every component into the cache (reused when built)")
-    sub.add_parser("path", help="print the directory of the built binaries")
+    b = sub.add_parser("build", help="build every component into the cache (reused when built), "
+                                     "then the KAI Scheduler's")
+    b.add_argument("--no-kai", action="store_true", help="build only the core components, not the KAI Scheduler's")
+    p = sub.add_parser("path", help="print the directory of the built binaries")
+    p.add_argument("--kai", action="store_true", help="the KAI Scheduler's binaries instead")
     up = sub.add_parser("up", help="start a control plane in DIR")
     up.add_argument("dir", type=Path)
     up.add_argument("--admission-plugins", default="", help="extra admission plugins, e.g. ExtendedResourceToleration")
@@ -572,8 +627,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "build":
             build()
+            if not a.no_kai:
+                build_kai()
         elif a.cmd == "path":
-            d = built()
+            d = kai_built() if a.kai else built()
             if d is None:
                 print("not built: run `scripts/control-plane build`", file=sys.stderr)
                 return 1
