@@ -358,6 +358,26 @@ def flux_classes_kustomization(rf: ResolvedFleet) -> dict[str, Any]:
     return _flux_kustomization(rf, classes_app_name(rf), FLUX_CLASSES_DIR, depends_on=tenancy_app_name(rf))
 
 
+def flux_chart_objects(rf: ResolvedFleet, source: str, url: str, chart: str, release: str, version: str,
+                       namespace: str, values: dict[str, Any], *, oci: bool = False) -> list[dict[str, Any]]:
+    """A Flux HelmRepository ``source`` (``oci``: an OCI registry) and the HelmRelease of its
+    ``chart`` into ``namespace`` (created on install; CRDs created and replaced)."""
+    ns = gitops_namespace(rf)
+    repo = obj(FLUX_SOURCE_API, "HelmRepository", metadata(rf, source, namespace=ns),
+               spec={**({"type": "oci"} if oci else {}), "interval": "1h", "url": url})
+    rel = obj(FLUX_HELM_API, "HelmRelease", metadata(rf, release, namespace=ns), spec={
+        "interval": "10m",
+        "releaseName": release,
+        "targetNamespace": namespace,
+        "storageNamespace": namespace,
+        "chart": {"spec": {"chart": chart, "version": version, "sourceRef": {"kind": "HelmRepository", "name": source}}},
+        "install": {"createNamespace": True, "crds": "CreateReplace", "remediation": {"retries": 3}},
+        "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 3}},
+        "values": values,
+    })
+    return [repo, rel]
+
+
 def flux_helm_objects(rf: ResolvedFleet, values: dict[str, Any]) -> list[dict[str, Any]]:
     ns = gitops_namespace(rf)
     op = rf.fleet.spec.cluster.gpu_operator

@@ -36,7 +36,7 @@ from gpuplan.artifacts import Artifact, Produced
 from gpuplan.lower.common import metadata, obj
 from gpuplan.identity import (LOCAL_QUEUE, POOL_LABEL, TENANT_LABEL, TIER_LABEL, kueue_app_name, pool_node_taints,
                               workload_priority_class_name)
-from gpuplan.lower.gitops import FLUX_HELM_API, FLUX_SOURCE_API, argo_chart_application, gitops_namespace
+from gpuplan.lower.gitops import argo_chart_application, flux_chart_objects
 from gpuplan.lower.common import ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_OPERATOR_DIR, engine, object_annotations
 from gpuplan.queues import QueueLedger, cohort_name, kueue_on, queue_ledger, queued_namespaces, queued_tiers
 from gpuplan.resolve import ResolvedFleet
@@ -269,23 +269,9 @@ def argo_application(rf: ResolvedFleet) -> dict[str, Any]:
 
 
 def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
-    ns = gitops_namespace(rf)
     k = rf.fleet.spec.queueing.kueue  # type: ignore[union-attr]
-    repo = obj(FLUX_SOURCE_API, "HelmRepository", metadata(rf, "kueue", namespace=ns), spec={
-        "type": "oci", "interval": "1h", "url": CHART_REPO,
-    })
-    release = obj(FLUX_HELM_API, "HelmRelease", metadata(rf, RELEASE, namespace=ns), spec={
-        "interval": "10m",
-        "releaseName": RELEASE,
-        "targetNamespace": k.namespace,
-        "storageNamespace": k.namespace,
-        "chart": {"spec": {"chart": CHART, "version": k.chart_version,
-                           "sourceRef": {"kind": "HelmRepository", "name": "kueue"}}},
-        "install": {"createNamespace": True, "crds": "CreateReplace", "remediation": {"retries": 3}},
-        "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 3}},
-        "values": helm_values(rf),
-    })
-    return [repo, release]
+    return flux_chart_objects(rf, "kueue", CHART_REPO, CHART, RELEASE, k.chart_version, k.namespace, helm_values(rf),
+                              oci=True)
 
 
 # --- target -------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any, Iterator, Sequence
 from gpuplan.artifacts import Artifact, Produced
 from gpuplan.identity import TENANT_LABEL, volcano_app_name
 from gpuplan.lower.common import ARGO_SYNC_OPTIONS, ARGO_WAVE, FLUX_OPERATOR_DIR, engine, metadata, obj, object_annotations
-from gpuplan.lower.gitops import FLUX_HELM_API, FLUX_SOURCE_API, argo_chart_application, gitops_namespace
+from gpuplan.lower.gitops import argo_chart_application, flux_chart_objects
 from gpuplan.queueing.volcano.queues import VolcanoQueue, volcano_plan
 from gpuplan.resolve import ResolvedFleet
 
@@ -99,22 +99,8 @@ def argo_application(rf: ResolvedFleet) -> dict[str, Any]:
 
 
 def flux_objects(rf: ResolvedFleet) -> list[dict[str, Any]]:
-    ns = gitops_namespace(rf)
     v = rf.fleet.spec.queueing.volcano  # type: ignore[union-attr]
-    repo = obj(FLUX_SOURCE_API, "HelmRepository", metadata(rf, "volcano", namespace=ns),
-               spec={"interval": "1h", "url": CHART_REPO})
-    release = obj(FLUX_HELM_API, "HelmRelease", metadata(rf, RELEASE, namespace=ns), spec={
-        "interval": "10m",
-        "releaseName": RELEASE,
-        "targetNamespace": v.namespace,
-        "storageNamespace": v.namespace,
-        "chart": {"spec": {"chart": CHART, "version": v.chart_version,
-                           "sourceRef": {"kind": "HelmRepository", "name": "volcano"}}},
-        "install": {"createNamespace": True, "crds": "CreateReplace", "remediation": {"retries": 3}},
-        "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 3}},
-        "values": helm_values(rf),
-    })
-    return [repo, release]
+    return flux_chart_objects(rf, "volcano", CHART_REPO, CHART, RELEASE, v.chart_version, v.namespace, helm_values(rf))
 
 
 # --- target ------------------------------------------------------------------------------------

@@ -82,11 +82,21 @@ class VolcanoPlan:
     queues: tuple[VolcanoQueue, ...]  # parents before children
     resources: tuple[str, ...]  # every GPU resource name a leaf's capability lists
 
+    def _leaves(self) -> dict[str, dict[str, VolcanoQueue]]:
+        index = self.__dict__.get("_index")
+        if index is None:  # tenant -> pool -> leaf, once: the pages ask per tenant and tier
+            index = {}
+            for q in self.queues:
+                if q.leaf:
+                    index.setdefault(q.tenant, {})[q.pool] = q
+            object.__setattr__(self, "_index", index)
+        return index
+
     def leaves_of(self, tenant: str) -> list[VolcanoQueue]:
-        return [q for q in self.queues if q.leaf and q.tenant == tenant]
+        return list(self._leaves().get(tenant, {}).values())
 
     def leaf(self, tenant: str, pool: str) -> VolcanoQueue | None:
-        return next((q for q in self.queues if q.tenant == tenant and q.pool == pool), None)
+        return self._leaves().get(tenant, {}).get(pool)
 
 
 def _sum(rows: list[tuple[tuple[str, int], ...]], names: list[str]) -> tuple[tuple[str, int], ...]:
